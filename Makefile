@@ -1,0 +1,51 @@
+# lakegate — the two commands are `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+GO    ?= go
+BIN   := .cache/bin
+FUZZTIME ?= 10s
+# Packages with fuzz targets, as "package:Target" pairs, run for FUZZTIME each by `make fuzz`.
+FUZZ_TARGETS := \
+	./engine/wal:FuzzDecodeChunk ./engine/wal:FuzzDecodeObject \
+	./engine/cursor:FuzzDecode \
+	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress
+
+.PHONY: run build test test-unit fuzz bench lint tools proto clean
+
+## run: a standalone node on the embedded defaults (data in ./data)
+run: build
+	$(BIN)/lakegate standalone --data-dir ./data
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/lakegate ./cmd/lakegate
+
+## test: everything CI runs — vet, unit + integration tests with -race, short fuzzing
+test: tools lint test-unit fuzz
+
+test-unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs)
+bench: build
+	$(BIN)/lakegate bench engine
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## tools: servers the tests start (SeaweedFS for S3), built from pinned versions
+tools:
+	./tools/build-weed.sh
+
+proto:
+	./protocol/gen.sh
+
+clean:
+	rm -rf .cache/bin data

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lakegate/lakegate/engine/meta"
+	"github.com/lakegate/lakegate/engine/objstore"
+)
+
+// GCStats reports one garbage-collection pass.
+type GCStats struct {
+	Listed     int // WAL objects in the store
+	Referenced int // of those, referenced by an index entry
+	Protected  int // of those, protected by a live pending intent
+	Deleted    int // deleted by this pass
+	Intents    int // dead intents removed
+}
+
+// CollectGarbage runs one mark-and-sweep pass over WAL objects (docs/gc.md):
+//
+//  1. list the objects under wal/ (only objects PUT before this step count);
+//  2. read the pending intents — an object whose writer has not finished
+//     committing is protected while its intent is younger than
+//     PendingIntentTTL;
+//  3. read every index entry — referenced objects stay;
+//  4. delete the rest, then the dead intents of deleted objects.
+//
+// A writer writes its intent before its PUT and deletes it only after all
+// its commits, so an object listed in step 1 is either protected in step 2
+// or its index entries are visible in step 3. Concurrent passes (on other
+// nodes) are safe.
+func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
+	var st GCStats
+	var objects []string
+	err := e.store.List(ctx, "wal/", func(oi objstore.ObjectInfo) error {
+		objects = append(objects, oi.Key)
+		return nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("engine: gc list: %w", err)
+	}
+	st.Listed = len(objects)
+
+	live := map[string]bool{}
+	dead := map[string]string{} // object → intent key
+	now := e.opts.Now().UnixMilli()
+	pp := e.keys.pendingPrefix()
+	if err := e.scan(ctx, pp, func(key string, value []byte) error {
+		rest := key[len(pp):]
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return nil
+		}
+		obj := rest[i+1:]
+		var v struct {
+			Created int64 `json:"created"`
+		}
+		if json.Unmarshal(value, &v) == nil && now-v.Created < e.opts.PendingIntentTTL.Milliseconds() {
+			live[obj] = true
+		} else {
+			dead[obj] = key
+		}
+		return nil
+	}); err != nil {
+		return st, err
+	}
+
+	refs := map[string]bool{}
+	if err := e.scan(ctx, e.keys.logsPrefix(), func(key string, value []byte) error {
+		if !strings.Contains(key, "/idx/") {
+			return nil
+		}
+		ie, err := decodeIndexEntry(value)
+		if err != nil {
+			return fmt.Errorf("engine: gc: %s: %w", key, err)
+		}
+		refs[ie.Object] = true
+		return nil
+	}); err != nil {
+		return st, err
+	}
+
+	for _, obj := range objects {
+		switch {
+		case refs[obj]:
+			st.Referenced++
+		case live[obj]:
+			st.Protected++
+		default:
+			if err := e.store.Delete(ctx, obj); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+				return st, fmt.Errorf("engine: gc delete %s: %w", obj, err)
+			}
+			st.Deleted++
+			e.metrics.gcDeleted.Add(1)
+			if k, ok := dead[obj]; ok {
+				if _, _, err := e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(k)}); err == nil {
+					st.Intents++
+				}
+			}
+		}
+	}
+	return st, nil
+}
+
+// scan calls fn for every key under prefix, paging through the store.
+func (e *Engine) scan(ctx context.Context, prefix string, fn func(key string, value []byte) error) error {
+	start, end := prefix, prefixEnd(prefix)
+	for {
+		kvs, err := e.meta.Range(ctx, start, end, 1000)
+		if err != nil {
+			return fmt.Errorf("engine: scan %s: %w", prefix, err)
+		}
+		for _, kv := range kvs {
+			if err := fn(kv.Key, kv.Value); err != nil {
+				return err
+			}
+		}
+		if len(kvs) < 1000 {
+			return nil
+		}
+		start = kvs[len(kvs)-1].Key + "\x00"
+	}
+}

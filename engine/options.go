@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+)
+
+// Options configure an Engine. The zero value of every field means its
+// documented default.
+type Options struct {
+	// NodeID names this engine instance in WAL object names and pending
+	// intents. Default: a random 8-byte hex string per Engine.
+	NodeID string
+	// MetaRoot is the prefix of every metadata key. Default "/lakegate/".
+	MetaRoot string
+	// RemoteStore selects the S3-class defaults for FlushBytes and Linger
+	// (set it for s3://, gs://, azblob://). Default false (local disk).
+	RemoteStore bool
+
+	// FlushBytes flushes a WAL object once this many payload bytes are
+	// pending. Default 1 MiB local, 4 MiB remote; at most 64 MiB.
+	FlushBytes int
+	// Linger flushes a WAL object this long after its first entry arrived.
+	// Default 2 ms local, 250 ms remote.
+	Linger time.Duration
+	// MaxPendingBytes bounds payload bytes accepted but not yet acknowledged
+	// (in batches and in flight); Append blocks beyond it (backpressure).
+	// Default 64 MiB.
+	MaxPendingBytes int64
+	// MaxInflightFlushes bounds WAL objects being PUT concurrently; commits
+	// stay in object order. Default 4.
+	MaxInflightFlushes int
+	// MaxEntryBytes bounds one entry's payload. Default and maximum 16 MiB.
+	MaxEntryBytes int
+	// LogsPerTxn bounds the logs committed in one metadata transaction.
+	// Default: the metadata store's MaxTxnOps / 2 (each log needs a compare
+	// and two writes; compares and writes are limited separately).
+	LogsPerTxn int
+	// CommitTimeout bounds PUT plus commit of one object; appends fail
+	// after it. Default 30 s.
+	CommitTimeout time.Duration
+
+	// CacheBytes bounds the chunk read cache. Default 256 MiB.
+	CacheBytes int64
+	// CursorPersistInterval is how often dirty cursors are written.
+	// Default 1 s.
+	CursorPersistInterval time.Duration
+	// PendingIntentTTL: a pending-object intent older than this belongs to
+	// a crashed writer and no longer protects its object from GC.
+	// Default 10 min.
+	PendingIntentTTL time.Duration
+
+	// Logger receives the engine's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+
+	// hooks are test-only fault points.
+	hooks hooks
+}
+
+// hooks let tests crash a writer at precise points. A hook returning an
+// error makes the writer behave as if the process died there: the affected
+// appends fail and nothing further is done for the object.
+type hooks struct {
+	afterPut    func(object string) error
+	afterCommit func(object string) error
+}
+
+// Caps that keep every flush inside the WAL format's object limit
+// (wal.MaxObjectBytes, 256 MiB): a flush is cut at FlushBytes, so it holds at
+// most FlushBytes + one entry.
+const (
+	maxFlushBytes = 64 << 20
+	maxEntryBytes = 16 << 20
+)
+
+func (o Options) withDefaults() Options {
+	if o.NodeID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.NodeID = hex.EncodeToString(b[:])
+	}
+	if o.MetaRoot == "" {
+		o.MetaRoot = "/lakegate/"
+	}
+	if o.FlushBytes > maxFlushBytes {
+		o.FlushBytes = maxFlushBytes
+	}
+	if o.FlushBytes <= 0 {
+		o.FlushBytes = 1 << 20
+		if o.RemoteStore {
+			o.FlushBytes = 4 << 20
+		}
+	}
+	if o.Linger <= 0 {
+		o.Linger = 2 * time.Millisecond
+		if o.RemoteStore {
+			o.Linger = 250 * time.Millisecond
+		}
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = 64 << 20
+	}
+	if o.MaxInflightFlushes <= 0 {
+		o.MaxInflightFlushes = 4
+	}
+	if o.MaxEntryBytes <= 0 || o.MaxEntryBytes > maxEntryBytes {
+		o.MaxEntryBytes = maxEntryBytes
+	}
+	if o.CommitTimeout <= 0 {
+		o.CommitTimeout = 30 * time.Second
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 256 << 20
+	}
+	if o.CursorPersistInterval <= 0 {
+		o.CursorPersistInterval = time.Second
+	}
+	if o.PendingIntentTTL <= 0 {
+		o.PendingIntentTTL = 10 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

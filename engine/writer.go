@@ -1,0 +1,489 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/lakegate/lakegate/engine/meta"
+	"github.com/lakegate/lakegate/engine/wal"
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// walWriter is the node's single WAL writer. It batches entries of every log
+// into one object per flush (on FlushBytes or Linger), PUTs objects
+// concurrently (at most MaxInflightFlushes) and commits them to the metadata
+// store strictly in flush order, so entries appended to one log in order get
+// increasing offsets.
+//
+// Goroutines: batch (owns the open batch), one PUT goroutine per in-flight
+// flush, commit (owns the head cache). Appenders only send requests and wait.
+type walWriter struct {
+	e        *Engine
+	opts     Options
+	reqs     chan *appendReq // bounded by count; bytes bounded by pending
+	pending  *semaphore.Weighted
+	commitCh chan *flush // flushes in seq order; cap MaxInflightFlushes
+	inflight chan struct{}
+	stop     chan struct{}
+	done     sync.WaitGroup
+
+	// heads is the committer's cache of log heads and their ModRevision.
+	// Only the commit goroutine touches it.
+	heads map[lakestream.LogID]cachedHead
+}
+
+type cachedHead struct {
+	h      head
+	modRev int64
+}
+
+type appendReq struct {
+	log       lakestream.LogID
+	records   int32
+	publishMs int64
+	payload   []byte // owned by the request (copied from the caller)
+	done      chan appendResult
+}
+
+type appendResult struct {
+	h   lakestream.EntryHeader
+	err error
+}
+
+// flush is one WAL object on its way to the store and the index.
+type flush struct {
+	seq     uint64
+	object  string
+	writeMs int64
+	logs    []lakestream.LogID // first-append order
+	byLog   map[lakestream.LogID][]*appendReq
+	bytes   int64
+	data    []byte
+	refs    []wal.ChunkRef
+	putDone chan struct{}
+	putErr  error
+}
+
+func newWALWriter(e *Engine) *walWriter {
+	o := e.opts
+	w := &walWriter{
+		e:        e,
+		opts:     o,
+		reqs:     make(chan *appendReq, 4096),
+		pending:  semaphore.NewWeighted(o.MaxPendingBytes),
+		commitCh: make(chan *flush, o.MaxInflightFlushes),
+		inflight: make(chan struct{}, o.MaxInflightFlushes),
+		stop:     make(chan struct{}),
+		heads:    map[lakestream.LogID]cachedHead{},
+	}
+	w.done.Add(2)
+	go w.batchLoop()
+	go w.commitLoop()
+	return w
+}
+
+// append queues one entry and waits for its commit. The caller has
+// validated the arguments.
+func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64) (lakestream.EntryHeader, error) {
+	size := int64(len(payload))
+	if size == 0 {
+		size = 1 // every entry holds back at least one unit of the bound
+	}
+	if err := w.pending.Acquire(ctx, size); err != nil {
+		return lakestream.EntryHeader{}, err
+	}
+	req := &appendReq{
+		log:       id,
+		records:   records,
+		publishMs: publishMs,
+		payload:   append([]byte(nil), payload...),
+		done:      make(chan appendResult, 1),
+	}
+	select {
+	case w.reqs <- req:
+	case <-ctx.Done():
+		w.pending.Release(size)
+		return lakestream.EntryHeader{}, ctx.Err()
+	case <-w.stop:
+		w.pending.Release(size)
+		return lakestream.EntryHeader{}, lakestream.ErrClosed
+	}
+	select {
+	case r := <-req.done:
+		w.pending.Release(size)
+		return r.h, r.err
+	case <-ctx.Done():
+		// The request goes on; release its bytes when it completes.
+		go func() { <-req.done; w.pending.Release(size) }()
+		return lakestream.EntryHeader{}, fmt.Errorf("%w: %w", lakestream.ErrIndeterminate, ctx.Err())
+	}
+}
+
+func (w *walWriter) close() {
+	close(w.stop)
+	w.done.Wait()
+}
+
+func (w *walWriter) batchLoop() {
+	defer w.done.Done()
+	defer close(w.commitCh)
+	var (
+		seq   uint64
+		cur   *flush
+		timer = time.NewTimer(time.Hour)
+	)
+	timer.Stop()
+	cut := func() {
+		if cur == nil {
+			return
+		}
+		timer.Stop()
+		w.inflight <- struct{}{} // bounded in-flight flushes: backpressure
+		f := cur
+		cur = nil
+		go w.put(f)
+		w.commitCh <- f
+	}
+	add := func(r *appendReq) {
+		if cur != nil {
+			n, seen := cur.byLog[r.log]
+			if len(n) >= wal.MaxEntriesPerChunk || (!seen && len(cur.logs) >= wal.MaxChunksPerObject) {
+				cut() // the WAL format's per-object limits
+			}
+		}
+		if cur == nil {
+			seq++
+			cur = &flush{seq: seq, byLog: map[lakestream.LogID][]*appendReq{}, putDone: make(chan struct{})}
+			timer.Reset(w.opts.Linger)
+		}
+		if _, ok := cur.byLog[r.log]; !ok {
+			cur.logs = append(cur.logs, r.log)
+		}
+		cur.byLog[r.log] = append(cur.byLog[r.log], r)
+		cur.bytes += int64(len(r.payload))
+		if cur.bytes >= int64(w.opts.FlushBytes) {
+			cut()
+		}
+	}
+	for {
+		select {
+		case r := <-w.reqs:
+			add(r)
+		case <-timer.C:
+			cut()
+		case <-w.stop:
+			// Take what is already queued, flush it, and stop.
+			for {
+				select {
+				case r := <-w.reqs:
+					add(r)
+					continue
+				default:
+				}
+				break
+			}
+			cut()
+			return
+		}
+	}
+}
+
+// put writes the pending intent and the object. It runs concurrently with
+// other puts; the commit loop waits for putDone.
+func (w *walWriter) put(f *flush) {
+	defer close(f.putDone)
+	f.writeMs = w.opts.Now().UnixMilli()
+	b := wal.NewBuilder()
+	for _, id := range f.logs {
+		for _, r := range f.byLog[id] {
+			b.Add(int64(id), wal.Entry{Records: r.records, PublishTimeMs: r.publishMs, Payload: r.payload})
+		}
+	}
+	f.data, f.refs = b.Build(f.writeMs)
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	f.object = fmt.Sprintf("wal/%s/%013d-%08x-%s", w.opts.NodeID, f.writeMs, f.seq, hex.EncodeToString(rnd[:]))
+
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
+	defer cancel()
+	intent := fmt.Appendf(nil, `{"created":%d}`, f.writeMs)
+	if _, _, err := w.e.meta.Txn(ctx, nil, []meta.Op{meta.Put(w.e.keys.pending(w.opts.NodeID, f.object), intent)}); err != nil {
+		f.putErr = fmt.Errorf("engine: write pending intent: %w", err)
+		return
+	}
+	start := time.Now()
+	if err := w.e.store.PutIfAbsent(ctx, f.object, f.data); err != nil {
+		f.putErr = fmt.Errorf("engine: put %s: %w", f.object, err)
+		return
+	}
+	w.e.metrics.observePut(len(f.data), time.Since(start))
+	for _, ref := range f.refs {
+		if ch, err := chunkFromObject(f.data, ref); err == nil {
+			w.e.cache.put(chunkLoc{f.object, ref.Offset}, ch)
+		}
+	}
+}
+
+func (w *walWriter) commitLoop() {
+	defer w.done.Done()
+	for f := range w.commitCh {
+		<-f.putDone
+		w.commitFlush(f)
+		f.data = nil
+		<-w.inflight
+	}
+}
+
+func (w *walWriter) failAll(f *flush, err error) {
+	for _, id := range f.logs {
+		for _, r := range f.byLog[id] {
+			r.done <- appendResult{err: err}
+		}
+	}
+}
+
+func (w *walWriter) commitFlush(f *flush) {
+	if f.putErr != nil {
+		w.failAll(f, fmt.Errorf("%w: %w", lakestream.ErrUnavailable, f.putErr))
+		w.dropIntent(f)
+		return
+	}
+	if h := w.opts.hooks.afterPut; h != nil {
+		if err := h(f.object); err != nil {
+			w.failAll(f, fmt.Errorf("%w: %w", lakestream.ErrUnavailable, err))
+			return // "crashed": the intent stays, the object is an orphan
+		}
+	}
+	refByLog := make(map[lakestream.LogID]wal.ChunkRef, len(f.refs))
+	for _, r := range f.refs {
+		refByLog[lakestream.LogID(r.Log)] = r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
+	defer cancel()
+	per := w.e.logsPerTxn
+	for i := 0; i < len(f.logs); i += per {
+		group := f.logs[i:min(i+per, len(f.logs))]
+		w.commitGroup(ctx, f, group, refByLog)
+	}
+	if h := w.opts.hooks.afterCommit; h != nil {
+		if err := h(f.object); err != nil {
+			return
+		}
+	}
+	w.dropIntent(f)
+}
+
+func (w *walWriter) dropIntent(f *flush) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
+	defer cancel()
+	if _, _, err := w.e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(w.e.keys.pending(w.opts.NodeID, f.object))}); err != nil {
+		w.opts.Logger.Warn("engine: drop pending intent", "object", f.object, "err", err)
+	}
+}
+
+// planned is one log's part of a commit transaction.
+type planned struct {
+	id    lakestream.LogID
+	ref   wal.ChunkRef
+	prev  cachedHead
+	next  head
+	entry indexEntry
+}
+
+// commitGroup commits the chunks of some logs of f in one transaction,
+// retrying on head conflicts, and answers their appends.
+func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestream.LogID, refs map[lakestream.LogID]wal.ChunkRef) {
+	todo := append([]lakestream.LogID(nil), group...)
+	for attempt := 0; len(todo) > 0; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				w.failLogs(f, todo, fmt.Errorf("%w: commit %s: %w", lakestream.ErrUnavailable, f.object, err))
+				return
+			}
+		}
+		plans, failed := w.plan(ctx, f, todo, refs)
+		for id, err := range failed {
+			w.failLogs(f, []lakestream.LogID{id}, err)
+		}
+		if len(plans) == 0 {
+			return
+		}
+		cmps := make([]meta.Cmp, 0, len(plans))
+		ops := make([]meta.Op, 0, 2*len(plans))
+		for _, p := range plans {
+			cmps = append(cmps, meta.Cmp{Key: w.e.keys.head(p.id), ModRevision: p.prev.modRev})
+			ops = append(ops,
+				meta.Put(w.e.keys.head(p.id), p.next.encode()),
+				meta.Put(w.e.keys.idx(p.id, p.entry.Last()), p.entry.encode()))
+		}
+		start := time.Now()
+		ok, rev, err := w.e.meta.Txn(ctx, cmps, ops)
+		w.e.metrics.observeTxn(time.Since(start), ok && err == nil)
+		switch {
+		case err != nil:
+			// The outcome is unknown: find out, per log, whether it applied.
+			todo = todo[:0]
+			for _, p := range plans {
+				applied, rerr := w.resolve(ctx, p, f.object)
+				switch {
+				case rerr != nil:
+					w.failLogs(f, []lakestream.LogID{p.id}, fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr))
+				case applied:
+					w.acked(f, p, 0)
+				default:
+					todo = append(todo, p.id)
+				}
+			}
+		case ok:
+			for _, p := range plans {
+				w.acked(f, p, rev)
+			}
+			return
+		default:
+			// A head moved under us (another writer, a fence or a trim).
+			todo = todo[:0]
+			for _, p := range plans {
+				delete(w.heads, p.id)
+				todo = append(todo, p.id)
+			}
+		}
+	}
+}
+
+// plan reads (or reuses) the heads of ids and computes their new heads and
+// index entries. Logs that cannot take appends are returned in failed.
+func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, refs map[lakestream.LogID]wal.ChunkRef) ([]planned, map[lakestream.LogID]error) {
+	var plans []planned
+	failed := map[lakestream.LogID]error{}
+	for _, id := range ids {
+		ch, ok := w.heads[id]
+		if !ok {
+			kv, found, err := w.e.meta.Get(ctx, w.e.keys.head(id))
+			if err != nil {
+				failed[id] = fmt.Errorf("%w: read head of log %d: %w", lakestream.ErrUnavailable, id, err)
+				continue
+			}
+			if found {
+				h, err := decodeHead(kv.Value)
+				if err != nil {
+					failed[id] = err
+					continue
+				}
+				ch = cachedHead{h: h, modRev: kv.ModRevision}
+			}
+			w.heads[id] = ch
+		}
+		switch {
+		case ch.h.Deleted:
+			failed[id] = fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, id)
+			continue
+		case ch.h.Fenced:
+			failed[id] = fmt.Errorf("%w: log %d", lakestream.ErrFenced, id)
+			continue
+		}
+		ref := refs[id]
+		e := indexEntry{
+			Kind:         kindWAL,
+			First:        ch.h.Next,
+			Records:      int64(ref.Records),
+			Entries:      int64(ref.Entries),
+			BytesEnd:     ch.h.Bytes + ref.PayloadBytes,
+			PayloadBytes: ref.PayloadBytes,
+			MinPublishMs: ref.MinPublishTimeMs,
+			MaxPublishMs: ref.MaxPublishTimeMs,
+			WriteMs:      f.writeMs,
+			Object:       f.object,
+			Offset:       ref.Offset,
+			Length:       ref.Length,
+			CRC:          ref.CRC,
+		}
+		next := ch.h
+		next.Next += e.Records
+		next.Bytes = e.BytesEnd
+		plans = append(plans, planned{id: id, ref: ref, prev: ch, next: next, entry: e})
+	}
+	return plans, failed
+}
+
+// resolve establishes whether plan p was applied by a transaction whose
+// outcome was not reported: it was iff the index key at the planned last
+// offset names this object and chunk.
+func (w *walWriter) resolve(ctx context.Context, p planned, object string) (bool, error) {
+	delete(w.heads, p.id)
+	for attempt := 0; ; attempt++ {
+		kv, found, err := w.e.meta.Get(ctx, w.e.keys.idx(p.id, p.entry.Last()))
+		if err == nil {
+			if !found {
+				return false, nil
+			}
+			e, derr := decodeIndexEntry(kv.Value)
+			if derr != nil {
+				return false, derr
+			}
+			return e.Object == object && e.Offset == p.entry.Offset, nil
+		}
+		if berr := backoff(ctx, attempt+1); berr != nil {
+			return false, err
+		}
+	}
+}
+
+// acked answers the appends of one committed log and publishes the new head.
+// rev is the transaction's revision (the head's new ModRevision), or 0 when
+// unknown (the head is then re-read on next use).
+func (w *walWriter) acked(f *flush, p planned, rev int64) {
+	if rev > 0 {
+		w.heads[p.id] = cachedHead{h: p.next, modRev: rev}
+	} else {
+		delete(w.heads, p.id)
+	}
+	off := p.entry.First
+	bytes := p.prev.h.Bytes
+	for _, r := range f.byLog[p.id] {
+		bytes += int64(len(r.payload))
+		pub := r.publishMs
+		if pub == 0 {
+			pub = f.writeMs
+		}
+		r.done <- appendResult{h: lakestream.EntryHeader{
+			Offset:         off,
+			Records:        r.records,
+			PublishTimeMs:  pub,
+			WriteTimeMs:    f.writeMs,
+			Size:           int32(len(r.payload)),
+			CumulativeSize: bytes,
+		}}
+		off += int64(r.records)
+	}
+	w.e.metrics.observeAppends(len(f.byLog[p.id]), p.entry.PayloadBytes)
+	w.e.headAdvanced(p.id, p.next)
+}
+
+func (w *walWriter) failLogs(f *flush, ids []lakestream.LogID, err error) {
+	for _, id := range ids {
+		delete(w.heads, id)
+		for _, r := range f.byLog[id] {
+			r.done <- appendResult{err: err}
+		}
+	}
+}
+
+// backoff waits before retry attempt n (1-based): 1 ms doubling to 200 ms.
+func backoff(ctx context.Context, n int) error {
+	d := time.Millisecond << min(n-1, 8)
+	d = min(d, 200*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,59 @@
+package lakestream
+
+import "errors"
+
+// Sentinel errors returned by implementations of this package's interfaces.
+// Compare with errors.Is; implementations wrap them with context.
+var (
+	// ErrAlreadyExists is returned by create operations (namespaces,
+	// streams, table catalogs) when the name is taken.
+	ErrAlreadyExists = errors.New("lakestream: already exists")
+	// ErrNoSuchNamespace is returned when a namespace does not exist.
+	ErrNoSuchNamespace = errors.New("lakestream: no such namespace")
+	// ErrNamespaceNotEmpty is returned by DropNamespace when streams remain.
+	ErrNamespaceNotEmpty = errors.New("lakestream: namespace not empty")
+	// ErrNoSuchStream is returned when a stream does not exist.
+	ErrNoSuchStream = errors.New("lakestream: no such stream")
+	// ErrStreamDeleted is returned (wrapping ErrNoSuchStream) when the stream
+	// existed and was dropped: its name is tombstoned and cannot come back.
+	ErrStreamDeleted = errors.New("lakestream: stream permanently deleted")
+	// ErrNoSuchTableCatalog is returned when a table catalog is not registered.
+	ErrNoSuchTableCatalog = errors.New("lakestream: no such table catalog")
+	// ErrNoSuchLog is returned when a log id is unknown or was deleted.
+	ErrNoSuchLog = errors.New("lakestream: no such log")
+	// ErrNoSuchCursor is returned by LoadCursor for an unknown cursor.
+	ErrNoSuchCursor = errors.New("lakestream: no such cursor")
+	// ErrFenced is returned by Append on a fenced log (and forever after).
+	ErrFenced = errors.New("lakestream: log fenced")
+	// ErrOffsetTrimmed is returned when reading below the first offset.
+	ErrOffsetTrimmed = errors.New("lakestream: offset trimmed")
+	// ErrOffsetOutOfRange is returned when reading at or beyond the head of a
+	// log by a call that does not wait (ReadEntry, EntryHeader).
+	ErrOffsetOutOfRange = errors.New("lakestream: offset out of range")
+	// ErrNotMaterialized is returned by Table().Scan when a stream has no
+	// table (materialization disabled or nothing compacted yet).
+	ErrNotMaterialized = errors.New("lakestream: not materialized")
+	// ErrTooLarge is returned by Append when an entry exceeds the
+	// implementation's maximum entry size.
+	ErrTooLarge = errors.New("lakestream: entry too large")
+	// ErrCursorStateTooLarge is returned when a cursor's individually
+	// deleted ranges exceed the bound the implementation keeps.
+	ErrCursorStateTooLarge = errors.New("lakestream: cursor state too large")
+	// ErrClosed is returned by any call on a closed handle or engine.
+	ErrClosed = errors.New("lakestream: closed")
+	// ErrInvalidArgument is returned for arguments outside the documented
+	// domain (records < 1, negative sizes, malformed names).
+	ErrInvalidArgument = errors.New("lakestream: invalid argument")
+	// ErrConflict is returned when an optimistic update lost a race that the
+	// implementation does not retry itself (stale revisions).
+	ErrConflict = errors.New("lakestream: conflict")
+	// ErrIndeterminate is returned by Append when the entry may or may not
+	// have been committed (the metadata store failed after the request was
+	// sent and the outcome could not be established). The entry is not
+	// acknowledged; if it was committed it is readable exactly once.
+	ErrIndeterminate = errors.New("lakestream: append outcome unknown")
+	// ErrUnavailable is returned when the metadata or object store cannot be
+	// reached within the call's deadline; the operation did not take effect
+	// or its outcome is unknown (appends: not acknowledged).
+	ErrUnavailable = errors.New("lakestream: storage unavailable")
+)

@@ -1,0 +1,205 @@
+package lakestream
+
+import (
+	"context"
+	"time"
+)
+
+// LogID names one log (one stream partition). Ids are allocated by the
+// stream catalog and never reused.
+type LogID int64
+
+// EntryHeader describes one entry without its payload.
+type EntryHeader struct {
+	// Offset is the record offset of the entry's first record.
+	Offset int64
+	// Records is the number of records in the entry (≥ 1).
+	Records int32
+	// PublishTimeMs is the producer's publish time (Unix ms) given at
+	// append, or WriteTimeMs when none was given.
+	PublishTimeMs int64
+	// WriteTimeMs is when the engine accepted the entry (Unix ms).
+	WriteTimeMs int64
+	// Size is the payload size in bytes.
+	Size int32
+	// CumulativeSize is the number of payload bytes in the log up to and
+	// including this entry, counted from the log's creation (not its first
+	// offset): backlog bytes are differences of it.
+	CumulativeSize int64
+}
+
+// End returns the offset just past the entry.
+func (h EntryHeader) End() int64 { return h.Offset + int64(h.Records) }
+
+// Contains reports whether record offset o belongs to the entry.
+func (h EntryHeader) Contains(o int64) bool { return o >= h.Offset && o < h.End() }
+
+// Entry is an entry with its payload. The payload is owned by the caller.
+type Entry struct {
+	EntryHeader
+	Payload []byte
+}
+
+// AppendOption adjusts one Append.
+type AppendOption func(*AppendOptions)
+
+// AppendOptions are the optional parts of an Append.
+type AppendOptions struct {
+	// PublishTimeMs is kept per entry for time lookups; 0 = write time.
+	PublishTimeMs int64
+}
+
+// WithPublishTime sets the entry's publish time (Unix ms).
+func WithPublishTime(ms int64) AppendOption {
+	return func(o *AppendOptions) { o.PublishTimeMs = ms }
+}
+
+// ApplyAppendOptions folds opts into an AppendOptions value.
+func ApplyAppendOptions(opts []AppendOption) AppendOptions {
+	var o AppendOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// Log is one append-only log of records. Safe for concurrent use; any number
+// of Log handles, in any number of processes, may append to the same log:
+// order is fixed by the metadata commit.
+type Log interface {
+	ID() LogID
+
+	// Append stores one entry of records (≥ 1) records and returns its header
+	// once it is durable in the object store and committed in metadata. The
+	// payload is not retained after Append returns. Errors: ErrFenced,
+	// ErrTooLarge, ErrInvalidArgument, ErrUnavailable, ctx errors (outcome
+	// unknown: the entry may or may not be committed).
+	Append(ctx context.Context, records int, payload []byte, opts ...AppendOption) (EntryHeader, error)
+
+	// ReadEntries returns whole entries starting with the one that contains
+	// start, up to maxRecords records and maxBytes payload bytes (at least
+	// one entry is returned when one exists, even if it alone exceeds the
+	// limits). It does not wait: at the head it returns an empty slice.
+	// Errors: ErrOffsetTrimmed when start is below FirstOffset.
+	ReadEntries(ctx context.Context, start int64, maxRecords int, maxBytes int64) ([]Entry, error)
+
+	// WaitForEntries blocks until the log's head is beyond offset, ctx ends
+	// or the log is deleted. It returns the head it saw.
+	WaitForEntries(ctx context.Context, offset int64) (int64, error)
+
+	// ReadEntry returns the entry containing offset (ErrOffsetOutOfRange at
+	// or beyond the head, ErrOffsetTrimmed below the first offset).
+	ReadEntry(ctx context.Context, offset int64) (Entry, error)
+	// EntryHeader is ReadEntry without the payload.
+	EntryHeader(ctx context.Context, offset int64) (EntryHeader, error)
+	// IndexRange returns the headers of the entries that overlap
+	// [start, endExcl).
+	IndexRange(ctx context.Context, start, endExcl int64) ([]EntryHeader, error)
+
+	// FirstOffset is the lowest readable offset (= NextOffset when empty).
+	FirstOffset(ctx context.Context) (int64, error)
+	// NextOffset is the offset the next appended record will get (the head).
+	NextOffset(ctx context.Context) (int64, error)
+	// LastOffset is NextOffset-1 (-1 for a log that never had a record).
+	LastOffset(ctx context.Context) (int64, error)
+	// MessageCount is the number of records in [start, endExcl) that are
+	// still readable.
+	MessageCount(ctx context.Context, start, endExcl int64) (int64, error)
+
+	// SoftTrim makes every offset ≤ inclusive unreadable (the data may be
+	// deleted later) and returns the new first offset. The trim point is
+	// rounded up to an entry boundary. Trimming never goes backwards.
+	SoftTrim(ctx context.Context, inclusive int64) (int64, error)
+	// Fence makes every later Append fail with ErrFenced, from any process.
+	Fence(ctx context.Context) error
+
+	// FindOffsetByTime returns the offset of the first entry whose publish
+	// time is ≥ t, or NextOffset when there is none.
+	FindOffsetByTime(ctx context.Context, t time.Time) (int64, error)
+	// SearchOffset binary-searches entries in [min, max) for the first whose
+	// header satisfies pred (pred must be monotone: false… then true…). It
+	// returns max when none does.
+	SearchOffset(ctx context.Context, min, max int64, pred func(EntryHeader) bool) (int64, error)
+
+	// OpenCursor opens (creating if absent) a durable cursor. A new cursor
+	// starts with mark-delete initialMarkDelete (-1 = nothing consumed) and
+	// read offset initialMarkDelete+1.
+	OpenCursor(ctx context.Context, name string, initialMarkDelete int64) (LogCursor, error)
+	// OpenEphemeralCursor opens a cursor kept in memory only, reading from
+	// initialReadOffset.
+	OpenEphemeralCursor(ctx context.Context, name string, initialReadOffset int64) (LogCursor, error)
+	// LoadCursor opens an existing durable cursor (ErrNoSuchCursor).
+	LoadCursor(ctx context.Context, name string) (LogCursor, error)
+	// CursorNames lists the durable cursors of the log, sorted.
+	CursorNames(ctx context.Context) ([]string, error)
+	// DeleteCursor removes a durable cursor's state.
+	DeleteCursor(ctx context.Context, name string) error
+}
+
+// Backlog is what a cursor has not acknowledged.
+type Backlog struct {
+	// Records not acknowledged from mark-delete+1 to the head.
+	Records int64
+	// Bytes of payload of the entries those records are in (approximate for
+	// partially acknowledged entries).
+	Bytes int64
+}
+
+// LogCursor is a position in a log with acknowledgement state. A cursor handle
+// is not safe for concurrent use: one subscription actor owns it. Durable
+// cursor state survives restarts once persisted; closing never deletes it.
+type LogCursor interface {
+	Name() string
+	// Durable reports whether the cursor is persisted (false for ephemeral).
+	Durable() bool
+
+	// ReadOffset is the next offset ReadEntries reads from.
+	ReadOffset() int64
+	// MarkDeleteOffset is the offset at or below which every record is
+	// acknowledged (-1 when none).
+	MarkDeleteOffset() int64
+	// PersistedMarkDeleteOffset is the mark-delete offset last persisted.
+	PersistedMarkDeleteOffset() int64
+	// Properties are the properties given with the last MarkDelete.
+	Properties() map[string]int64
+
+	// ReadEntries reads whole entries from ReadOffset (skipping entries
+	// whose every record is acknowledged) and advances ReadOffset past them.
+	// It does not wait; see Log.WaitForEntries.
+	ReadEntries(ctx context.Context, maxEntries int, maxBytes int64) ([]Entry, error)
+	// Seek sets ReadOffset.
+	Seek(offset int64)
+
+	// MarkDelete acknowledges every record ≤ inclusive and records the
+	// properties. It returns once the state is persisted (durable cursors)
+	// — implementations may batch concurrent persists. Never moves back.
+	MarkDelete(ctx context.Context, inclusive int64, properties map[string]int64) error
+	// IndividualDelete acknowledges the records [offset, offset+records).
+	// Acknowledging the record just above mark-delete advances mark-delete
+	// over every contiguous acknowledged record. The state is persisted in
+	// batches (call PersistState to force). ErrCursorStateTooLarge when the
+	// number of acknowledged ranges above mark-delete would exceed the bound.
+	IndividualDelete(offset int64, records int64) error
+	// IsIndividuallyDeleted reports whether a record is acknowledged (true for
+	// every record ≤ MarkDeleteOffset).
+	IsIndividuallyDeleted(offset int64) bool
+	// IndividualDeleteCount is the number of acknowledged records above
+	// mark-delete.
+	IndividualDeleteCount() int64
+	// AckedRanges returns the acknowledged ranges above mark-delete as
+	// half-open [start, end) pairs, in order.
+	AckedRanges() [][2]int64
+	// FirstNonDeletedOffset is the lowest record offset not acknowledged.
+	FirstNonDeletedOffset() int64
+
+	// PersistState writes the state now (no-op for ephemeral cursors).
+	PersistState(ctx context.Context) error
+	// HasMoreEntries reports whether records exist at or beyond ReadOffset.
+	HasMoreEntries(ctx context.Context) (bool, error)
+	// Backlog counts unacknowledged records and bytes up to the head.
+	Backlog(ctx context.Context) (Backlog, error)
+	// Delete removes the cursor's durable state and closes it.
+	Delete(ctx context.Context) error
+	// Close persists pending state (durable cursors) and releases the handle.
+	Close(ctx context.Context) error
+}
