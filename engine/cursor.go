@@ -230,8 +230,8 @@ func (c *durableCursor) ReadEntries(ctx context.Context, maxEntries int, maxByte
 	return out, nil
 }
 
-// Seek implements lakestream.LogCursor.
-func (c *durableCursor) Seek(offset int64) {
+// SeekOffset implements lakestream.LogCursor.
+func (c *durableCursor) SeekOffset(offset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.readOffset = max(offset, 0)

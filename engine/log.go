@@ -293,24 +293,34 @@ func (l *logHandle) chunks(ctx context.Context, from int64, limit int) ([]indexE
 // checks that consecutive chunks tile the log without gaps.
 func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload bool, fn func(lakestream.Entry) bool) error {
 	pos := start
+	missing := 0 // consecutive chunks found missing (replaced by compaction, then collected)
 	for pos < next {
 		ies, err := l.chunks(ctx, pos, 8)
 		if err != nil {
 			return err
 		}
 		if len(ies) == 0 {
-			return fmt.Errorf("%w: log %d: no index entry at offset %d below head %d", errCorruptMeta, l.id, pos, next)
+			return l.gapError(ctx, pos, next)
 		}
+	chunks:
 		for _, ie := range ies {
 			if ie.First > pos {
-				return fmt.Errorf("%w: log %d: gap %d..%d in index", errCorruptMeta, l.id, pos, ie.First)
+				return l.gapError(ctx, pos, ie.First)
 			}
 			c, err := l.loadChunk(ctx, ie)
+			if errors.Is(err, objstore.ErrNotFound) && missing < 3 {
+				// The index entry we read was replaced and its object
+				// deleted since: read the index again from pos.
+				missing++
+				break chunks
+			}
 			if err != nil {
 				return err
 			}
+			missing = 0
 			off := ie.First
 			bytes := ie.BytesEnd - ie.PayloadBytes
+			from := pos // entries ending at or before from were delivered already
 			for _, de := range c.entries {
 				bytes += int64(len(de.Payload))
 				h := lakestream.EntryHeader{
@@ -325,7 +335,7 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 					h.PublishTimeMs = c.writeMs
 				}
 				off += int64(de.Records)
-				if h.End() <= start {
+				if h.End() <= from {
 					continue
 				}
 				ent := lakestream.Entry{EntryHeader: h}
@@ -346,6 +356,15 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 		}
 	}
 	return nil
+}
+
+// gapError explains a hole in the index at pos: a trim that happened while
+// reading (ErrOffsetTrimmed), or corrupt metadata.
+func (l *logHandle) gapError(ctx context.Context, pos, upTo int64) error {
+	if h, err := l.refresh(ctx); err == nil && pos < h.First {
+		return fmt.Errorf("%w: log %d offset %d < first %d (trimmed while reading)", lakestream.ErrOffsetTrimmed, l.id, pos, h.First)
+	}
+	return fmt.Errorf("%w: log %d: no index entry for offsets %d..%d", errCorruptMeta, l.id, pos, upTo)
 }
 
 // ReadEntries implements lakestream.Log.

@@ -67,6 +67,9 @@ type Options struct {
 type hooks struct {
 	afterPut    func(object string) error
 	afterCommit func(object string) error
+	// compactStep is called after each step of a compaction ("put",
+	// "replace", "cursor").
+	compactStep func(log int64, step string) error
 }
 
 // Caps that keep every flush inside the WAL format's object limit

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -282,9 +283,7 @@ func (w *walWriter) commitFlush(f *flush) {
 func (w *walWriter) dropIntent(f *flush) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
 	defer cancel()
-	if _, _, err := w.e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(w.e.keys.pending(w.opts.NodeID, f.object))}); err != nil {
-		w.opts.Logger.Warn("engine: drop pending intent", "object", f.object, "err", err)
-	}
+	w.e.dropIntentKey(ctx, w.e.keys.pending(w.opts.NodeID, f.object))
 }
 
 // planned is one log's part of a commit transaction.
@@ -330,7 +329,7 @@ func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestrea
 			// The outcome is unknown: find out, per log, whether it applied.
 			todo = todo[:0]
 			for _, p := range plans {
-				applied, rerr := w.resolve(ctx, p, f.object)
+				applied, rerr := w.resolve(ctx, f, p)
 				switch {
 				case rerr != nil:
 					w.failLogs(f, []lakestream.LogID{p.id}, fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr))
@@ -412,26 +411,66 @@ func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, 
 }
 
 // resolve establishes whether plan p was applied by a transaction whose
-// outcome was not reported: it was iff the index key at the planned last
-// offset names this object and chunk.
-func (w *walWriter) resolve(ctx context.Context, p planned, object string) (bool, error) {
+// outcome was not reported. Fast path: the index key at the planned last
+// offset names this object and chunk. Otherwise (the key may have been
+// replaced by a compaction since) it was applied iff the head passed the
+// planned range and the entries there are exactly this flush's entries.
+func (w *walWriter) resolve(ctx context.Context, f *flush, p planned) (bool, error) {
 	delete(w.heads, p.id)
+	var err error
 	for attempt := 0; ; attempt++ {
-		kv, found, err := w.e.meta.Get(ctx, w.e.keys.idx(p.id, p.entry.Last()))
-		if err == nil {
-			if !found {
-				return false, nil
+		if attempt > 0 {
+			if berr := backoff(ctx, attempt); berr != nil {
+				return false, err
 			}
-			e, derr := decodeIndexEntry(kv.Value)
-			if derr != nil {
-				return false, derr
-			}
-			return e.Object == object && e.Offset == p.entry.Offset, nil
 		}
-		if berr := backoff(ctx, attempt+1); berr != nil {
-			return false, err
+		var applied, sure bool
+		applied, sure, err = w.tryResolve(ctx, f, p)
+		if err == nil && sure {
+			return applied, nil
 		}
 	}
+}
+
+func (w *walWriter) tryResolve(ctx context.Context, f *flush, p planned) (applied, sure bool, err error) {
+	kv, found, err := w.e.meta.Get(ctx, w.e.keys.idx(p.id, p.entry.Last()))
+	if err != nil {
+		return false, false, err
+	}
+	if found {
+		e, err := decodeIndexEntry(kv.Value)
+		if err != nil {
+			return false, true, err
+		}
+		if e.Object == f.object && e.Offset == p.entry.Offset {
+			return true, true, nil
+		}
+	}
+	l, err := w.e.log(ctx, p.id)
+	if err != nil {
+		return false, false, err
+	}
+	h, err := l.refresh(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	if h.Next < p.entry.End() {
+		return false, true, nil
+	}
+	ents, err := l.readEntries(ctx, h, p.entry.First, int(p.entry.Records), 1<<62)
+	if err != nil {
+		return false, false, err
+	}
+	reqs := f.byLog[p.id]
+	if len(ents) != len(reqs) || ents[0].Offset != p.entry.First {
+		return false, true, nil
+	}
+	for i, r := range reqs {
+		if ents[i].Records != r.records || !bytes.Equal(ents[i].Payload, r.payload) {
+			return false, true, nil
+		}
+	}
+	return true, true, nil
 }
 
 // acked answers the appends of one committed log and publishes the new head.

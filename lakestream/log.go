@@ -167,8 +167,9 @@ type LogCursor interface {
 	// whose every record is acknowledged) and advances ReadOffset past them.
 	// It does not wait; see Log.WaitForEntries.
 	ReadEntries(ctx context.Context, maxEntries int, maxBytes int64) ([]Entry, error)
-	// Seek sets ReadOffset.
-	Seek(offset int64)
+	// SeekOffset sets ReadOffset (the API's Seek; renamed so it is not
+	// mistaken for io.Seeker).
+	SeekOffset(offset int64)
 
 	// MarkDelete acknowledges every record ≤ inclusive and records the
 	// properties. It returns once the state is persisted (durable cursors)

@@ -32,6 +32,9 @@ const (
 	// rate.
 	DefaultEmbeddedCompactionMode      = "periodic"
 	DefaultEmbeddedCompactionRetention = "5m"
+	// DefaultEmbeddedCompactionRevisions is the retention when the mode is
+	// set to "revision" without one: the latest 10000 revisions.
+	DefaultEmbeddedCompactionRevisions = "10000"
 	// DefaultEmbeddedStartTimeout bounds StartEmbedded's wait for the
 	// member to be ready.
 	DefaultEmbeddedStartTimeout = 60 * time.Second
@@ -67,7 +70,7 @@ type EmbeddedConfig struct {
 	// AutoCompactionMode ("periodic" or "revision") and
 	// AutoCompactionRetention (a duration such as "5m" for periodic, a
 	// revision count such as "10000" for revision). Defaults "periodic",
-	// "5m".
+	// "5m" ("10000" in revision mode).
 	AutoCompactionMode, AutoCompactionRetention string
 	// StartTimeout bounds the wait for the member to be ready. Default
 	// DefaultEmbeddedStartTimeout (60 s).
@@ -97,8 +100,11 @@ func (c *EmbeddedConfig) setDefaults() {
 	}
 	if c.AutoCompactionMode == "" {
 		c.AutoCompactionMode = DefaultEmbeddedCompactionMode
-		if c.AutoCompactionRetention == "" {
-			c.AutoCompactionRetention = DefaultEmbeddedCompactionRetention
+	}
+	if c.AutoCompactionRetention == "" {
+		c.AutoCompactionRetention = DefaultEmbeddedCompactionRetention
+		if c.AutoCompactionMode == "revision" {
+			c.AutoCompactionRetention = DefaultEmbeddedCompactionRevisions
 		}
 	}
 	if c.StartTimeout <= 0 {

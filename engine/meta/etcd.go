@@ -209,7 +209,8 @@ func (e *Etcd) call(ctx context.Context) (context.Context, func(), error) {
 func (e *Etcd) fail(op string, ctx, cctx context.Context, err error) error {
 	switch {
 	case e.ctx.Err() != nil:
-		return fmt.Errorf("%w (etcd %s: %w)", ErrClosed, op, err)
+		// Close interrupted the call: a Txn's outcome is unknown.
+		return fmt.Errorf("%w while in flight, %w (etcd %s: %w)", ErrClosed, ErrUnavailable, op, err)
 	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("meta: etcd %s: %w", op, ctx.Err()) // canceled by the caller
 	case cctx.Err() != nil:

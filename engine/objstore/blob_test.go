@@ -61,6 +61,7 @@ func prefixed(bucketURL string) func(t *testing.T) objstore.Store {
 }
 
 func TestS3(t *testing.T) {
+	t.Parallel() // overlap the S3 tests' server startups
 	srv := testservers.StartSeaweed(t)
 	objstoretest.Run(t, prefixed(srv.URL))
 }
@@ -82,6 +83,7 @@ func TestFilePutIfAbsentRacingStores(t *testing.T) {
 }
 
 func TestS3PutIfAbsentRacingClients(t *testing.T) {
+	t.Parallel()
 	srv := testservers.StartSeaweed(t)
 	var stores []objstore.Store
 	for range 4 {
@@ -224,7 +226,7 @@ func TestWrappersPassThrough(t *testing.T) {
 
 func TestValidKey(t *testing.T) {
 	good := []string{"a", "a/b", "wal/0000000001.wal", "tables/orders/_delta_log/00000000000000000000.json", "é/ü", "a.b-c_d=e+f@g"}
-	bad := []string{"", "/a", "a/", "a//b", ".", "..", "a/../b", "./a", "a\x00b", "a\\b", "a:b", "x.attrs", "a__0x41__", ".lakegate", ".lakegate-x/y", strings.Repeat("k", objstore.KeyBytesMax+1), "\xff"}
+	bad := []string{"", "/a", "a/", "a//b", ".", "..", "a/../b", "./a", "a\x00b", "a\\b", "a:b", "x.attrs", "a__0x41__", ".lakegate", ".lakegate-x/y", "a/.lakegate-x.tmp", strings.Repeat("k", objstore.KeyBytesMax+1), "\xff"}
 	for _, k := range good {
 		if err := objstore.ValidKey(k); err != nil {
 			t.Errorf("ValidKey(%q) = %v, want nil", k, err)

@@ -233,7 +233,9 @@ func (f *fileBackend) walk(ctx context.Context, rel, full string, fn func(Object
 	entries := make([]dirEntry, 0, len(des))
 	for _, de := range des {
 		name := de.Name()
-		if strings.HasPrefix(name, reservedPrefix) || strings.HasSuffix(name, ".attrs") {
+		// Temporary files, and sidecars of a directory once written by
+		// plain fileblob (not objects: ValidKey forbids the suffix).
+		if strings.HasPrefix(name, reservedPrefix) || !de.IsDir() && strings.HasSuffix(name, ".attrs") {
 			continue
 		}
 		key := rel + name

@@ -9,8 +9,8 @@ import (
 // KeyBytesMax is the longest key in bytes (S3's limit).
 const KeyBytesMax = 1024
 
-// reservedPrefix starts the first path segment of the store's own files (the
-// file backend's temporary directory); keys may not use it.
+// reservedPrefix starts the names of the store's own files (the file
+// backend's temporary files, next to their target); no key segment may.
 const reservedPrefix = ".lakegate"
 
 // ValidKey reports whether key is a valid object key, and if not why, wrapped
@@ -22,7 +22,8 @@ const reservedPrefix = ".lakegate"
 //     every file system);
 //   - does not contain "__0x" (gocloud's escape marker) nor end in ".attrs"
 //     (fileblob's sidecar suffix);
-//   - does not start with ".lakegate" (reserved for the store itself).
+//   - has no path segment starting with ".lakegate" (reserved for the
+//     store's own temporary files).
 //
 // These rules make a key map one-to-one to the same object name on every
 // backend, so a bucket written through one backend reads the same through
@@ -38,8 +39,6 @@ func ValidKey(key string) error {
 		return bad(fmt.Sprintf("longer than %d bytes", KeyBytesMax))
 	case !utf8.ValidString(key):
 		return bad("not UTF-8")
-	case strings.HasPrefix(key, reservedPrefix):
-		return bad("reserved prefix " + reservedPrefix)
 	case strings.Contains(key, "__0x"):
 		return bad(`contains "__0x"`)
 	case strings.HasSuffix(key, ".attrs"):
@@ -48,6 +47,9 @@ func ValidKey(key string) error {
 	for seg := range strings.SplitSeq(key, "/") {
 		if seg == "" || seg == "." || seg == ".." {
 			return bad("empty, \".\" or \"..\" path segment")
+		}
+		if strings.HasPrefix(seg, reservedPrefix) {
+			return bad("path segment starts with reserved " + reservedPrefix)
 		}
 	}
 	for _, r := range key {

@@ -233,7 +233,7 @@ func listKeys(t *testing.T, s objstore.Store, prefix string) []string {
 func testList(t *testing.T, s objstore.Store) {
 	// '-' (0x2d) sorts before '/' (0x2f): "a-c" < "a/b", which a directory
 	// walk gets wrong.
-	keys := []string{"a/b", "a-c", "a/c/d", "a/c-e", "ab", "b", "a/b0", "0", "wal/000001", "wal/000002", "wal/000010"}
+	keys := []string{"a/b", "a-c", "a/c/d", "a/c-e", "ab", "b", "a/b0", "0", "wal/000001", "wal/000002", "wal/000010", "x.attrs/y"}
 	order := rand.New(rand.NewPCG(7, 7)).Perm(len(keys))
 	sizes := map[string]int64{}
 	for i, j := range order {

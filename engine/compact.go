@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/lakegate/lakegate/engine/meta"
+	"github.com/lakegate/lakegate/engine/wal"
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// CompactStats reports one compaction of one log.
+type CompactStats struct {
+	Chunks  int   // chunks replaced
+	Records int64 // records in them
+	From    int64 // first offset of the replaced range
+	End     int64 // offset just past it
+}
+
+// ErrNothingToCompact is returned by CompactLog when fewer than two chunks
+// are eligible.
+var ErrNothingToCompact = errors.New("engine: nothing to compact")
+
+// CompactLog repacks up to maxChunks consecutive WAL chunks of a log, from
+// its compaction cursor on, into one chunk of a new object and replaces
+// their index entries by the leaderless protocol's steps (see
+// docs/index-format.md, "Compaction"). The records, their offsets, payloads
+// and publish times are unchanged; an entry's WriteTimeMs becomes the
+// newest write time of the replaced chunks. maxChunks is capped so that the
+// replacement fits one metadata transaction.
+func (e *Engine) CompactLog(ctx context.Context, id lakestream.LogID, maxChunks int) (CompactStats, error) {
+	var st CompactStats
+	l, err := e.log(ctx, id)
+	if err != nil {
+		return st, err
+	}
+	maxChunks = min(maxChunks, e.meta.MaxTxnOps()-1, wal.MaxEntriesPerChunk)
+	if maxChunks < 2 {
+		return st, ErrNothingToCompact
+	}
+	h, err := l.refresh(ctx)
+	if err != nil {
+		return st, err
+	}
+	cursorKey := e.keys.log(id) + "compacted"
+	kv, found, err := e.meta.Get(ctx, cursorKey)
+	if err != nil {
+		return st, fmt.Errorf("%w: compaction cursor: %w", lakestream.ErrUnavailable, err)
+	}
+	from := h.First
+	if found {
+		c, err := strconv.ParseInt(string(kv.Value), 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("%w: compaction cursor %q", errCorruptMeta, kv.Value)
+		}
+		from = max(from, c)
+	}
+	p := e.keys.idxPrefix(id)
+	kvs, err := e.meta.Range(ctx, e.keys.idx(id, from), prefixEnd(p), maxChunks)
+	if err != nil {
+		return st, fmt.Errorf("%w: log %d index: %w", lakestream.ErrUnavailable, id, err)
+	}
+	var old []indexEntry
+	var revs []int64
+	var entries int
+	for _, kv := range kvs {
+		ie, err := decodeIndexEntry(kv.Value)
+		if err != nil {
+			return st, err
+		}
+		if ie.Kind != kindWAL || (len(old) > 0 && ie.First != old[len(old)-1].End()) || entries+int(ie.Entries) > wal.MaxEntriesPerChunk {
+			break
+		}
+		old = append(old, ie)
+		revs = append(revs, kv.ModRevision)
+		entries += int(ie.Entries)
+	}
+	if len(old) < 2 {
+		return st, ErrNothingToCompact
+	}
+
+	// Step 1: the new object.
+	b := wal.NewBuilder()
+	var writeMs int64
+	for _, ie := range old {
+		c, err := l.loadChunk(ctx, ie)
+		if err != nil {
+			return st, err
+		}
+		writeMs = max(writeMs, c.writeMs)
+		for _, de := range c.entries {
+			b.Add(int64(id), wal.Entry{Records: de.Records, PublishTimeMs: de.PublishTimeMs, Payload: de.Payload})
+		}
+	}
+	data, refs := b.Build(writeMs)
+	object := fmt.Sprintf("wal/%s/%013d-compact-%016x-%016x", e.opts.NodeID, e.opts.Now().UnixMilli(), uint64(id), uint64(old[0].First))
+	intent := e.keys.pending(e.opts.NodeID, object)
+	if _, _, err := e.meta.Txn(ctx, nil, []meta.Op{meta.Put(intent, fmt.Appendf(nil, `{"created":%d}`, e.opts.Now().UnixMilli()))}); err != nil {
+		return st, fmt.Errorf("%w: pending intent: %w", lakestream.ErrUnavailable, err)
+	}
+	if err := e.store.PutIfAbsent(ctx, object, data); err != nil {
+		return st, fmt.Errorf("%w: put %s: %w", lakestream.ErrUnavailable, object, err)
+	}
+	e.metrics.observePut(len(data), 0)
+	if err := e.compactHook(id, "put"); err != nil {
+		return st, err
+	}
+	first, last := old[0], old[len(old)-1]
+	ref := refs[0]
+	ne := indexEntry{
+		Kind: kindWAL, First: first.First, Records: last.End() - first.First, Entries: int64(ref.Entries),
+		BytesEnd: last.BytesEnd, PayloadBytes: ref.PayloadBytes,
+		MinPublishMs: ref.MinPublishTimeMs, MaxPublishMs: ref.MaxPublishTimeMs, WriteMs: writeMs,
+		Object: object, Offset: ref.Offset, Length: ref.Length, CRC: ref.CRC,
+	}
+	if ne.Records != int64(ref.Records) || ne.PayloadBytes != last.BytesEnd-(first.BytesEnd-first.PayloadBytes) {
+		return st, fmt.Errorf("%w: log %d: compacted chunk disagrees with the index it replaces", errCorruptMeta, id)
+	}
+
+	// Step 2: replace the index entries in one transaction.
+	cmps := make([]meta.Cmp, len(old))
+	ops := []meta.Op{meta.Put(e.keys.idx(id, last.Last()), ne.encode())}
+	for i, ie := range old {
+		cmps[i] = meta.Cmp{Key: e.keys.idx(id, ie.Last()), ModRevision: revs[i]}
+		if i < len(old)-1 {
+			ops = append(ops, meta.Delete(e.keys.idx(id, ie.Last())))
+		}
+	}
+	ok, _, err := e.meta.Txn(ctx, cmps, ops)
+	if err != nil {
+		return st, fmt.Errorf("%w: replace index: %w", lakestream.ErrUnavailable, err)
+	}
+	if !ok {
+		// A concurrent compaction or trim changed the range: leave the new
+		// object to GC and let the caller try again.
+		e.dropIntentKey(ctx, intent)
+		return st, fmt.Errorf("%w: log %d index changed during compaction", lakestream.ErrConflict, id)
+	}
+	if chunk, err := chunkFromObject(data, ref); err == nil {
+		e.cache.put(chunkLoc{object, ref.Offset}, chunk)
+	}
+	if err := e.compactHook(id, "replace"); err != nil {
+		return st, err
+	}
+
+	// Step 3: advance the compaction cursor (never backwards).
+	for attempt := 0; ; attempt++ {
+		kv, found, err := e.meta.Get(ctx, cursorKey)
+		if err != nil {
+			return st, fmt.Errorf("%w: compaction cursor: %w", lakestream.ErrUnavailable, err)
+		}
+		if found {
+			if c, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil && c >= ne.End() {
+				break
+			}
+		}
+		ok, _, err := e.meta.Txn(ctx, []meta.Cmp{{Key: cursorKey, ModRevision: kv.ModRevision}},
+			[]meta.Op{meta.Put(cursorKey, strconv.AppendInt(nil, ne.End(), 10))})
+		if err != nil {
+			return st, fmt.Errorf("%w: compaction cursor: %w", lakestream.ErrUnavailable, err)
+		}
+		if ok {
+			break
+		}
+		if err := backoff(ctx, attempt+1); err != nil {
+			return st, err
+		}
+	}
+	if err := e.compactHook(id, "cursor"); err != nil {
+		return st, err
+	}
+	e.dropIntentKey(ctx, intent)
+	return CompactStats{Chunks: len(old), Records: ne.Records, From: ne.First, End: ne.End()}, nil
+}
+
+func (e *Engine) compactHook(id lakestream.LogID, step string) error {
+	if h := e.opts.hooks.compactStep; h != nil {
+		return h(int64(id), step)
+	}
+	return nil
+}
+
+// dropIntentKey deletes a pending intent, retrying a few times. An intent
+// that stays only delays GC of an unreferenced object until
+// PendingIntentTTL.
+func (e *Engine) dropIntentKey(ctx context.Context, key string) {
+	var err error
+	for attempt := 1; attempt <= 4; attempt++ {
+		if _, _, err = e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(key)}); err == nil {
+			return
+		}
+		if backoff(ctx, attempt*3) != nil {
+			break
+		}
+	}
+	e.opts.Logger.Warn("engine: drop pending intent", "key", key, "err", err)
+}
