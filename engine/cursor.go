@@ -394,4 +394,3 @@ func (e *Engine) persistLoop() {
 		}
 	}
 }
-

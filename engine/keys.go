@@ -13,17 +13,19 @@ import (
 // keys builds the metadata keys of docs/index-format.md under one root.
 type keys struct{ root string }
 
-func (k keys) log(id lakestream.LogID) string { return fmt.Sprintf("%slogs/%016x/", k.root, uint64(id)) }
-func (k keys) head(id lakestream.LogID) string { return k.log(id) + "head" }
+func (k keys) log(id lakestream.LogID) string {
+	return fmt.Sprintf("%slogs/%016x/", k.root, uint64(id))
+}
+func (k keys) head(id lakestream.LogID) string      { return k.log(id) + "head" }
 func (k keys) idxPrefix(id lakestream.LogID) string { return k.log(id) + "idx/" }
 func (k keys) idx(id lakestream.LogID, last int64) string {
 	return fmt.Sprintf("%s%016x", k.idxPrefix(id), uint64(last))
 }
-func (k keys) cursorPrefix(id lakestream.LogID) string { return k.log(id) + "cursor/" }
+func (k keys) cursorPrefix(id lakestream.LogID) string        { return k.log(id) + "cursor/" }
 func (k keys) cursor(id lakestream.LogID, name string) string { return k.cursorPrefix(id) + name }
-func (k keys) pendingPrefix() string { return k.root + "wal-pending/" }
-func (k keys) pending(node, object string) string { return k.pendingPrefix() + node + "/" + object }
-func (k keys) logsPrefix() string { return k.root + "logs/" }
+func (k keys) pendingPrefix() string                          { return k.root + "wal-pending/" }
+func (k keys) pending(node, object string) string             { return k.pendingPrefix() + node + "/" + object }
+func (k keys) logsPrefix() string                             { return k.root + "logs/" }
 
 // parseIdxLast returns the last offset encoded in an index key's suffix.
 func parseIdxLast(key, prefix string) (int64, error) {
