@@ -6,7 +6,7 @@ FUZZTIME ?= 10s
 # Packages with fuzz targets, as "package:Target" pairs, run for FUZZTIME each by `make fuzz`.
 FUZZ_TARGETS := \
 	./engine/wal:FuzzDecodeChunk ./engine/wal:FuzzDecodeObject \
-	./engine/cursor:FuzzDecode \
+	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress
 
 .PHONY: run build test test-unit fuzz bench lint tools proto clean

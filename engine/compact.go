@@ -121,7 +121,7 @@ func (e *Engine) CompactLog(ctx context.Context, id lakestream.LogID, maxChunks 
 
 	// Step 2: replace the index entries in one transaction.
 	cmps := make([]meta.Cmp, len(old))
-	ops := []meta.Op{meta.Put(e.keys.idx(id, last.Last()), ne.encode())}
+	ops := []meta.Op{meta.Put(e.keys.idx(id, last.Last()), ne.Encode())}
 	for i, ie := range old {
 		cmps[i] = meta.Cmp{Key: e.keys.idx(id, ie.Last()), ModRevision: revs[i]}
 		if i < len(old)-1 {

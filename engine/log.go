@@ -70,7 +70,7 @@ func (l *logHandle) init(ctx context.Context) error {
 			return err
 		}
 	} else {
-		ok, r, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, head{}.encode())})
+		ok, r, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, head{}.Encode())})
 		if err != nil {
 			return fmt.Errorf("%w: create log %d: %w", lakestream.ErrUnavailable, l.id, err)
 		}
@@ -516,7 +516,7 @@ func (l *logHandle) updateHead(ctx context.Context, change func(*head) ([]meta.O
 		if err != nil {
 			return h, err
 		}
-		ops := append([]meta.Op{meta.Put(key, n.encode())}, extra...)
+		ops := append([]meta.Op{meta.Put(key, n.Encode())}, extra...)
 		ok, rev, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: kv.ModRevision}}, ops)
 		if err != nil {
 			return h, fmt.Errorf("%w: log %d head update: %w", lakestream.ErrUnavailable, l.id, err)

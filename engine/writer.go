@@ -318,8 +318,8 @@ func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestrea
 		for _, p := range plans {
 			cmps = append(cmps, meta.Cmp{Key: w.e.keys.head(p.id), ModRevision: p.prev.modRev})
 			ops = append(ops,
-				meta.Put(w.e.keys.head(p.id), p.next.encode()),
-				meta.Put(w.e.keys.idx(p.id, p.entry.Last()), p.entry.encode()))
+				meta.Put(w.e.keys.head(p.id), p.next.Encode()),
+				meta.Put(w.e.keys.idx(p.id, p.entry.Last()), p.entry.Encode()))
 		}
 		start := time.Now()
 		ok, rev, err := w.e.meta.Txn(ctx, cmps, ops)

@@ -168,7 +168,7 @@ func findWeed(t testing.TB) string {
 	return ""
 }
 
-// seaweedPorts are the ports weed mini listens on; all are given explicitly,
+// seaweedPortFlags name the ports weed mini listens on; all are given explicitly,
 // as weed moves a default port that is taken to the next free one and would
 // collide with a parallel test package doing the same.
 var seaweedPortFlags = []string{
