@@ -68,6 +68,9 @@ func (l *logHandle) OpenCursor(ctx context.Context, name string, initialMarkDele
 	if err := checkCursorName(name); err != nil {
 		return nil, err
 	}
+	if _, err := l.refresh(ctx); err != nil {
+		return nil, err // ErrNoSuchLog for a deleted log
+	}
 	key := l.e.keys.cursor(l.id, name)
 	for {
 		c, err := l.LoadCursor(ctx, name)
@@ -95,6 +98,9 @@ func (l *logHandle) OpenEphemeralCursor(ctx context.Context, name string, initia
 // LoadCursor implements lakestream.Log.
 func (l *logHandle) LoadCursor(ctx context.Context, name string) (lakestream.LogCursor, error) {
 	if err := checkCursorName(name); err != nil {
+		return nil, err
+	}
+	if _, err := l.refresh(ctx); err != nil {
 		return nil, err
 	}
 	kv, found, err := l.e.meta.Get(ctx, l.e.keys.cursor(l.id, name))

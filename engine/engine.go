@@ -114,8 +114,17 @@ func (e *Engine) closed() bool {
 }
 
 // Log returns the handle of log id, creating the log's head on first use.
+// It reads the head (linearizably), so a log deleted by any node is
+// reported as ErrNoSuchLog.
 func (e *Engine) Log(ctx context.Context, id lakestream.LogID) (lakestream.Log, error) {
-	return e.log(ctx, id)
+	l, err := e.log(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 func (e *Engine) log(ctx context.Context, id lakestream.LogID) (*logHandle, error) {

@@ -70,8 +70,12 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 	}
 
 	refs := map[string]bool{}
-	if err := e.scan(ctx, e.keys.logsPrefix(), func(key string, value []byte) error {
-		if !strings.Contains(key, "/idx/") {
+	lp := e.keys.logsPrefix()
+	if err := e.scan(ctx, lp, func(key string, value []byte) error {
+		// logs/<16 hex>/idx/<16 hex>; anything else (heads, cursors whose
+		// names contain "/idx/") is not an index entry.
+		rest := key[len(lp):]
+		if len(rest) != 16+5+16 || rest[16:21] != "/idx/" {
 			return nil
 		}
 		ie, err := decodeIndexEntry(value)

@@ -659,7 +659,7 @@ func (l *logHandle) FindOffsetByTime(ctx context.Context, t time.Time) (int64, e
 			break
 		}
 		for _, ie := range ies {
-			if ie.MaxPublishMs >= ms || ie.MaxPublishMs == 0 {
+			if ie.MaxPublishMs >= ms {
 				c, err := l.loadChunk(ctx, ie)
 				if err != nil {
 					return 0, err

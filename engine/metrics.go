@@ -18,17 +18,19 @@ type Metrics struct {
 	CacheHits        int64
 	Txns             int64 // commit transactions sent
 	TxnConflicts     int64 // commit transactions whose compare failed
+	TxnErrors        int64 // commit transactions that failed or whose outcome was unknown
 	TxnNanos         int64
 	CursorPersists   int64
 	GCDeletedObjects int64
 }
 
 type metrics struct {
-	appends, appendBytes         atomic.Int64
-	puts, putBytes, putNanos     atomic.Int64
-	gets, getBytes, cacheHits    atomic.Int64
-	txns, txnConflicts, txnNanos atomic.Int64
-	cursorPersists, gcDeleted    atomic.Int64
+	appends, appendBytes          atomic.Int64
+	puts, putBytes, putNanos      atomic.Int64
+	gets, getBytes, cacheHits     atomic.Int64
+	txns, txnConflicts, txnErrors atomic.Int64
+	txnNanos                      atomic.Int64
+	cursorPersists, gcDeleted     atomic.Int64
 }
 
 func (m *metrics) observePut(n int, d time.Duration) {
@@ -37,10 +39,13 @@ func (m *metrics) observePut(n int, d time.Duration) {
 	m.putNanos.Add(int64(d))
 }
 
-func (m *metrics) observeTxn(d time.Duration, ok bool) {
+func (m *metrics) observeTxn(d time.Duration, ok bool, err error) {
 	m.txns.Add(1)
 	m.txnNanos.Add(int64(d))
-	if !ok {
+	switch {
+	case err != nil:
+		m.txnErrors.Add(1)
+	case !ok:
 		m.txnConflicts.Add(1)
 	}
 }
@@ -55,7 +60,7 @@ func (m *metrics) snapshot() Metrics {
 		Appends: m.appends.Load(), AppendBytes: m.appendBytes.Load(),
 		ObjectPuts: m.puts.Load(), ObjectPutBytes: m.putBytes.Load(), ObjectPutNanos: m.putNanos.Load(),
 		ObjectGets: m.gets.Load(), ObjectGetBytes: m.getBytes.Load(), CacheHits: m.cacheHits.Load(),
-		Txns: m.txns.Load(), TxnConflicts: m.txnConflicts.Load(), TxnNanos: m.txnNanos.Load(),
+		Txns: m.txns.Load(), TxnConflicts: m.txnConflicts.Load(), TxnErrors: m.txnErrors.Load(), TxnNanos: m.txnNanos.Load(),
 		CursorPersists: m.cursorPersists.Load(), GCDeletedObjects: m.gcDeleted.Load(),
 	}
 }

@@ -34,6 +34,12 @@ type walWriter struct {
 	stop     chan struct{}
 	done     sync.WaitGroup
 
+	// closeMu orders Append's enqueue before close: senders hold it shared,
+	// close takes it exclusively to set closed, so nothing is enqueued
+	// after the batch loop's final drain.
+	closeMu sync.RWMutex
+	closed  bool
+
 	// heads is the committer's cache of log heads and their ModRevision.
 	// Only the commit goroutine touches it.
 	heads map[lakestream.LogID]cachedHead
@@ -106,14 +112,19 @@ func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int
 		payload:   append([]byte(nil), payload...),
 		done:      make(chan appendResult, 1),
 	}
-	select {
-	case w.reqs <- req:
-	case <-ctx.Done():
-		w.pending.Release(size)
-		return lakestream.EntryHeader{}, ctx.Err()
-	case <-w.stop:
+	w.closeMu.RLock()
+	if w.closed {
+		w.closeMu.RUnlock()
 		w.pending.Release(size)
 		return lakestream.EntryHeader{}, lakestream.ErrClosed
+	}
+	select {
+	case w.reqs <- req:
+		w.closeMu.RUnlock()
+	case <-ctx.Done():
+		w.closeMu.RUnlock()
+		w.pending.Release(size)
+		return lakestream.EntryHeader{}, ctx.Err()
 	}
 	select {
 	case r := <-req.done:
@@ -127,6 +138,9 @@ func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int
 }
 
 func (w *walWriter) close() {
+	w.closeMu.Lock()
+	w.closed = true
+	w.closeMu.Unlock()
 	close(w.stop)
 	w.done.Wait()
 }
@@ -203,6 +217,11 @@ func (w *walWriter) put(f *flush) {
 	b := wal.NewBuilder()
 	for _, id := range f.logs {
 		for _, r := range f.byLog[id] {
+			if r.publishMs == 0 {
+				// No publish time given: it is the write time, stored, so
+				// the index's per-chunk time bounds are exact.
+				r.publishMs = f.writeMs
+			}
 			b.Add(int64(id), wal.Entry{Records: r.records, PublishTimeMs: r.publishMs, Payload: r.payload})
 		}
 	}
@@ -323,7 +342,7 @@ func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestrea
 		}
 		start := time.Now()
 		ok, rev, err := w.e.meta.Txn(ctx, cmps, ops)
-		w.e.metrics.observeTxn(time.Since(start), ok && err == nil)
+		w.e.metrics.observeTxn(time.Since(start), ok, err)
 		switch {
 		case err != nil:
 			// The outcome is unknown: find out, per log, whether it applied.

@@ -61,6 +61,7 @@ func (c engineCollector) metrics() []struct {
 		{desc("cache_hits_total", "Chunk reads served from the cache."), float64(m.CacheHits)},
 		{desc("txns_total", "Commit transactions sent to the metadata store."), float64(m.Txns)},
 		{desc("txn_conflicts_total", "Commit transactions whose compare failed."), float64(m.TxnConflicts)},
+		{desc("txn_errors_total", "Commit transactions that failed or whose outcome was unknown."), float64(m.TxnErrors)},
 		{desc("txn_seconds_total", "Time spent in commit transactions."), float64(m.TxnNanos) / 1e9},
 		{desc("cursor_persists_total", "Cursor states written."), float64(m.CursorPersists)},
 		{desc("gc_deleted_objects_total", "WAL objects deleted by GC."), float64(m.GCDeletedObjects)},
