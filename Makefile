@@ -32,9 +32,13 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs)
+BENCH_FLAGS ?= --logs 1,100,1000 --duration 5s --warmup 2s --verify
+BENCHTIME   ?= 5000x
+
+## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs); ~1 min
 bench: build
-	$(BIN)/lakegate bench engine
+	$(BIN)/lakegate bench engine $(BENCH_FLAGS)
+	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/
 
 lint:
 	$(GO) vet ./...

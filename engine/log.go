@@ -563,13 +563,12 @@ func (l *logHandle) SoftTrim(ctx context.Context, inclusive int64) (int64, error
 		}
 		target = e.End()
 	} else {
-		target = -1 // up to whatever the head is when the update lands
+		// Beyond the head we saw: trim to that head, not to entries
+		// appended since (they were not asked for).
+		target = h.Next
 	}
 	n, err := l.updateHead(ctx, func(h *head) ([]meta.Op, error) {
 		t := target
-		if t < 0 {
-			t = h.Next
-		}
 		if t <= h.First {
 			return nil, errNoChange
 		}

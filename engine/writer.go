@@ -40,9 +40,14 @@ type walWriter struct {
 	closeMu sync.RWMutex
 	closed  bool
 
-	// heads is the committer's cache of log heads and their ModRevision.
-	// Only the commit goroutine touches it.
-	heads map[lakestream.LogID]cachedHead
+	// headsMu guards heads, the committer's cache of log heads and their
+	// ModRevision (the groups of one flush commit concurrently).
+	headsMu sync.Mutex
+	heads   map[lakestream.LogID]cachedHead
+	// intents tracks background deletions of pending intents; intentSlots
+	// bounds how many run at once.
+	intents     sync.WaitGroup
+	intentSlots chan struct{}
 }
 
 type cachedHead struct {
@@ -88,6 +93,8 @@ func newWALWriter(e *Engine) *walWriter {
 		inflight: make(chan struct{}, o.MaxInflightFlushes),
 		stop:     make(chan struct{}),
 		heads:    map[lakestream.LogID]cachedHead{},
+
+		intentSlots: make(chan struct{}, 64),
 	}
 	w.done.Add(2)
 	go w.batchLoop()
@@ -143,6 +150,7 @@ func (w *walWriter) close() {
 	w.closeMu.Unlock()
 	close(w.stop)
 	w.done.Wait()
+	w.intents.Wait()
 }
 
 func (w *walWriter) batchLoop() {
@@ -286,11 +294,18 @@ func (w *walWriter) commitFlush(f *flush) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
 	defer cancel()
+	// Groups hold disjoint logs, so they commit concurrently.
 	per := w.e.logsPerTxn
+	var groups sync.WaitGroup
 	for i := 0; i < len(f.logs); i += per {
 		group := f.logs[i:min(i+per, len(f.logs))]
-		w.commitGroup(ctx, f, group, refByLog)
+		groups.Add(1)
+		go func() {
+			defer groups.Done()
+			w.commitGroup(ctx, f, group, refByLog)
+		}()
 	}
+	groups.Wait()
 	if h := w.opts.hooks.afterCommit; h != nil {
 		if err := h(f.object); err != nil {
 			return
@@ -299,10 +314,37 @@ func (w *walWriter) commitFlush(f *flush) {
 	w.dropIntent(f)
 }
 
+// dropIntent deletes the flush's pending intent in the background (off the
+// commit path: a late delete only delays GC of an orphan).
 func (w *walWriter) dropIntent(f *flush) {
-	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
-	defer cancel()
-	w.e.dropIntentKey(ctx, w.e.keys.pending(w.opts.NodeID, f.object))
+	key := w.e.keys.pending(w.opts.NodeID, f.object)
+	w.intentSlots <- struct{}{}
+	w.intents.Add(1)
+	go func() {
+		defer func() { <-w.intentSlots; w.intents.Done() }()
+		ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
+		defer cancel()
+		w.e.dropIntentKey(ctx, key)
+	}()
+}
+
+func (w *walWriter) cachedHead(id lakestream.LogID) (cachedHead, bool) {
+	w.headsMu.Lock()
+	defer w.headsMu.Unlock()
+	ch, ok := w.heads[id]
+	return ch, ok
+}
+
+func (w *walWriter) setHead(id lakestream.LogID, ch cachedHead) {
+	w.headsMu.Lock()
+	defer w.headsMu.Unlock()
+	w.heads[id] = ch
+}
+
+func (w *walWriter) forgetHead(id lakestream.LogID) {
+	w.headsMu.Lock()
+	defer w.headsMu.Unlock()
+	delete(w.heads, id)
 }
 
 // planned is one log's part of a commit transaction.
@@ -367,7 +409,7 @@ func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestrea
 			// A head moved under us (another writer, a fence or a trim).
 			todo = todo[:0]
 			for _, p := range plans {
-				delete(w.heads, p.id)
+				w.forgetHead(p.id)
 				todo = append(todo, p.id)
 			}
 		}
@@ -380,7 +422,7 @@ func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, 
 	var plans []planned
 	failed := map[lakestream.LogID]error{}
 	for _, id := range ids {
-		ch, ok := w.heads[id]
+		ch, ok := w.cachedHead(id)
 		if !ok {
 			kv, found, err := w.e.meta.Get(ctx, w.e.keys.head(id))
 			if err != nil {
@@ -395,7 +437,7 @@ func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, 
 				}
 				ch = cachedHead{h: h, modRev: kv.ModRevision}
 			}
-			w.heads[id] = ch
+			w.setHead(id, ch)
 		}
 		switch {
 		case ch.h.Deleted:
@@ -435,7 +477,7 @@ func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, 
 // replaced by a compaction since) it was applied iff the head passed the
 // planned range and the entries there are exactly this flush's entries.
 func (w *walWriter) resolve(ctx context.Context, f *flush, p planned) (bool, error) {
-	delete(w.heads, p.id)
+	w.forgetHead(p.id)
 	var err error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -497,9 +539,9 @@ func (w *walWriter) tryResolve(ctx context.Context, f *flush, p planned) (applie
 // unknown (the head is then re-read on next use).
 func (w *walWriter) acked(f *flush, p planned, rev int64) {
 	if rev > 0 {
-		w.heads[p.id] = cachedHead{h: p.next, modRev: rev}
+		w.setHead(p.id, cachedHead{h: p.next, modRev: rev})
 	} else {
-		delete(w.heads, p.id)
+		w.forgetHead(p.id)
 	}
 	off := p.entry.First
 	bytes := p.prev.h.Bytes
@@ -525,7 +567,7 @@ func (w *walWriter) acked(f *flush, p planned, rev int64) {
 
 func (w *walWriter) failLogs(f *flush, ids []lakestream.LogID, err error) {
 	for _, id := range ids {
-		delete(w.heads, id)
+		w.forgetHead(id)
 		for _, r := range f.byLog[id] {
 			r.done <- appendResult{err: err}
 		}

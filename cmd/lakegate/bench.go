@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,7 @@ type engineBenchConfig struct {
 	keep       bool
 	csvPath    string
 	verify     bool
+	cpuProfile string // pprof CPU profile of all runs; "" = none
 }
 
 const (
@@ -97,6 +99,7 @@ func parseEngineBenchFlags(args []string) (engineBenchConfig, error) {
 	fs.StringVar(&c.dataDir, "data-dir", "", "directory for embedded etcd and local objects (default: a temporary directory, removed afterwards)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary data directory")
 	fs.StringVar(&c.csvPath, "csv", "", "also write the results as CSV to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs (engine, embedded etcd and load) to this file")
 	fs.BoolVar(&c.verify, "verify", false, "after each run, read every log back and check its entries against the acknowledged appends")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: lakegate bench engine [flags]\n\nProgress goes to stderr (one line a second), the results table (Markdown) to stdout.\n\nflags:")
@@ -197,6 +200,17 @@ func runBenchEngine(args []string) error {
 			defer os.RemoveAll(base)
 		}
 	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench engine: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench engine: --cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var results []*benchResult
 	var runErr error
 	for i, n := range cfg.logCounts {
@@ -239,6 +253,10 @@ type benchProducer struct {
 // for warmup+duration and returns the measured window.
 func runEngineBenchOnce(ctx context.Context, cfg engineBenchConfig, base string, runIdx, nLogs int) (*benchResult, error) {
 	dir := filepath.Join(base, fmt.Sprintf("run-%d-logs-%d", runIdx, nLogs))
+	if _, err := os.Stat(dir); err == nil {
+		// Logs that already hold entries would skew the run and fail --verify.
+		return nil, fmt.Errorf("%s exists (left by an earlier run?): remove it or choose another --data-dir", dir)
+	}
 	ncfg := engine.NodeConfig{DataDir: dir, ObjectURL: cfg.objects, EtcdEndpoints: cfg.etcd}
 	if len(cfg.etcd) > 0 {
 		// A shared cluster: keep every run's keys apart.
@@ -267,19 +285,17 @@ func runEngineBenchOnce(ctx context.Context, cfg engineBenchConfig, base string,
 	}
 
 	var (
-		perLogOK          = make([]atomic.Int64, nLogs) // acknowledged appends per log, whole run
-		perLogErr         = make([]atomic.Int64, nLogs) // failed (possibly committed) appends per log
-		completed         atomic.Int64                  // appends answered (ok or not), for progress
-		failed            atomic.Int64
-		rr                atomic.Uint64
-		producers         = make([]*benchProducer, cfg.producers)
-		wg                sync.WaitGroup
-		startAt           = time.Now()
-		measureAt         = startAt.Add(cfg.warmup)
-		stopAt            = measureAt.Add(cfg.duration)
-		runCtx, cancelRun = context.WithCancel(ctx)
+		perLogOK  = make([]atomic.Int64, nLogs) // acknowledged appends per log, whole run
+		perLogErr = make([]atomic.Int64, nLogs) // failed (possibly committed) appends per log
+		completed atomic.Int64                  // appends answered (ok or not), for progress
+		failed    atomic.Int64
+		rr        atomic.Uint64
+		producers = make([]*benchProducer, cfg.producers)
+		wg        sync.WaitGroup
+		startAt   = time.Now()
+		measureAt = startAt.Add(cfg.warmup)
+		stopAt    = measureAt.Add(cfg.duration)
 	)
-	defer cancelRun()
 	for p := range producers {
 		bp := &benchProducer{}
 		producers[p] = bp
@@ -291,7 +307,7 @@ func runEngineBenchOnce(ctx context.Context, cfg engineBenchConfig, base string,
 			for i := range payload {
 				payload[i] = byte(rng.Uint32())
 			}
-			for runCtx.Err() == nil {
+			for ctx.Err() == nil {
 				t0 := time.Now()
 				if !t0.Before(stopAt) {
 					return
@@ -305,7 +321,7 @@ func runEngineBenchOnce(ctx context.Context, cfg engineBenchConfig, base string,
 				if len(payload) >= benchLogTagBytes {
 					binary.BigEndian.PutUint64(payload, uint64(li))
 				}
-				_, err := logs[li].Append(runCtx, 1, payload)
+				_, err := logs[li].Append(ctx, 1, payload)
 				t1 := time.Now()
 				completed.Add(1)
 				if err != nil {
