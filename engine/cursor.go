@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,14 +34,20 @@ type durableCursor struct {
 		readOffset   int64
 		persistedVer uint64
 		persistedMD  int64
-		closed       bool
+		// modRev is the ModRevision of the cursor key this handle last
+		// wrote or read: a persist compares it, so a cursor deleted (or
+		// taken over) elsewhere is never written back.
+		modRev int64
+		closed bool
 	}
 }
 
 var _ lakestream.LogCursor = (*durableCursor)(nil)
 
-func (l *logHandle) newCursor(name string, st *cursor.State, durable bool, persisted bool) *durableCursor {
+func (l *logHandle) newCursor(name string, st *cursor.State, durable bool, modRev int64) *durableCursor {
+	persisted := modRev > 0
 	c := &durableCursor{l: l, name: name, durable: durable}
+	c.mu.modRev = modRev
 	c.mu.st = st
 	c.mu.readOffset = st.FirstUnacked()
 	c.mu.persistedMD = -1
@@ -78,12 +85,12 @@ func (l *logHandle) OpenCursor(ctx context.Context, name string, initialMarkDele
 			return c, err
 		}
 		st := cursor.New(max(initialMarkDelete, -1))
-		ok, _, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, cursor.Encode(st))})
+		ok, rev, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, cursor.Encode(st))})
 		if err != nil {
 			return nil, fmt.Errorf("%w: create cursor %q: %w", lakestream.ErrUnavailable, name, err)
 		}
 		if ok {
-			return l.newCursor(name, st, true, true), nil
+			return l.newCursor(name, st, true, rev), nil
 		}
 		// Created concurrently: load it.
 	}
@@ -92,7 +99,7 @@ func (l *logHandle) OpenCursor(ctx context.Context, name string, initialMarkDele
 // OpenEphemeralCursor implements lakestream.Log.
 func (l *logHandle) OpenEphemeralCursor(ctx context.Context, name string, initialReadOffset int64) (lakestream.LogCursor, error) {
 	st := cursor.New(max(initialReadOffset, 0) - 1)
-	return l.newCursor(name, st, false, false), nil
+	return l.newCursor(name, st, false, 0), nil
 }
 
 // LoadCursor implements lakestream.Log.
@@ -114,7 +121,7 @@ func (l *logHandle) LoadCursor(ctx context.Context, name string) (lakestream.Log
 	if err != nil {
 		return nil, fmt.Errorf("cursor %q on log %d: %w", name, l.id, err)
 	}
-	return l.newCursor(name, st, true, true), nil
+	return l.newCursor(name, st, true, kv.ModRevision), nil
 }
 
 // CursorNames implements lakestream.Log.
@@ -317,14 +324,29 @@ func (c *durableCursor) persist(ctx context.Context) error {
 		return nil
 	}
 	b := cursor.Encode(c.mu.st)
-	ver, md := c.mu.st.Version(), c.mu.st.MarkDeleteOffset()
+	ver, md, modRev := c.mu.st.Version(), c.mu.st.MarkDeleteOffset(), c.mu.modRev
 	c.mu.Unlock()
-	if _, _, err := c.l.e.meta.Txn(ctx, nil, []meta.Op{meta.Put(c.l.e.keys.cursor(c.l.id, c.name), b)}); err != nil {
+	key := c.l.e.keys.cursor(c.l.id, c.name)
+	ok, rev, err := c.l.e.meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: modRev}}, []meta.Op{meta.Put(key, b)})
+	if err != nil {
+		// Unknown outcome: re-read the key's revision before the next try.
+		if kv, found, gerr := c.l.e.meta.Get(ctx, key); gerr == nil && found {
+			c.mu.Lock()
+			if st, derr := cursor.Decode(kv.Value); derr == nil && bytes.Equal(cursor.Encode(st), b) {
+				c.mu.modRev = kv.ModRevision
+			}
+			c.mu.Unlock()
+		}
 		return fmt.Errorf("%w: persist cursor %q: %w", lakestream.ErrUnavailable, c.name, err)
+	}
+	if !ok {
+		// Deleted, or rewritten by another owner: this handle is stale.
+		c.markClosed()
+		return fmt.Errorf("%w: cursor %q on log %d was deleted or changed elsewhere", lakestream.ErrConflict, c.name, c.l.id)
 	}
 	c.l.e.metrics.cursorPersists.Add(1)
 	c.mu.Lock()
-	c.mu.persistedVer, c.mu.persistedMD = ver, md
+	c.mu.persistedVer, c.mu.persistedMD, c.mu.modRev = ver, md, rev
 	c.mu.Unlock()
 	return nil
 }

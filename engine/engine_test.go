@@ -219,3 +219,33 @@ func TestFenceAndTrim(t *testing.T) {
 		t.Fatalf("after hard trim: %v %+v", err, got)
 	}
 }
+
+// A cursor deleted on one engine is never written back by a handle another
+// engine still holds.
+func TestDeletedCursorNotResurrected(t *testing.T) {
+	env := newMemEnv(t)
+	a := env.engine(t, Options{})
+	b := env.engine(t, Options{})
+	ctx := ctxT(t)
+	if _, err := a.Append(ctx, 4, 3, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	la, _ := a.Log(ctx, 4)
+	lb, _ := b.Log(ctx, 4)
+	cb, err := lb.OpenCursor(ctx, "sub", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := la.DeleteCursor(ctx, "sub"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.IndividualDelete(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.PersistState(ctx); !errors.Is(err, lakestream.ErrConflict) {
+		t.Fatalf("persist of a cursor deleted elsewhere: %v, want ErrConflict", err)
+	}
+	if names, _ := la.CursorNames(ctx); len(names) != 0 {
+		t.Fatalf("cursor came back: %v", names)
+	}
+}

@@ -34,11 +34,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,6 +122,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"WaitForEntries", testWaitForEntries},
 		{"Fence", testFence},
 		{"SoftTrim", testSoftTrim},
+		{"SoftTrimRacingAppends", testSoftTrimRacingAppends},
 		{"HardTrimAndGC", testHardTrimAndGC},
 		{"GCWithCursorNamedLikeIndex", testGCCursorNames},
 		{"DeleteLog", testDeleteLog},
@@ -157,13 +160,14 @@ func openLog(t *testing.T, s lakestream.LogStorage, id lakestream.LogID) lakestr
 	return l
 }
 
-// payload is size bytes (at least the prefix) that name log and i.
+// payload is size bytes that name log and i (unique per (log, i) when size
+// is at least 24).
 func payload(id lakestream.LogID, i, size int) []byte {
 	b := fmt.Appendf(nil, "log %d entry %d;", id, i)
 	for j := 0; len(b) < size; j++ {
 		b = append(b, byte('a'+(i+j)%26))
 	}
-	return b
+	return b[:size]
 }
 
 // spec is one entry to append.
@@ -175,9 +179,6 @@ type spec struct {
 
 func appendOne(ctx context.Context, l lakestream.Log, i int, s spec) (lakestream.Entry, error) {
 	p := payload(l.ID(), i, s.size)
-	if s.size == 0 {
-		p = []byte{}
-	}
 	var opts []lakestream.AppendOption
 	if s.pub != 0 {
 		opts = append(opts, lakestream.WithPublishTime(s.pub))
@@ -526,7 +527,7 @@ func testPointReads(t *testing.T, env Env) {
 			for e := s; e <= next+2; e += 3 {
 				var want []lakestream.EntryHeader
 				for _, w := range live {
-					if w.Offset < min(e, next) && w.End() > max(s, first) {
+					if lo, hi := max(s, first), min(e, next); lo < hi && w.Offset < hi && w.End() > lo {
 						want = append(want, w.EntryHeader)
 					}
 				}
@@ -843,3 +844,888 @@ func testSoftTrim(t *testing.T, env Env) {
 	sameEntries(t, "after trim to head and append", readAll(t, lb), more)
 }
 
+// job is one append of appendTogether.
+type job struct {
+	l lakestream.Log
+	i int
+	s spec
+}
+
+// appendTogether runs the appends concurrently and returns their entries in
+// job order.
+func appendTogether(t *testing.T, jobs ...job) []lakestream.Entry {
+	t.Helper()
+	ctx := testCtx(t)
+	out := make([]lakestream.Entry, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for k, j := range jobs {
+		wg.Go(func() { out[k], errs[k] = appendOne(ctx, j.l, j.i, j.s) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	return out
+}
+
+func gcPass(t *testing.T, e *engine.Engine, want engine.GCStats) {
+	t.Helper()
+	st, err := e.CollectGarbage(testCtx(t))
+	if err != nil {
+		t.Fatalf("CollectGarbage: %v", err)
+	}
+	if st.Listed != want.Listed || st.Referenced != want.Referenced || st.Deleted != want.Deleted {
+		t.Fatalf("CollectGarbage = %+v, want listed/referenced/deleted %d/%d/%d", st, want.Listed, want.Referenced, want.Deleted)
+	}
+}
+
+// getHook is a metadata store that calls before(key) ahead of every Get,
+// so a test can stop an engine between two of its reads.
+type getHook struct {
+	meta.Store
+	mu     sync.Mutex
+	before func(key string)
+}
+
+func (h *getHook) Get(ctx context.Context, key string) (meta.KV, bool, error) {
+	h.mu.Lock()
+	f := h.before
+	h.mu.Unlock()
+	if f != nil {
+		f(key)
+	}
+	return h.Store.Get(ctx, key)
+}
+
+func (h *getHook) set(f func(key string)) {
+	h.mu.Lock()
+	h.before = f
+	h.mu.Unlock()
+}
+
+// testSoftTrimRacingAppends: SoftTrim(inclusive) with inclusive at the head
+// while appends land. Whatever the interleaving, it trims at most the entry
+// that holds inclusive, never an entry after it: here the engine is stopped
+// after it read the head (10) and before it writes the trim, while [10,12)
+// and [12,14) are appended. Taking effect before the appends the trim
+// stops at 10, after them at 12; 14 would discard an acknowledged entry
+// the caller did not ask to trim.
+func testSoftTrimRacingAppends(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a := env.Start(t)
+	la := openLog(t, a, 1)
+	appendSeq(t, []lakestream.Log{la}, []spec{{5, 10, 0}, {5, 10, 0}}) // [0,5) [5,10)
+	hook := &getHook{Store: env.Meta}
+	b := env.StartOn(t, hook)
+	lb := openLog(t, b, 1)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var heads atomic.Int64
+	hook.set(func(key string) {
+		if !strings.HasSuffix(key, "/head") {
+			return
+		}
+		if heads.Add(1) == 2 { // the read after the one that saw head 10
+			close(paused)
+			<-resume
+		}
+	})
+	type result struct {
+		first int64
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := lb.SoftTrim(ctx, 10)
+		done <- result{f, err}
+	}()
+	select {
+	case <-paused:
+	case r := <-done: // the engine read the head once only: no window to test
+		t.Logf("SoftTrim(10) = %d %v without a second head read", r.first, r.err)
+		return
+	}
+	more := appendSeq(t, []lakestream.Log{la}, []spec{{2, 10, 0}, {2, 10, 0}}) // [10,12) [12,14)
+	close(resume)
+	r := <-done
+	hook.set(nil)
+	if r.err != nil || (r.first != 10 && r.first != 12) {
+		t.Errorf("SoftTrim(10) racing appends of [10,12) and [12,14) = %d %v, want 10 or 12 (offset 10's entry ends at 12)", r.first, r.err)
+	}
+	want := more[1:]
+	if r.first == 10 {
+		want = more
+	}
+	sameEntries(t, "readable after SoftTrim(10)", readAll(t, la), want)
+}
+
+func testHardTrimAndGC(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	// Objects are cut at exactly 100 payload bytes: a 100-byte entry is an
+	// object of its own; two 50-byte entries appended together share one.
+	w := env.Start(t, sizeCut(100))
+	l1, l2 := openLog(t, w, 1), openLog(t, w, 2)
+	objA := appendTogether(t, job{l1, 0, spec{1, 100, 0}})
+	objB := appendTogether(t, job{l1, 1, spec{1, 50, 0}}, job{l2, 0, spec{1, 50, 0}})
+	objC := appendTogether(t, job{l1, 2, spec{1, 100, 0}})
+	objD := appendTogether(t, job{l2, 1, spec{1, 100, 0}})
+	log1 := []lakestream.Entry{objA[0], objB[0], objC[0]}
+	log2 := []lakestream.Entry{objB[1], objD[0]}
+	checkTiling(t, "log 1", log1, 0)
+	checkTiling(t, "log 2", log2, 0)
+	if n := countObjects(t, env.Store); n != 4 {
+		t.Fatalf("%d WAL objects, want 4", n)
+	}
+
+	// Every object is referenced: a pass (intents honoured or not) keeps all.
+	gcPass(t, w, engine.GCStats{Listed: 4, Referenced: 4})
+	// gc treats every pending intent as dead: only index references protect.
+	gc := env.Start(t, func(o *engine.Options) { o.PendingIntentTTL = time.Nanosecond })
+	gcPass(t, gc, engine.GCStats{Listed: 4, Referenced: 4})
+
+	check := func(what string, objects int, want1, want2 []lakestream.Entry) {
+		t.Helper()
+		if n := countObjects(t, env.Store); n != objects {
+			t.Fatalf("%s: %d WAL objects, want %d", what, n, objects)
+		}
+		r := env.Start(t) // a cold cache: reads really GET the objects
+		if want1 != nil {
+			sameEntries(t, what+": log 1", readAll(t, openLog(t, r, 1)), want1)
+		}
+		if want2 != nil {
+			sameEntries(t, what+": log 2", readAll(t, openLog(t, r, 2)), want2)
+		}
+	}
+
+	// Log 1 drops its chunks in A and B; B stays: log 2 still uses it.
+	if err := w.HardTrim(ctx, 1, 2); err != nil {
+		t.Fatalf("HardTrim(1, 2): %v", err)
+	}
+	checkHeads(t, "log 1 after HardTrim", l1, 2, 3)
+	gcPass(t, gc, engine.GCStats{Listed: 4, Referenced: 3, Deleted: 1})
+	check("after HardTrim(log 1, 2)", 3, log1[2:], log2)
+	_, err := openLog(t, gc, 1).ReadEntries(ctx, 1, 10, 1<<20)
+	wantErr(t, "read hard-trimmed offset", err, lakestream.ErrOffsetTrimmed)
+
+	// Now log 2 drops its chunk in B too: B goes.
+	if err := gc.HardTrim(ctx, 2, 1); err != nil {
+		t.Fatalf("HardTrim(2, 1): %v", err)
+	}
+	gcPass(t, gc, engine.GCStats{Listed: 3, Referenced: 2, Deleted: 1})
+	check("after HardTrim(log 2, 1)", 2, log1[2:], log2[1:])
+	gcPass(t, gc, engine.GCStats{Listed: 2, Referenced: 2})
+
+	// Appends go on after trims and GC.
+	more := appendTogether(t, job{l1, 3, spec{2, 100, 0}})
+	if more[0].Offset != 3 {
+		t.Fatalf("append after hard trim at %d, want 3", more[0].Offset)
+	}
+	log1 = append(log1, more[0])
+	gcPass(t, gc, engine.GCStats{Listed: 3, Referenced: 3})
+
+	// Deleting the logs frees their objects.
+	if err := w.DeleteLog(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	gcPass(t, gc, engine.GCStats{Listed: 3, Referenced: 1, Deleted: 2})
+	check("after DeleteLog(1)", 1, nil, log2[1:])
+	if err := w.DeleteLog(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	gcPass(t, gc, engine.GCStats{Listed: 1, Deleted: 1})
+	if n := countObjects(t, env.Store); n != 0 {
+		t.Fatalf("%d WAL objects after deleting every log, want 0", n)
+	}
+}
+
+// testGCCursorNames: cursor names are free-form (Pulsar subscription names
+// may contain '/'); none may confuse the GC's scan of index entries.
+func testGCCursorNames(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	e := env.Start(t)
+	l := openLog(t, e, 1)
+	all := appendSeq(t, []lakestream.Log{l}, []spec{{1, 10, 0}, {1, 10, 0}})
+	names := []string{"a/b", "sub/idx/0", "x/idx/"}
+	for _, n := range names {
+		c, err := l.OpenCursor(ctx, n, 0)
+		if err != nil {
+			t.Fatalf("OpenCursor(%q): %v", n, err)
+		}
+		if err := c.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := l.CursorNames(ctx)
+	if err != nil || !slices.Equal(got, names) {
+		t.Fatalf("CursorNames = %q %v, want %q", got, err, names)
+	}
+	st, err := e.CollectGarbage(ctx)
+	if err != nil {
+		t.Fatalf("CollectGarbage with cursors %q: %v", names, err)
+	}
+	if st.Deleted != 0 {
+		t.Fatalf("CollectGarbage deleted %d referenced objects", st.Deleted)
+	}
+	sameEntries(t, "after GC", readAll(t, openLog(t, env.Start(t), 1)), all)
+}
+
+func testDeleteLog(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b := env.Start(t), env.Start(t)
+	la := openLog(t, a, 1)
+	appendSeq(t, []lakestream.Log{la}, []spec{{1, 10, 0}, {2, 10, 0}})
+	c, err := la.OpenCursor(ctx, "s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lo := openLog(t, a, 2)
+	kept := appendSeq(t, []lakestream.Log{lo}, []spec{{1, 10, 0}})
+
+	if err := b.DeleteLog(ctx, 1); err != nil {
+		t.Fatalf("DeleteLog: %v", err)
+	}
+	// Later calls fail with ErrNoSuchLog on every engine: one that had a
+	// handle, the one that deleted, and a new one.
+	_, err = a.Log(ctx, 1)
+	wantErr(t, "Log on an engine holding a handle, right after DeleteLog on another", err, lakestream.ErrNoSuchLog)
+	_, err = la.Append(ctx, 1, []byte("x"))
+	wantErr(t, "Append on an old handle", err, lakestream.ErrNoSuchLog)
+	_, err = la.ReadEntries(ctx, 0, 10, 1<<20)
+	wantErr(t, "ReadEntries on an old handle", err, lakestream.ErrNoSuchLog)
+	_, err = la.NextOffset(ctx)
+	wantErr(t, "NextOffset on an old handle", err, lakestream.ErrNoSuchLog)
+	_, err = la.WaitForEntries(ctx, 0)
+	wantErr(t, "WaitForEntries on an old handle", err, lakestream.ErrNoSuchLog)
+	_, err = la.OpenCursor(ctx, "new", -1)
+	wantErr(t, "OpenCursor on an old handle of a deleted log", err, lakestream.ErrNoSuchLog)
+	_, err = la.LoadCursor(ctx, "s")
+	wantErr(t, "LoadCursor on an old handle of a deleted log", err, lakestream.ErrNoSuchLog)
+	for name, s := range map[string]lakestream.LogStorage{"a": a, "b": b, "new": env.Start(t)} {
+		_, err := s.Log(ctx, 1)
+		wantErr(t, "Log on "+name, err, lakestream.ErrNoSuchLog)
+		_, err = s.Append(ctx, 1, 1, []byte("x"))
+		wantErr(t, "Append on "+name, err, lakestream.ErrNoSuchLog)
+		_, err = s.ReadEntries(ctx, 1, 0, 10, 1<<20)
+		wantErr(t, "ReadEntries on "+name, err, lakestream.ErrNoSuchLog)
+		err = s.DeleteLog(ctx, 1)
+		wantErr(t, "DeleteLog again on "+name, err, lakestream.ErrNoSuchLog)
+	}
+	// Other logs are untouched.
+	sameEntries(t, "other log", readAll(t, openLog(t, b, 2)), kept)
+	appendSeq(t, []lakestream.Log{lo}, []spec{{1, 10, 0}})
+}
+
+func testPrefetch(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a := env.Start(t)
+	la := openLog(t, a, 1)
+	var specs []spec
+	for range 8 {
+		specs = append(specs, spec{records: 2, size: 100})
+	}
+	all := appendSeq(t, []lakestream.Log{la}, specs)
+	next := all[len(all)-1].End()
+	c := env.Start(t)
+	if err := c.Prefetch(ctx, 1, 0, next); err != nil {
+		t.Fatalf("Prefetch: %v", err)
+	}
+	if err := c.Prefetch(ctx, 1, 5, 3); err != nil {
+		t.Fatalf("Prefetch of an empty range: %v", err)
+	}
+	if err := c.Prefetch(ctx, 1, next, next+10); err != nil {
+		t.Fatalf("Prefetch beyond the head: %v", err)
+	}
+	gets := c.Metrics().ObjectGets
+	if gets == 0 || c.CacheBytes() == 0 {
+		t.Fatalf("Prefetch fetched nothing: %+v, cache %d bytes", c.Metrics(), c.CacheBytes())
+	}
+	sameEntries(t, "after prefetch", readAll(t, openLog(t, c, 1)), all)
+	if m := c.Metrics(); m.ObjectGets != gets {
+		t.Fatalf("reads after Prefetch made %d GETs", m.ObjectGets-gets)
+	}
+}
+
+func testCursorLifecycle(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b := env.Start(t), env.Start(t)
+	la, lb := openLog(t, a, 1), openLog(t, b, 1)
+	appendSeq(t, []lakestream.Log{la}, []spec{{3, 10, 0}, {3, 10, 0}, {3, 10, 0}})
+
+	cb, err := la.OpenCursor(ctx, "b", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cb.Name() != "b" || !cb.Durable() || cb.MarkDeleteOffset() != -1 || cb.ReadOffset() != 0 || cb.PersistedMarkDeleteOffset() != -1 || len(cb.Properties()) != 0 {
+		t.Fatalf("new cursor: name %q durable %v md %d read %d persisted %d props %v", cb.Name(), cb.Durable(), cb.MarkDeleteOffset(), cb.ReadOffset(), cb.PersistedMarkDeleteOffset(), cb.Properties())
+	}
+	ca, err := la.OpenCursor(ctx, "a", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.MarkDeleteOffset() != 4 || ca.ReadOffset() != 5 || ca.PersistedMarkDeleteOffset() != 4 {
+		t.Fatalf("cursor opened at 4: md %d read %d persisted %d", ca.MarkDeleteOffset(), ca.ReadOffset(), ca.PersistedMarkDeleteOffset())
+	}
+	// Opening an existing cursor (here or elsewhere) ignores the initial
+	// position.
+	for _, l := range []lakestream.Log{la, lb} {
+		c, err := l.OpenCursor(ctx, "a", 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MarkDeleteOffset() != 4 {
+			t.Fatalf("reopened cursor: md %d, want 4", c.MarkDeleteOffset())
+		}
+	}
+	for _, l := range []lakestream.Log{la, lb} {
+		names, err := l.CursorNames(ctx)
+		if err != nil || !slices.Equal(names, []string{"a", "b"}) {
+			t.Fatalf("CursorNames = %q %v", names, err)
+		}
+	}
+	_, err = lb.LoadCursor(ctx, "zz")
+	wantErr(t, "LoadCursor of an unknown cursor", err, lakestream.ErrNoSuchCursor)
+	_, err = la.OpenCursor(ctx, "", -1)
+	wantErr(t, "OpenCursor with an empty name", err, lakestream.ErrInvalidArgument)
+	// Cursors are per log.
+	if names, err := openLog(t, a, 2).CursorNames(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("CursorNames of another log = %q %v", names, err)
+	}
+
+	// DeleteCursor (from another engine) and LogCursor.Delete.
+	if err := lb.DeleteCursor(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = la.LoadCursor(ctx, "a")
+	wantErr(t, "LoadCursor after DeleteCursor", err, lakestream.ErrNoSuchCursor)
+	if err := cb.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = lb.LoadCursor(ctx, "b")
+	wantErr(t, "LoadCursor after Delete", err, lakestream.ErrNoSuchCursor)
+	if names, err := lb.CursorNames(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("CursorNames after deletes = %q %v", names, err)
+	}
+	// A deleted cursor can be created again, fresh.
+	c, err := lb.OpenCursor(ctx, "a", -1)
+	if err != nil || c.MarkDeleteOffset() != -1 {
+		t.Fatalf("recreated cursor: %v", err)
+	}
+}
+
+func testEphemeralCursor(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b := env.Start(t), env.Start(t)
+	la := openLog(t, a, 1)
+	all := appendSeq(t, []lakestream.Log{la}, []spec{{1, 10, 0}, {2, 10, 0}, {1, 10, 0}, {3, 10, 0}})
+	c, err := la.OpenEphemeralCursor(ctx, "reader", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Durable() || c.Name() != "reader" || c.ReadOffset() != 3 {
+		t.Fatalf("ephemeral cursor: durable %v name %q read %d", c.Durable(), c.Name(), c.ReadOffset())
+	}
+	es, err := c.ReadEntries(ctx, 10, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEntries(t, "ephemeral read from 3", es, all[2:])
+	if err := c.MarkDelete(ctx, 4, map[string]int64{"p": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.IndividualDelete(6, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PersistState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		for _, l := range []lakestream.Log{la, openLog(t, b, 1)} {
+			if names, err := l.CursorNames(ctx); err != nil || len(names) != 0 {
+				t.Fatalf("%s: CursorNames = %q %v: an ephemeral cursor was persisted", what, names, err)
+			}
+			_, err := l.LoadCursor(ctx, "reader")
+			wantErr(t, what+": LoadCursor of an ephemeral cursor", err, lakestream.ErrNoSuchCursor)
+		}
+	}
+	check("open")
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("closed")
+}
+
+func testMarkDeletePersisted(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b := env.Start(t), env.Start(t)
+	la, lb := openLog(t, a, 1), openLog(t, b, 1)
+	appendSeq(t, []lakestream.Log{la}, []spec{{2, 10, 0}, {2, 10, 0}, {2, 10, 0}, {2, 10, 0}, {2, 10, 0}})
+	c, err := la.OpenCursor(ctx, "s", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string, md int64, props map[string]int64) {
+		t.Helper()
+		if c.MarkDeleteOffset() != md || c.PersistedMarkDeleteOffset() != md {
+			t.Fatalf("%s: md %d persisted %d, want %d", what, c.MarkDeleteOffset(), c.PersistedMarkDeleteOffset(), md)
+		}
+		// MarkDelete returns once persisted: the other engine sees it now.
+		o, err := lb.LoadCursor(ctx, "s")
+		if err != nil {
+			t.Fatalf("%s: LoadCursor on the other engine: %v", what, err)
+		}
+		defer o.Close(ctx)
+		if o.MarkDeleteOffset() != md || o.ReadOffset() != md+1 || o.FirstNonDeletedOffset() != md+1 || !maps.Equal(o.Properties(), props) {
+			t.Fatalf("%s: loaded md %d read %d first-unacked %d props %v, want md %d props %v", what, o.MarkDeleteOffset(), o.ReadOffset(), o.FirstNonDeletedOffset(), o.Properties(), md, props)
+		}
+		for off := int64(0); off < 10; off++ {
+			if o.IsIndividuallyDeleted(off) != (off <= md) {
+				t.Fatalf("%s: loaded IsIndividuallyDeleted(%d) = %v with md %d", what, off, o.IsIndividuallyDeleted(off), md)
+			}
+		}
+	}
+	if err := c.MarkDelete(ctx, 3, map[string]int64{"k": 7}); err != nil {
+		t.Fatal(err)
+	}
+	expect("MarkDelete(3)", 3, map[string]int64{"k": 7})
+	if err := c.MarkDelete(ctx, 1, map[string]int64{"k": 8}); err != nil {
+		t.Fatal(err)
+	}
+	expect("MarkDelete(1) never goes back", 3, map[string]int64{"k": 7})
+	if err := c.MarkDelete(ctx, 6, map[string]int64{"a": -1, "b": 2}); err != nil {
+		t.Fatal(err)
+	}
+	expect("MarkDelete(6)", 6, map[string]int64{"a": -1, "b": 2})
+	if err := c.MarkDelete(ctx, 6, nil); err != nil {
+		t.Fatal(err)
+	}
+	expect("MarkDelete(6) without properties", 6, nil)
+	if c.ReadOffset() != 7 {
+		t.Fatalf("read offset %d after MarkDelete(6), want 7", c.ReadOffset())
+	}
+	es, err := c.ReadEntries(ctx, 10, 1<<20)
+	if err != nil || !slices.Equal(offsets(es), []int64{6, 8}) {
+		t.Fatalf("ReadEntries after MarkDelete(6) = %v %v, want [6 8] (entry 6 still has record 7)", offsets(es), err)
+	}
+}
+
+func testIndividualDelete(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b := env.Start(t), env.Start(t)
+	la, lb := openLog(t, a, 1), openLog(t, b, 1)
+	// [0,4) [4,8) [8,12) [12,16) [16] [17]
+	appendSeq(t, []lakestream.Log{la}, []spec{{4, 10, 0}, {4, 11, 0}, {4, 12, 0}, {4, 13, 0}, {1, 14, 0}, {1, 15, 0}})
+	c, err := la.OpenCursor(ctx, "s", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int64{{4, 4}, {9, 1}, {11, 1}, {17, 1}} {
+		if err := c.IndividualDelete(r[0], r[1]); err != nil {
+			t.Fatalf("IndividualDelete(%d, %d): %v", r[0], r[1], err)
+		}
+	}
+	state := func(what string, cur lakestream.LogCursor, md int64, ranges [][2]int64) {
+		t.Helper()
+		var n int64
+		for _, r := range ranges {
+			n += r[1] - r[0]
+		}
+		if cur.MarkDeleteOffset() != md || !slices.Equal(cur.AckedRanges(), ranges) || cur.IndividualDeleteCount() != n || cur.FirstNonDeletedOffset() != md+1 {
+			t.Fatalf("%s: md %d ranges %v count %d first-unacked %d, want md %d ranges %v count %d",
+				what, cur.MarkDeleteOffset(), cur.AckedRanges(), cur.IndividualDeleteCount(), cur.FirstNonDeletedOffset(), md, ranges, n)
+		}
+		for o := int64(0); o < 20; o++ {
+			want := o <= md
+			for _, r := range ranges {
+				want = want || (o >= r[0] && o < r[1])
+			}
+			if cur.IsIndividuallyDeleted(o) != want {
+				t.Fatalf("%s: IsIndividuallyDeleted(%d) = %v", what, o, !want)
+			}
+		}
+	}
+	state("after acks", c, -1, [][2]int64{{4, 8}, {9, 10}, {11, 12}, {17, 18}})
+	// Reads skip the fully acknowledged entries [4,8) and [17], and return
+	// the partially acknowledged [8,12).
+	es, err := c.ReadEntries(ctx, 10, 1<<20)
+	if err != nil || !slices.Equal(offsets(es), []int64{0, 8, 12, 16}) || c.ReadOffset() != 18 {
+		t.Fatalf("ReadEntries = %v %v read %d, want [0 8 12 16] read 18", offsets(es), err, c.ReadOffset())
+	}
+	if more, err := c.HasMoreEntries(ctx); err != nil || more {
+		t.Fatalf("HasMoreEntries at the head = %v %v", more, err)
+	}
+	// Acknowledging the records above mark-delete advances it over the
+	// contiguous run.
+	if err := c.IndividualDelete(0, 4); err != nil {
+		t.Fatal(err)
+	}
+	state("after ack of [0,4)", c, 7, [][2]int64{{9, 10}, {11, 12}, {17, 18}})
+	if err := c.PersistState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.PersistedMarkDeleteOffset() != 7 {
+		t.Fatalf("persisted md %d, want 7", c.PersistedMarkDeleteOffset())
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The other engine loads the same state.
+	cb, err := lb.LoadCursor(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state("loaded on the other engine", cb, 7, [][2]int64{{9, 10}, {11, 12}, {17, 18}})
+	if cb.ReadOffset() != 8 {
+		t.Fatalf("loaded read offset %d, want 8", cb.ReadOffset())
+	}
+	if more, err := cb.HasMoreEntries(ctx); err != nil || !more {
+		t.Fatalf("HasMoreEntries = %v %v", more, err)
+	}
+	for _, step := range []struct {
+		max  int
+		want []int64
+	}{{1, []int64{8}}, {2, []int64{12, 16}}, {5, nil}} {
+		es, err := cb.ReadEntries(ctx, step.max, 1<<20)
+		if err != nil || !slices.Equal(offsets(es), step.want) {
+			t.Fatalf("ReadEntries(%d) = %v %v, want %v", step.max, offsets(es), err, step.want)
+		}
+	}
+	cb.SeekOffset(0) // below mark-delete: reads resume at the first unacknowledged
+	if es, err := cb.ReadEntries(ctx, 10, 1<<20); err != nil || !slices.Equal(offsets(es), []int64{8, 12, 16}) {
+		t.Fatalf("after Seek(0): %v %v", offsets(es), err)
+	}
+	cb.SeekOffset(8)
+	if es, err := cb.ReadEntries(ctx, 10, 1); err != nil || !slices.Equal(offsets(es), []int64{8}) {
+		t.Fatalf("ReadEntries(maxBytes 1) = %v %v, want [8]", offsets(es), err)
+	}
+	// A partial ack of [8,12) leaves it readable; Close persists.
+	if err := cb.IndividualDelete(8, 1); err != nil {
+		t.Fatal(err)
+	}
+	state("after ack of 8", cb, 9, [][2]int64{{11, 12}, {17, 18}})
+	if err := cb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := la.LoadCursor(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state("reloaded after Close", c2, 9, [][2]int64{{11, 12}, {17, 18}})
+	if es, err := c2.ReadEntries(ctx, 10, 1<<20); err != nil || !slices.Equal(offsets(es), []int64{8, 12, 16}) {
+		t.Fatalf("ReadEntries with [8,12) partly acknowledged = %v %v, want [8 12 16]", offsets(es), err)
+	}
+	// Acknowledging the rest makes [8,12) skipped.
+	if err := c2.IndividualDelete(10, 1); err != nil {
+		t.Fatal(err)
+	}
+	state("after ack of 10", c2, 11, [][2]int64{{17, 18}})
+	c2.SeekOffset(0)
+	if es, err := c2.ReadEntries(ctx, 10, 1<<20); err != nil || !slices.Equal(offsets(es), []int64{12, 16}) {
+		t.Fatalf("ReadEntries = %v %v, want [12 16]", offsets(es), err)
+	}
+	if err := c2.IndividualDelete(5, 0); !errors.Is(err, lakestream.ErrInvalidArgument) {
+		t.Fatalf("IndividualDelete of 0 records: %v, want ErrInvalidArgument", err)
+	}
+}
+
+func testBacklog(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b := env.Start(t), env.Start(t)
+	la := openLog(t, a, 1)
+	// [0,2) 10 B, [2,4) 20 B, [4,6) 30 B, [6,8) 40 B, [8,10) 50 B
+	appendSeq(t, []lakestream.Log{la}, []spec{{2, 10, 0}, {2, 20, 0}, {2, 30, 0}, {2, 40, 0}, {2, 50, 0}})
+	c, err := la.OpenCursor(ctx, "s", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string, cur lakestream.LogCursor, want lakestream.Backlog) {
+		t.Helper()
+		got, err := cur.Backlog(ctx)
+		if err != nil || got != want {
+			t.Fatalf("%s: Backlog = %+v %v, want %+v", what, got, err, want)
+		}
+	}
+	expect("new cursor", c, lakestream.Backlog{Records: 10, Bytes: 150})
+	if err := c.MarkDelete(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	expect("md 1", c, lakestream.Backlog{Records: 8, Bytes: 140})
+	if err := c.MarkDelete(ctx, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Bytes count whole entries: [2,4) is partly acknowledged.
+	expect("md 2", c, lakestream.Backlog{Records: 7, Bytes: 140})
+	if err := c.IndividualDelete(6, 2); err != nil {
+		t.Fatal(err)
+	}
+	expect("md 2, [6,8) acked", c, lakestream.Backlog{Records: 5, Bytes: 140})
+	appendSeq(t, []lakestream.Log{openLog(t, b, 1)}, []spec{{2, 60, 0}})
+	expect("after an append on another engine", c, lakestream.Backlog{Records: 7, Bytes: 200})
+	if err := c.MarkDelete(ctx, 11, nil); err != nil {
+		t.Fatal(err)
+	}
+	expect("everything acknowledged", c, lakestream.Backlog{})
+	// Trimmed records are not backlog.
+	c2, err := la.OpenCursor(ctx, "t", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := la.SoftTrim(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	expect("after SoftTrim(5)", c2, lakestream.Backlog{Records: 6, Bytes: 150})
+	// An ephemeral cursor has a backlog too.
+	e, err := la.OpenEphemeralCursor(ctx, "r", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("ephemeral from 8", e, lakestream.Backlog{Records: 4, Bytes: 110})
+}
+
+func testCursorStateBound(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b := env.Start(t), env.Start(t)
+	la := openLog(t, a, 1)
+	appendSeq(t, []lakestream.Log{la}, []spec{{1, 10, 0}})
+	c, err := la.OpenCursor(ctx, "s", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Acknowledge every other record: one range each.
+	for i := range int64(cursor.MaxAckedRanges) {
+		if err := c.IndividualDelete(2*i+1, 1); err != nil {
+			t.Fatalf("ack %d of %d: %v", i, cursor.MaxAckedRanges, err)
+		}
+	}
+	over := int64(2*cursor.MaxAckedRanges + 1)
+	if err := c.IndividualDelete(over, 1); !errors.Is(err, lakestream.ErrCursorStateTooLarge) {
+		t.Fatalf("ack making range %d: %v, want ErrCursorStateTooLarge", cursor.MaxAckedRanges+1, err)
+	}
+	// An ack that merges ranges always succeeds, and makes room.
+	if err := c.IndividualDelete(2, 1); err != nil {
+		t.Fatalf("merging ack: %v", err)
+	}
+	if err := c.IndividualDelete(over, 1); err != nil {
+		t.Fatalf("ack after a merge made room: %v", err)
+	}
+	want := c.AckedRanges()
+	if len(want) != cursor.MaxAckedRanges {
+		t.Fatalf("%d ranges, want %d", len(want), cursor.MaxAckedRanges)
+	}
+	if err := c.PersistState(ctx); err != nil {
+		t.Fatalf("persisting a cursor with %d ranges: %v", len(want), err)
+	}
+	o, err := openLog(t, b, 1).LoadCursor(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.AckedRanges(); !slices.Equal(got, want) {
+		t.Fatalf("loaded %d ranges, want %d (first %v, %v)", len(got), len(want), got[:min(3, len(got))], want[:3])
+	}
+}
+
+func testConcurrentAppends(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	const (
+		engines    = 2
+		goroutines = 8
+		perG       = 12
+		logs       = 4
+	)
+	type acked struct {
+		e       lakestream.Entry
+		eng, g  int
+		ordinal int
+	}
+	var (
+		mu   sync.Mutex
+		byLg = map[lakestream.LogID][]acked{}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for ei := range engines {
+		e := env.Start(t)
+		handles := map[lakestream.LogID]lakestream.Log{}
+		for id := range lakestream.LogID(logs) {
+			handles[id+1] = openLog(t, e, id+1)
+		}
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := range perG {
+					id := lakestream.LogID((g+i)%logs + 1)
+					s := spec{records: 1 + (i+g)%3, size: 24 + (i*g+ei)%40}
+					ent, err := appendOne(ctx, handles[id], ei*10000+g*100+i, s)
+					mu.Lock()
+					if err != nil {
+						errs = append(errs, fmt.Errorf("engine %d goroutine %d append %d: %w", ei, g, i, err))
+					} else {
+						byLg[id] = append(byLg[id], acked{ent, ei, g, i})
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	reader := env.Start(t)
+	total := 0
+	for id := range lakestream.LogID(logs) {
+		id++
+		as := byLg[id]
+		total += len(as)
+		sort.Slice(as, func(i, j int) bool { return as[i].e.Offset < as[j].e.Offset })
+		var want []lakestream.Entry
+		seen := map[string]bool{}
+		last := map[[2]int]int{}
+		for _, a := range as {
+			want = append(want, a.e)
+			if seen[string(a.e.Payload)] {
+				t.Fatalf("log %d: payload %q acknowledged twice", id, a.e.Payload)
+			}
+			seen[string(a.e.Payload)] = true
+			k := [2]int{a.eng, a.g}
+			if o, ok := last[k]; ok && o > a.ordinal {
+				t.Fatalf("log %d: engine %d goroutine %d: append %d got a lower offset than its earlier append %d", id, a.eng, a.g, a.ordinal, o)
+			}
+			last[k] = a.ordinal
+		}
+		checkTiling(t, fmt.Sprintf("log %d acknowledged", id), want, 0)
+		l := openLog(t, reader, id)
+		sameEntries(t, fmt.Sprintf("log %d read back", id), readAll(t, l), want)
+		checkHeads(t, fmt.Sprintf("log %d", id), l, 0, want[len(want)-1].End())
+	}
+	if total != engines*goroutines*perG {
+		t.Fatalf("%d appends acknowledged, want %d", total, engines*goroutines*perG)
+	}
+}
+
+func testManyLogsSmallTxns(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	const (
+		logs      = 300
+		size      = 32
+		maxTxnOps = 16 // ⇒ at most 8 logs per commit transaction
+	)
+	ms := env.newMeta(t, maxTxnOps)
+	if ms.MaxTxnOps() != maxTxnOps {
+		t.Fatalf("NewMeta(%d) gave MaxTxnOps %d", maxTxnOps, ms.MaxTxnOps())
+	}
+	// a cuts an object when all 300 entries are in: one flush, ≥ 38 txns.
+	a := env.StartOn(t, ms, sizeCut(logs*size))
+	b := env.StartOn(t, ms)
+	round := func(e *engine.Engine, r int, ids []lakestream.LogID) map[lakestream.LogID]lakestream.Entry {
+		t.Helper()
+		out := make([]lakestream.Entry, len(ids))
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		for k, id := range ids {
+			wg.Go(func() {
+				p := payload(id, r, size)
+				h, err := e.Append(ctx, id, 1+int(id)%3, p)
+				out[k], errs[k] = lakestream.Entry{EntryHeader: h, Payload: p}, err
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+		m := map[lakestream.LogID]lakestream.Entry{}
+		for k, id := range ids {
+			m[id] = out[k]
+		}
+		return m
+	}
+	var ids []lakestream.LogID
+	for i := range lakestream.LogID(logs) {
+		ids = append(ids, 1000+i)
+	}
+	objects := countObjects(t, env.Store)
+	r1 := round(a, 1, ids)
+	if n := countObjects(t, env.Store); n != objects+1 {
+		t.Fatalf("%d objects for one flush of %d logs, want 1", n-objects, logs)
+	}
+	if m := a.Metrics(); m.ObjectPuts != 1 || m.Txns < logs/(maxTxnOps/2) {
+		t.Fatalf("metrics after one flush of %d logs: %d puts, %d txns (want 1 put, ≥ %d txns)", logs, m.ObjectPuts, m.Txns, logs/(maxTxnOps/2))
+	}
+	for _, id := range ids {
+		if r1[id].Offset != 0 {
+			t.Fatalf("log %d: first entry at %d", id, r1[id].Offset)
+		}
+	}
+	// Another engine appends to 50 of the logs: a's cached heads are stale,
+	// its next commit meets failed compares and retries those logs.
+	r2b := round(b, 2, ids[:50])
+	r3 := round(a, 3, ids)
+	t.Logf("engine a: %+v", a.Metrics())
+	reader := env.StartOn(t, ms)
+	for k, id := range ids {
+		want := []lakestream.Entry{r1[id]}
+		if k < 50 {
+			want = append(want, r2b[id])
+		}
+		want = append(want, r3[id])
+		checkTiling(t, fmt.Sprintf("log %d", id), want, 0)
+		sameEntries(t, fmt.Sprintf("log %d", id), readAll(t, openLog(t, reader, id)), want)
+	}
+}
+
+func testInvalidAppends(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	e := env.Start(t, func(o *engine.Options) { o.MaxEntryBytes = 1000 })
+	l := openLog(t, e, 1)
+	for _, n := range []int{0, -1} {
+		_, err := l.Append(ctx, n, []byte("x"))
+		wantErr(t, fmt.Sprintf("Append of %d records", n), err, lakestream.ErrInvalidArgument)
+	}
+	_, err := l.Append(ctx, 1, make([]byte, 1001))
+	wantErr(t, "Append over MaxEntryBytes", err, lakestream.ErrTooLarge)
+	if h, err := l.Append(ctx, 1, make([]byte, 1000)); err != nil || h.Offset != 0 {
+		t.Fatalf("Append of MaxEntryBytes: %+v %v", h, err)
+	}
+	d := env.Start(t)
+	_, err = d.Append(ctx, 1, 1, make([]byte, 16<<20+1))
+	wantErr(t, "Append over the default 16 MiB", err, lakestream.ErrTooLarge)
+	_, err = e.Log(ctx, -1)
+	wantErr(t, "Log(-1)", err, lakestream.ErrInvalidArgument)
+	checkHeads(t, "after invalid appends", l, 0, 1)
+}
+
+func testClosed(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	e := env.Start(t)
+	l := openLog(t, e, 1)
+	appendSeq(t, []lakestream.Log{l}, []spec{{1, 10, 0}})
+	c, err := l.OpenCursor(ctx, "s", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.IndividualDelete(5, 2); err != nil { // not persisted yet
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	_, err = l.Append(ctx, 1, []byte("x"))
+	wantErr(t, "Append after Close", err, lakestream.ErrClosed)
+	_, err = e.Log(ctx, 2)
+	wantErr(t, "Log after Close", err, lakestream.ErrClosed)
+	_, err = e.Append(ctx, 1, 1, []byte("x"))
+	wantErr(t, "Engine.Append after Close", err, lakestream.ErrClosed)
+	// Close persisted the open cursor.
+	o, err := openLog(t, env.Start(t), 1).LoadCursor(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.AckedRanges(), [][2]int64{{5, 7}}) {
+		t.Fatalf("cursor after engine Close: ranges %v, want [[5 7]]", o.AckedRanges())
+	}
+}
