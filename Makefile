@@ -9,7 +9,7 @@ FUZZ_TARGETS := \
 	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress
 
-.PHONY: run build test test-unit fuzz bench lint tools proto clean
+.PHONY: run build test test-unit fuzz interop bench lint tools proto clean
 
 ## run: a standalone node on the embedded defaults (data in ./data)
 run: build
@@ -34,6 +34,11 @@ fuzz:
 
 BENCH_FLAGS ?= --logs 1,100,1000 --duration 5s --warmup 2s --verify
 BENCHTIME   ?= 5000x
+
+## interop: other-language readers against lakegate's output (delta-rs reads our Delta tables);
+## installs pinned Python packages into .cache/venv
+interop:
+	./e2e/interop/delta/run.sh
 
 ## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs); ~1 min
 bench: build
