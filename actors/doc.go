@@ -3,4 +3,17 @@
 // small runtime interface) driving a pure state machine that is unit-tested
 // without goroutines. Slow I/O runs off the actor and reports back by
 // message; every mailbox and batch is bounded.
+//
+// Files:
+//
+//	runtime.go             Runtime/Ref/Handler: the only code that imports
+//	                       protoactor-go (its actor package; bounded mailboxes)
+//	subscription.go        the subscription state machine: consumers, permits,
+//	                       dispatch position, pending entries, replay/redelivery,
+//	                       acknowledgements against an AckState (a LogCursor)
+//	subscription_actor.go  the actor driving it: runs log reads and tail waits
+//	                       (Log.WaitForEntries) on goroutines, feeds results back
+//	                       by message, calls each consumer's ConsumerSink
+//
+// It sees storage only through lakestream; it never imports engine.
 package actors

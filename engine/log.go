@@ -194,7 +194,7 @@ func (l *logHandle) Append(ctx context.Context, records int, payload []byte, opt
 		return lakestream.EntryHeader{}, fmt.Errorf("%w: log %d", lakestream.ErrFenced, l.id)
 	}
 	o := lakestream.ApplyAppendOptions(opts)
-	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs)
+	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs, o.OnEnqueued)
 }
 
 // loadedChunk is a decoded chunk: its entries in order, payloads aliasing

@@ -103,8 +103,10 @@ func newWALWriter(e *Engine) *walWriter {
 }
 
 // append queues one entry and waits for its commit. The caller has
-// validated the arguments.
-func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64) (lakestream.EntryHeader, error) {
+// validated the arguments. onEnqueued (may be nil) is called once the entry
+// is in reqs: entries leave reqs in order and keep that order through flush
+// and commit (lakestream.AppendOptions.OnEnqueued).
+func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, onEnqueued func()) (lakestream.EntryHeader, error) {
 	size := int64(len(payload))
 	if size == 0 {
 		size = 1 // every entry holds back at least one unit of the bound
@@ -128,6 +130,9 @@ func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int
 	select {
 	case w.reqs <- req:
 		w.closeMu.RUnlock()
+		if onEnqueued != nil {
+			onEnqueued()
+		}
 	case <-ctx.Done():
 		w.closeMu.RUnlock()
 		w.pending.Release(size)

@@ -47,11 +47,24 @@ type AppendOption func(*AppendOptions)
 type AppendOptions struct {
 	// PublishTimeMs is kept per entry for time lookups; 0 = write time.
 	PublishTimeMs int64
+	// OnEnqueued, if set, is called at most once, before Append returns,
+	// as soon as the entry's place in the log's commit order is fixed: any
+	// Append on the same log that starts after OnEnqueued was called gets
+	// higher offsets (if both succeed). It lets a caller pipeline ordered
+	// appends (a Pulsar producer) without waiting for durability.
+	// Implementations that cannot tell never call it; callers then wait for
+	// Append to return.
+	OnEnqueued func()
 }
 
 // WithPublishTime sets the entry's publish time (Unix ms).
 func WithPublishTime(ms int64) AppendOption {
 	return func(o *AppendOptions) { o.PublishTimeMs = ms }
+}
+
+// WithOnEnqueued sets AppendOptions.OnEnqueued.
+func WithOnEnqueued(f func()) AppendOption {
+	return func(o *AppendOptions) { o.OnEnqueued = f }
 }
 
 // ApplyAppendOptions folds opts into an AppendOptions value.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/lakestream"
 )
 
 // nodeFlags are the flags shared by standalone and serve.
@@ -24,6 +26,7 @@ type nodeFlags struct {
 	etcd       string
 	etcdPort   int
 	pulsarAddr string
+	advertised string
 	httpAddr   string
 	logJSON    bool
 }
@@ -34,6 +37,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.etcd, "etcd", "", "comma-separated external etcd endpoints; empty runs an embedded member")
 	fs.IntVar(&f.etcdPort, "etcd-port", 0, "client port of the embedded etcd member (0 = any free port)")
 	fs.StringVar(&f.pulsarAddr, "pulsar-addr", ":6650", "Pulsar binary protocol listen address")
+	fs.StringVar(&f.advertised, "advertised-addr", "", "host:port that topic lookups send Pulsar clients to; default the bound address (localhost for a wildcard host)")
 	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "admin REST, /metrics and health listen address")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log as JSON")
 }
@@ -85,6 +89,22 @@ func runNode(f nodeFlags) error {
 	}
 	defer n.Close()
 
+	cat := n.Catalog()
+	defer cat.Close()
+	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
+		return fmt.Errorf("creating namespace public/default: %w", err)
+	}
+	gw, err := gateway.Listen(f.pulsarAddr, gateway.Config{Catalog: cat, AdvertisedAddr: f.advertised, Logger: log})
+	if err != nil {
+		return fmt.Errorf("pulsar listener: %w", err)
+	}
+	// Runs before n.Close (defers are LIFO): sessions end, cursors persist.
+	defer func() {
+		if err := gw.Close(); err != nil {
+			log.Error("closing the Pulsar gateway", "err", err)
+		}
+	}()
+
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		return fmt.Errorf("http listener: %w", err)
@@ -100,7 +120,7 @@ func runNode(f nodeFlags) error {
 	log.Info("lakegate node ready",
 		"node", n.Engine.NodeID(), "objects", n.Config.ObjectURL, "etcd", etcdDesc,
 		"http", ln.Addr().String(),
-		"pulsar", "not served yet: the Pulsar gateway is the next milestone")
+		"pulsar", gw.Addr().String(), "pulsar_url", gw.ServiceURL())
 	<-ctx.Done()
 	log.Info("shutting down: flushing appends and persisting cursors")
 	return nil

@@ -1,0 +1,593 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
+)
+
+// This file is the subscription state machine: pure, deterministic, no
+// goroutines and no I/O. Inputs are method calls (a consumer attached, a FLOW,
+// an ACK, a read result ...); outputs are Actions the driver (the
+// subscription actor, or a test) carries out. Acknowledgement state lives in
+// an AckState — the subscription's lakestream.LogCursor in production, a map
+// in tests — which the machine reads and updates synchronously (the cursor's
+// acknowledgement calls are in-memory; persistence is batched by the cursor).
+//
+// Positions are log record offsets. An entry (one producer SEND) holds
+// Records consecutive offsets starting at its Offset; the machine dispatches
+// whole entries and tracks them by their first offset.
+
+// SubType is a Pulsar subscription type.
+type SubType int
+
+// Subscription types (values equal Pulsar's CommandSubscribe.SubType).
+const (
+	SubExclusive SubType = 0
+	SubShared    SubType = 1
+	SubFailover  SubType = 2
+	SubKeyShared SubType = 3
+)
+
+func (t SubType) String() string {
+	switch t {
+	case SubExclusive:
+		return "Exclusive"
+	case SubShared:
+		return "Shared"
+	case SubFailover:
+		return "Failover"
+	case SubKeyShared:
+		return "Key_Shared"
+	}
+	return fmt.Sprintf("SubType(%d)", int(t))
+}
+
+// Errors returned by the subscription machine. The gateway maps them to
+// Pulsar ServerError codes.
+var (
+	// ErrConsumerBusy: an Exclusive subscription already has a consumer, or
+	// the requested type differs from the subscription's.
+	ErrConsumerBusy = errors.New("actors: subscription busy")
+	// ErrUnknownConsumer: a command names a consumer that is not attached.
+	ErrUnknownConsumer = errors.New("actors: unknown consumer")
+	// ErrUnsupportedSubType: the subscription type is not implemented yet.
+	ErrUnsupportedSubType = errors.New("actors: subscription type not supported")
+	// ErrSubscriptionClosed: the subscription was closed or unsubscribed.
+	ErrSubscriptionClosed = errors.New("actors: subscription closed")
+)
+
+// AckState is the acknowledgement state the machine reads and updates. A
+// lakestream.LogCursor satisfies it. Calls are synchronous and cheap.
+type AckState interface {
+	MarkDeleteOffset() int64
+	IsIndividuallyDeleted(offset int64) bool
+	IndividualDelete(offset, records int64) error
+}
+
+// Action is an output of the machine. The concrete types are ReadTail,
+// ReadReplay, CancelRead, Deliver and ActiveChange.
+type Action interface{ isAction() }
+
+// ReadTail asks the driver to read entries from the log starting at From
+// (waiting at the tail if there are none yet), at most MaxRecords records,
+// and to report them with OnRead(Gen, ...).
+type ReadTail struct {
+	Gen        uint64
+	From       int64
+	MaxRecords int
+}
+
+// ReadReplay asks the driver to read the entries starting at Offsets (each
+// an entry's first offset, ascending) and report them with OnRead(Gen, ...).
+type ReadReplay struct {
+	Gen     uint64
+	Offsets []int64
+}
+
+// CancelRead tells the driver that the read in flight (if any) is stale: its
+// result will be ignored, so it may be abandoned.
+type CancelRead struct{}
+
+// Deliver sends one entry to a consumer. AckSet is nil unless some records
+// of the entry are already acknowledged (then bit i = record i unacked).
+type Deliver struct {
+	ConsumerID      uint64
+	Entry           lakestream.Entry
+	RedeliveryCount uint32
+	AckSet          []int64
+}
+
+// ActiveChange tells a Failover consumer whether it is now the active one.
+type ActiveChange struct {
+	ConsumerID uint64
+	Active     bool
+}
+
+func (ReadTail) isAction()     {}
+func (ReadReplay) isAction()   {}
+func (CancelRead) isAction()   {}
+func (Deliver) isAction()      {}
+func (ActiveChange) isAction() {}
+
+// AckKind is individual or cumulative.
+type AckKind int
+
+// Ack kinds (values equal Pulsar's CommandAck.AckType).
+const (
+	AckIndividual AckKind = 0
+	AckCumulative AckKind = 1
+)
+
+// AckID is one acknowledged message id, in log terms: EntryOffset is the
+// entry's first offset (Pulsar entryId); AckSet, when non-nil, lists the
+// records of the entry still unacknowledged (batch-index ack); BatchSize is
+// the client's idea of the entry's record count (0 unknown).
+type AckID struct {
+	EntryOffset int64
+	AckSet      []int64
+	BatchSize   int32
+}
+
+// SubscriptionConfig configures a Subscription.
+type SubscriptionConfig struct {
+	Type SubType
+	// ReadMaxRecords bounds one read, in records. Default 100.
+	ReadMaxRecords int
+	// ReplayMaxEntries bounds one replay read, in entries. Default 100.
+	ReplayMaxEntries int
+	// ReadGenBase: read generations start above it, so that reads issued by
+	// a machine this one replaces are recognised as stale. Default 0.
+	ReadGenBase uint64
+}
+
+type subConsumer struct {
+	id      uint64
+	permits int64
+}
+
+type pendingEntry struct {
+	consumer uint64
+	records  int32
+}
+
+// Subscription is the state of one subscription on one log.
+//
+// Invariants: an entry offset is in at most one of pending and replay;
+// pending entries were delivered to a consumer that is still attached;
+// readPos only moves forward except on Rewind.
+type Subscription struct {
+	cfg  SubscriptionConfig
+	acks AckState
+
+	consumers []*subConsumer // attach order; [0] is the active one for Exclusive/Failover
+	rr        int            // round-robin cursor for Shared
+
+	readPos     int64  // next offset the tail read starts at
+	readGen     uint64 // generation of the read in flight; bumped to invalidate
+	reading     bool
+	readingTail bool // the read in flight is a ReadTail
+	// replaying is the offsets of the replay read in flight.
+	replaying []int64
+
+	pending     map[int64]pendingEntry // delivered, not fully acknowledged
+	replay      []int64                // entry offsets to redeliver, ascending, unique
+	records     map[int64]int32        // record counts of entries in replay
+	redelivered map[int64]uint32       // redelivery counts of entries in pending or replay
+	closed      bool
+}
+
+// NewSubscription returns a machine whose tail read starts at readFrom
+// (normally the cursor's mark-delete offset + 1).
+func NewSubscription(cfg SubscriptionConfig, acks AckState, readFrom int64) *Subscription {
+	if cfg.ReadMaxRecords <= 0 {
+		cfg.ReadMaxRecords = 100
+	}
+	if cfg.ReplayMaxEntries <= 0 {
+		cfg.ReplayMaxEntries = 100
+	}
+	return &Subscription{
+		cfg:         cfg,
+		acks:        acks,
+		readPos:     readFrom,
+		readGen:     cfg.ReadGenBase,
+		pending:     map[int64]pendingEntry{},
+		records:     map[int64]int32{},
+		redelivered: map[int64]uint32{},
+	}
+}
+
+// Type is the subscription type.
+func (s *Subscription) Type() SubType { return s.cfg.Type }
+
+// Consumers is the number of attached consumers.
+func (s *Subscription) Consumers() int { return len(s.consumers) }
+
+// ReadGen is the generation of the latest read issued.
+func (s *Subscription) ReadGen() uint64 { return s.readGen }
+
+// ReadPosition is the offset the next tail read starts at.
+func (s *Subscription) ReadPosition() int64 { return s.readPos }
+
+// PendingEntries is the number of delivered entries not yet fully acknowledged.
+func (s *Subscription) PendingEntries() int { return len(s.pending) }
+
+// AddConsumer attaches a consumer. Exclusive allows one; Shared and Failover
+// any number. Key_Shared is not supported yet.
+func (s *Subscription) AddConsumer(id uint64, t SubType) ([]Action, error) {
+	if s.closed {
+		return nil, ErrSubscriptionClosed
+	}
+	if t == SubKeyShared {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedSubType, t)
+	}
+	if t != s.cfg.Type {
+		return nil, fmt.Errorf("%w: subscription is %s, consumer asked for %s", ErrConsumerBusy, s.cfg.Type, t)
+	}
+	if s.find(id) >= 0 {
+		return nil, fmt.Errorf("%w: consumer %d already attached", ErrConsumerBusy, id)
+	}
+	if t == SubExclusive && len(s.consumers) > 0 {
+		return nil, fmt.Errorf("%w: exclusive subscription has a consumer", ErrConsumerBusy)
+	}
+	s.consumers = append(s.consumers, &subConsumer{id: id})
+	var out []Action
+	if t == SubFailover {
+		out = append(out, ActiveChange{ConsumerID: id, Active: len(s.consumers) == 1})
+	}
+	return out, nil
+}
+
+// RemoveConsumer detaches a consumer; the entries it had not acknowledged
+// are redelivered to the remaining (or next) consumers.
+func (s *Subscription) RemoveConsumer(id uint64) []Action {
+	i := s.find(id)
+	if i < 0 {
+		return nil
+	}
+	wasActive := i == 0
+	s.consumers = slices.Delete(s.consumers, i, i+1)
+	s.requeue(func(p pendingEntry, _ int64) bool { return p.consumer == id }, false)
+	out := s.interruptTail()
+	if s.cfg.Type == SubFailover && wasActive && len(s.consumers) > 0 {
+		out = append(out, ActiveChange{ConsumerID: s.consumers[0].id, Active: true})
+	}
+	return append(out, s.dispatch(nil)...)
+}
+
+// Flow adds permits (messages) to a consumer.
+func (s *Subscription) Flow(id uint64, permits uint32) ([]Action, error) {
+	i := s.find(id)
+	if i < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownConsumer, id)
+	}
+	s.consumers[i].permits += int64(permits)
+	return s.dispatch(nil), nil
+}
+
+// Ack applies an acknowledgement from consumer id.
+func (s *Subscription) Ack(id uint64, kind AckKind, ids []AckID) ([]Action, error) {
+	if s.find(id) < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownConsumer, id)
+	}
+	var errs []error
+	for _, a := range ids {
+		n := int64(s.entryRecords(a))
+		switch {
+		case kind == AckCumulative:
+			md := s.acks.MarkDeleteOffset()
+			upTo := a.EntryOffset + n // exclusive
+			if a.AckSet != nil {
+				upTo = a.EntryOffset
+			}
+			if upTo > md+1 {
+				errs = append(errs, s.acks.IndividualDelete(md+1, upTo-(md+1)))
+			}
+			if a.AckSet != nil {
+				errs = append(errs, s.ackBits(a.EntryOffset, n, a.AckSet))
+			}
+			// Drop every pending entry now wholly acknowledged.
+			for off, p := range s.pending {
+				if off < upTo || off == a.EntryOffset {
+					s.forgetIfAcked(off, p.records)
+				}
+			}
+		case a.AckSet != nil:
+			errs = append(errs, s.ackBits(a.EntryOffset, n, a.AckSet))
+			s.forgetIfAcked(a.EntryOffset, int32(n))
+		default:
+			errs = append(errs, s.acks.IndividualDelete(a.EntryOffset, n))
+			s.forgetIfAcked(a.EntryOffset, int32(n))
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// Redeliver puts entries delivered to consumer id back for redelivery with
+// an incremented redelivery count: those named by entryOffsets, or all of
+// the consumer's unacknowledged entries when entryOffsets is nil.
+func (s *Subscription) Redeliver(id uint64, entryOffsets []int64) ([]Action, error) {
+	if s.find(id) < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownConsumer, id)
+	}
+	if entryOffsets == nil {
+		s.requeue(func(p pendingEntry, _ int64) bool { return p.consumer == id }, true)
+	} else {
+		set := map[int64]bool{}
+		for _, o := range entryOffsets {
+			set[o] = true
+		}
+		s.requeue(func(p pendingEntry, off int64) bool { return p.consumer == id && set[off] }, true)
+	}
+	return append(s.interruptTail(), s.dispatch(nil)...), nil
+}
+
+// OnRead delivers the result of the read of generation gen. Results of a
+// stale generation are ignored. entries must be whole entries in ascending
+// order; for a tail read the next tail read starts after the last one.
+func (s *Subscription) OnRead(gen uint64, tail bool, entries []lakestream.Entry) []Action {
+	if gen != s.readGen || !s.reading {
+		return nil
+	}
+	s.reading = false
+	if tail && len(entries) > 0 {
+		s.readPos = max(s.readPos, entries[len(entries)-1].End())
+	}
+	if !tail {
+		// Every requested entry leaves the replay list, read or not (an
+		// unreadable one is trimmed); undispatched ones are put back by
+		// dispatch.
+		for _, o := range s.replaying {
+			s.removeReplay(o)
+		}
+		s.replaying = nil
+	}
+	return s.dispatch(entries)
+}
+
+// OnReadFailed reports that the read of generation gen failed; the machine
+// will ask again on the next input.
+func (s *Subscription) OnReadFailed(gen uint64) {
+	if gen == s.readGen {
+		s.reading = false
+	}
+}
+
+// Poke re-evaluates dispatch (for example after a failed read).
+func (s *Subscription) Poke() []Action { return s.dispatch(nil) }
+
+// Rewind drops the replay list and restarts the tail read at from (used by
+// seeks and when an Exclusive subscription's last consumer leaves). Every
+// pending entry is forgotten: it will be read again.
+func (s *Subscription) Rewind(from int64) []Action {
+	s.pending = map[int64]pendingEntry{}
+	s.replay = nil
+	s.records = map[int64]int32{}
+	s.readPos = from
+	var out []Action
+	if s.reading {
+		s.reading = false
+		s.readGen++
+		out = append(out, CancelRead{})
+	}
+	return append(out, s.dispatch(nil)...)
+}
+
+// Close detaches everything; later inputs fail with ErrSubscriptionClosed.
+func (s *Subscription) Close() []Action {
+	s.closed = true
+	s.consumers = nil
+	if s.reading {
+		s.reading = false
+		s.readGen++
+		return []Action{CancelRead{}}
+	}
+	return nil
+}
+
+// ---- internals ----
+
+// interruptTail cancels a tail read in flight (it may be waiting at the end
+// of the log indefinitely) when entries wait for redelivery, so that the
+// replay read goes first. The tail read is simply reissued later from the
+// same position.
+func (s *Subscription) interruptTail() []Action {
+	if !s.reading || !s.readingTail || len(s.replay) == 0 {
+		return nil
+	}
+	s.reading = false
+	s.readGen++
+	return []Action{CancelRead{}}
+}
+
+func (s *Subscription) find(id uint64) int {
+	return slices.IndexFunc(s.consumers, func(c *subConsumer) bool { return c.id == id })
+}
+
+func (s *Subscription) entryRecords(a AckID) int32 {
+	if p, ok := s.pending[a.EntryOffset]; ok {
+		return p.records
+	}
+	if n, ok := s.records[a.EntryOffset]; ok {
+		return n
+	}
+	if a.BatchSize > 0 {
+		return a.BatchSize
+	}
+	if a.AckSet != nil {
+		// The highest set bit bounds the batch from below; without better
+		// knowledge ack only what the set names.
+		return int32(64 * len(a.AckSet))
+	}
+	return 1
+}
+
+// ackBits acknowledges the records of the entry at off whose bit in set is 0.
+func (s *Subscription) ackBits(off, n int64, set []int64) error {
+	var errs []error
+	for i := int64(0); i < n; {
+		if protocol.AckSetIsUnacked(set, int(i)) {
+			i++
+			continue
+		}
+		j := i
+		for j < n && !protocol.AckSetIsUnacked(set, int(j)) {
+			j++
+		}
+		errs = append(errs, s.acks.IndividualDelete(off+i, j-i))
+		i = j
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Subscription) fullyAcked(off int64, n int32) bool {
+	if off+int64(n)-1 <= s.acks.MarkDeleteOffset() {
+		return true
+	}
+	for i := int64(0); i < int64(n); i++ {
+		if !s.acks.IsIndividuallyDeleted(off + i) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Subscription) forgetIfAcked(off int64, n int32) {
+	if !s.fullyAcked(off, n) {
+		return
+	}
+	delete(s.pending, off)
+	delete(s.redelivered, off)
+}
+
+// requeue moves pending entries matching f to the replay list.
+func (s *Subscription) requeue(f func(pendingEntry, int64) bool, countRedelivery bool) {
+	for off, p := range s.pending {
+		if !f(p, off) {
+			continue
+		}
+		delete(s.pending, off)
+		if s.fullyAcked(off, p.records) {
+			delete(s.redelivered, off)
+			continue
+		}
+		if countRedelivery {
+			s.redelivered[off]++
+		}
+		s.addReplay(off, p.records)
+	}
+}
+
+func (s *Subscription) addReplay(off int64, n int32) {
+	i, found := slices.BinarySearch(s.replay, off)
+	if !found {
+		s.replay = slices.Insert(s.replay, i, off)
+	}
+	s.records[off] = n
+}
+
+func (s *Subscription) removeReplay(off int64) {
+	if i, found := slices.BinarySearch(s.replay, off); found {
+		s.replay = slices.Delete(s.replay, i, i+1)
+	}
+	delete(s.records, off)
+}
+
+// pick returns the consumer the next entry goes to, or nil if none has
+// permits. Exclusive and Failover deliver to the first consumer only.
+func (s *Subscription) pick() *subConsumer {
+	if len(s.consumers) == 0 {
+		return nil
+	}
+	if s.cfg.Type != SubShared {
+		if c := s.consumers[0]; c.permits > 0 {
+			return c
+		}
+		return nil
+	}
+	for k := range s.consumers {
+		c := s.consumers[(s.rr+k)%len(s.consumers)]
+		if c.permits > 0 {
+			s.rr = (s.rr + k + 1) % len(s.consumers)
+			return c
+		}
+	}
+	return nil
+}
+
+func (s *Subscription) ackSetOf(e lakestream.EntryHeader) (set []int64, unacked int32) {
+	if e.Records <= 1 {
+		if s.fullyAcked(e.Offset, e.Records) {
+			return nil, 0
+		}
+		return nil, e.Records
+	}
+	partial := false
+	set = protocol.AckSetAllUnacked(int(e.Records))
+	for i := int32(0); i < e.Records; i++ {
+		if s.acks.IsIndividuallyDeleted(e.Offset + int64(i)) {
+			set[i/64] &^= int64(uint64(1) << (i % 64))
+			partial = true
+		} else {
+			unacked++
+		}
+	}
+	if !partial {
+		return nil, unacked
+	}
+	return set, unacked
+}
+
+// dispatch hands entries (just read) to consumers with permits, puts the
+// ones nobody can take into the replay list, and issues the next read when
+// some consumer has permits and no read is in flight.
+func (s *Subscription) dispatch(entries []lakestream.Entry) []Action {
+	var out []Action
+	for _, e := range entries {
+		if _, dup := s.pending[e.Offset]; dup {
+			continue // already out (a replay raced a tail read)
+		}
+		set, unacked := s.ackSetOf(e.EntryHeader)
+		if unacked == 0 {
+			delete(s.redelivered, e.Offset)
+			continue
+		}
+		c := s.pick()
+		if c == nil {
+			s.addReplay(e.Offset, e.Records)
+			continue
+		}
+		c.permits -= int64(e.Records)
+		s.pending[e.Offset] = pendingEntry{consumer: c.id, records: e.Records}
+		out = append(out, Deliver{ConsumerID: c.id, Entry: e, RedeliveryCount: s.redelivered[e.Offset], AckSet: set})
+	}
+	if s.reading || s.closed || !s.anyPermits() {
+		return out
+	}
+	s.readGen++
+	s.reading = true
+	if len(s.replay) > 0 {
+		n := min(len(s.replay), s.cfg.ReplayMaxEntries)
+		s.readingTail = false
+		s.replaying = slices.Clone(s.replay[:n])
+		return append(out, ReadReplay{Gen: s.readGen, Offsets: slices.Clone(s.replaying)})
+	}
+	maxRecords := s.cfg.ReadMaxRecords
+	s.readingTail = true
+	return append(out, ReadTail{Gen: s.readGen, From: s.readPos, MaxRecords: maxRecords})
+}
+
+func (s *Subscription) anyPermits() bool {
+	if s.cfg.Type != SubShared {
+		return len(s.consumers) > 0 && s.consumers[0].permits > 0
+	}
+	for _, c := range s.consumers {
+		if c.permits > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,460 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// ConsumerSink receives what a subscription sends to one consumer. Its
+// methods run on the subscription actor's goroutine: they may block while the
+// consumer's connection queue is full (that is the backpressure) but must
+// return once the connection is gone, and must not call back into the
+// subscription synchronously.
+type ConsumerSink interface {
+	Deliver(d Deliver)
+	ActiveChange(active bool)
+	// Disconnect tells the consumer the subscription dropped it (after a
+	// seek); the client is expected to subscribe again.
+	Disconnect()
+}
+
+// SubscriptionOptions configure StartSubscription.
+type SubscriptionOptions struct {
+	Name   string
+	Type   SubType
+	Log    lakestream.Log
+	Cursor lakestream.LogCursor
+	// ReadFrom is where dispatch starts; normally Cursor.MarkDeleteOffset()+1.
+	ReadFrom int64
+	// ReadMaxRecords bounds one tail read, in records. Default 100.
+	ReadMaxRecords int
+	// ReadMaxBytes bounds one tail read, in payload bytes. Default 4 MiB.
+	ReadMaxBytes int64
+	// MailboxMsgs bounds the actor's mailbox, in messages. Default 1024.
+	MailboxMsgs int
+	// RetryBackoff is the delay before a failed read is retried. Default 100 ms.
+	RetryBackoff time.Duration
+	Logger       *slog.Logger
+}
+
+// SubscriptionActor is the handle of a running subscription actor. Its
+// methods are safe for concurrent use; the ones that return errors wait for
+// the actor's answer.
+type SubscriptionActor struct {
+	ref     Ref
+	stopped chan struct{}
+}
+
+// Messages of the subscription actor.
+type (
+	addConsumerMsg struct {
+		id    uint64
+		typ   SubType
+		sink  ConsumerSink
+		reply chan error
+	}
+	removeConsumerMsg struct {
+		id    uint64
+		reply chan error
+	}
+	flowMsg struct {
+		id      uint64
+		permits uint32
+	}
+	ackMsg struct {
+		id    uint64
+		kind  AckKind
+		ids   []AckID
+		reply func(error)
+	}
+	redeliverMsg struct {
+		id      uint64
+		offsets []int64
+	}
+	unsubscribeMsg struct {
+		id    uint64
+		reply chan error
+	}
+	closeMsg struct{ reply chan error }
+	seekMsg  struct {
+		target int64
+		reply  chan error
+	}
+	readDoneMsg struct {
+		gen     uint64
+		tail    bool
+		entries []lakestream.Entry
+		err     error
+	}
+	pokeMsg struct{}
+	infoMsg struct{ reply chan SubscriptionInfo }
+)
+
+// SubscriptionInfo is a snapshot for stats and GET_LAST_MESSAGE_ID.
+type SubscriptionInfo struct {
+	Type             SubType
+	Consumers        int
+	MarkDeleteOffset int64
+}
+
+// StartSubscription spawns the actor of one subscription. It owns
+// opts.Cursor from now on and closes it when the actor stops.
+func StartSubscription(rt Runtime, opts SubscriptionOptions) *SubscriptionActor {
+	if opts.ReadMaxBytes <= 0 {
+		opts.ReadMaxBytes = 4 << 20
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = 100 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &subHandler{
+		opts:   opts,
+		ctx:    ctx,
+		cancel: cancel,
+		sinks:  map[uint64]ConsumerSink{},
+		sm: NewSubscription(SubscriptionConfig{Type: opts.Type, ReadMaxRecords: opts.ReadMaxRecords},
+			opts.Cursor, opts.ReadFrom),
+	}
+	a := &SubscriptionActor{stopped: make(chan struct{})}
+	h.stopped = a.stopped
+	a.ref = rt.Spawn(h, opts.MailboxMsgs)
+	h.self = a.ref
+	return a
+}
+
+func (a *SubscriptionActor) call(msg any, reply chan error) error {
+	select {
+	case <-a.stopped:
+		return ErrSubscriptionClosed
+	default:
+	}
+	a.ref.Send(msg)
+	select {
+	case err := <-reply:
+		return err
+	case <-a.stopped:
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return ErrSubscriptionClosed
+		}
+	}
+}
+
+// AddConsumer attaches a consumer with its sink.
+func (a *SubscriptionActor) AddConsumer(id uint64, t SubType, sink ConsumerSink) error {
+	r := make(chan error, 1)
+	return a.call(addConsumerMsg{id: id, typ: t, sink: sink, reply: r}, r)
+}
+
+// RemoveConsumer detaches a consumer and waits until the actor no longer
+// calls its sink. Its unacknowledged entries go to the other consumers.
+func (a *SubscriptionActor) RemoveConsumer(id uint64) error {
+	r := make(chan error, 1)
+	return a.call(removeConsumerMsg{id: id, reply: r}, r)
+}
+
+// Flow adds permits.
+func (a *SubscriptionActor) Flow(id uint64, permits uint32) {
+	a.ref.Send(flowMsg{id: id, permits: permits})
+}
+
+// Ack acknowledges; reply (may be nil) is called with the outcome on the
+// actor's goroutine.
+func (a *SubscriptionActor) Ack(id uint64, kind AckKind, ids []AckID, reply func(error)) {
+	a.ref.Send(ackMsg{id: id, kind: kind, ids: ids, reply: reply})
+}
+
+// Redeliver asks for redelivery of the consumer's unacknowledged entries
+// (all when offsets is nil).
+func (a *SubscriptionActor) Redeliver(id uint64, offsets []int64) {
+	a.ref.Send(redeliverMsg{id: id, offsets: offsets})
+}
+
+// Unsubscribe deletes the subscription if id is its only consumer, and
+// stops the actor.
+func (a *SubscriptionActor) Unsubscribe(id uint64) error {
+	r := make(chan error, 1)
+	return a.call(unsubscribeMsg{id: id, reply: r}, r)
+}
+
+// ResetCursor resets the subscription to offset target, as Pulsar's reset cursor:
+// every consumer is disconnected, and the cursor is recreated with
+// everything below target acknowledged and nothing at or above it (durable
+// cursors are deleted and opened again; ephemeral ones reopened).
+func (a *SubscriptionActor) ResetCursor(target int64) error {
+	r := make(chan error, 1)
+	return a.call(seekMsg{target: target, reply: r}, r)
+}
+
+// Close persists the cursor and stops the actor (the subscription survives).
+func (a *SubscriptionActor) Close() error {
+	r := make(chan error, 1)
+	err := a.call(closeMsg{reply: r}, r)
+	<-a.stopped
+	return err
+}
+
+// Info returns a snapshot of the subscription.
+func (a *SubscriptionActor) Info() (SubscriptionInfo, error) {
+	r := make(chan SubscriptionInfo, 1)
+	select {
+	case <-a.stopped:
+		return SubscriptionInfo{}, ErrSubscriptionClosed
+	default:
+	}
+	a.ref.Send(infoMsg{reply: r})
+	select {
+	case i := <-r:
+		return i, nil
+	case <-a.stopped:
+		return SubscriptionInfo{}, ErrSubscriptionClosed
+	}
+}
+
+// Done is closed when the actor has stopped.
+func (a *SubscriptionActor) Done() <-chan struct{} { return a.stopped }
+
+// subHandler is the actor: it owns sm, the cursor and the sinks, and runs
+// reads on goroutines that report back with readDoneMsg.
+type subHandler struct {
+	opts       SubscriptionOptions
+	sm         *Subscription
+	sinks      map[uint64]ConsumerSink
+	self       Ref
+	ctx        context.Context
+	cancel     context.CancelFunc
+	cancelRead context.CancelFunc
+	stopped    chan struct{}
+	done       bool
+}
+
+func (h *subHandler) Receive(msg any) {
+	if h.done {
+		switch m := msg.(type) {
+		case addConsumerMsg:
+			m.reply <- ErrSubscriptionClosed
+		case removeConsumerMsg:
+			m.reply <- nil
+		case unsubscribeMsg:
+			m.reply <- ErrSubscriptionClosed
+		case closeMsg:
+			m.reply <- nil
+		case seekMsg:
+			m.reply <- ErrSubscriptionClosed
+		case ackMsg:
+			if m.reply != nil {
+				m.reply(ErrSubscriptionClosed)
+			}
+		case infoMsg:
+			m.reply <- SubscriptionInfo{}
+		}
+		return
+	}
+	switch m := msg.(type) {
+	case addConsumerMsg:
+		acts, err := h.sm.AddConsumer(m.id, m.typ)
+		if err == nil {
+			h.sinks[m.id] = m.sink
+		}
+		m.reply <- err
+		h.run(acts)
+	case removeConsumerMsg:
+		acts := h.sm.RemoveConsumer(m.id)
+		delete(h.sinks, m.id)
+		m.reply <- nil
+		h.run(acts)
+	case flowMsg:
+		acts, err := h.sm.Flow(m.id, m.permits)
+		if err != nil {
+			h.opts.Logger.Debug("flow", "sub", h.opts.Name, "err", err)
+		}
+		h.run(acts)
+	case ackMsg:
+		acts, err := h.sm.Ack(m.id, m.kind, m.ids)
+		if m.reply != nil {
+			m.reply(err)
+		} else if err != nil {
+			h.opts.Logger.Warn("ack", "sub", h.opts.Name, "err", err)
+		}
+		h.run(acts)
+	case redeliverMsg:
+		acts, _ := h.sm.Redeliver(m.id, m.offsets)
+		h.run(acts)
+	case readDoneMsg:
+		if m.err != nil {
+			h.sm.OnReadFailed(m.gen)
+			if h.ctx.Err() == nil && !errors.Is(m.err, context.Canceled) {
+				h.opts.Logger.Warn("subscription read failed; retrying", "sub", h.opts.Name, "err", m.err)
+				self := h.self
+				time.AfterFunc(h.opts.RetryBackoff, func() { self.Send(pokeMsg{}) })
+			}
+			return
+		}
+		h.run(h.sm.OnRead(m.gen, m.tail, m.entries))
+	case pokeMsg:
+		h.run(h.sm.Poke())
+	case infoMsg:
+		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset()}
+	case unsubscribeMsg:
+		if h.sm.Consumers() > 1 {
+			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)
+			return
+		}
+		h.stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.reply <- h.opts.Cursor.Delete(ctx)
+	case closeMsg:
+		h.stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.reply <- h.opts.Cursor.Close(ctx)
+	case seekMsg:
+		m.reply <- h.seek(m.target)
+	}
+}
+
+// seek implements ResetCursor on the actor. Cursor I/O runs here: seeks are rare
+// and every consumer is being disconnected anyway.
+func (h *subHandler) seek(target int64) error {
+	for _, sink := range h.sinks {
+		sink.Disconnect()
+	}
+	h.sinks = map[uint64]ConsumerSink{}
+	h.run(h.sm.Close()) // cancels the read in flight
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	old := h.opts.Cursor
+	name := old.Name()
+	var (
+		cursor lakestream.LogCursor
+		err    error
+	)
+	if old.Durable() {
+		if err = old.Delete(ctx); err == nil {
+			cursor, err = h.opts.Log.OpenCursor(ctx, name, target-1)
+		}
+	} else {
+		old.Close(ctx)
+		cursor, err = h.opts.Log.OpenEphemeralCursor(ctx, name, target)
+	}
+	if err != nil {
+		// The subscription cannot go on without a cursor.
+		h.opts.Logger.Error("seek: recreating the cursor failed; closing the subscription", "sub", h.opts.Name, "err", err)
+		h.stop()
+		return err
+	}
+	h.opts.Cursor = cursor
+	h.sm = NewSubscription(SubscriptionConfig{Type: h.opts.Type, ReadMaxRecords: h.opts.ReadMaxRecords,
+		ReadGenBase: h.sm.ReadGen() + 1}, cursor, target)
+	return nil
+}
+
+// stop closes the machine, cancels reads and stops the actor.
+func (h *subHandler) stop() {
+	h.sm.Close()
+	h.done = true
+	h.sinks = nil
+	h.cancel()
+	h.self.Stop()
+}
+
+func (h *subHandler) Stopped() {
+	h.cancel()
+	if !h.done {
+		h.done = true
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		h.opts.Cursor.Close(ctx)
+	}
+	close(h.stopped)
+}
+
+func (h *subHandler) run(acts []Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case Deliver:
+			if s := h.sinks[a.ConsumerID]; s != nil {
+				s.Deliver(a)
+			}
+		case ActiveChange:
+			if s := h.sinks[a.ConsumerID]; s != nil {
+				s.ActiveChange(a.Active)
+			}
+		case CancelRead:
+			if h.cancelRead != nil {
+				h.cancelRead()
+				h.cancelRead = nil
+			}
+		case ReadTail:
+			h.startRead(a.Gen, func(ctx context.Context) ([]lakestream.Entry, error) {
+				return h.readTail(ctx, a)
+			}, true)
+		case ReadReplay:
+			h.startRead(a.Gen, func(ctx context.Context) ([]lakestream.Entry, error) {
+				return h.readReplay(ctx, a)
+			}, false)
+		}
+	}
+}
+
+func (h *subHandler) startRead(gen uint64, f func(context.Context) ([]lakestream.Entry, error), tail bool) {
+	ctx, cancel := context.WithCancel(h.ctx)
+	h.cancelRead = cancel
+	self := h.self
+	go func() {
+		es, err := f(ctx)
+		cancel()
+		if ctx.Err() != nil && err != nil {
+			return // cancelled: the machine no longer waits for it
+		}
+		self.Send(readDoneMsg{gen: gen, tail: tail, entries: es, err: err})
+	}()
+}
+
+// readTail runs off the actor: read, or wait at the tail and read.
+func (h *subHandler) readTail(ctx context.Context, a ReadTail) ([]lakestream.Entry, error) {
+	for {
+		es, err := h.opts.Log.ReadEntries(ctx, a.From, a.MaxRecords, h.opts.ReadMaxBytes)
+		if errors.Is(err, lakestream.ErrOffsetTrimmed) {
+			first, ferr := h.opts.Log.FirstOffset(ctx)
+			if ferr != nil {
+				return nil, ferr
+			}
+			a.From = first
+			continue
+		}
+		if err != nil || len(es) > 0 {
+			return es, err
+		}
+		if _, err := h.opts.Log.WaitForEntries(ctx, a.From); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readReplay runs off the actor: read the named entries, skipping trimmed ones.
+func (h *subHandler) readReplay(ctx context.Context, a ReadReplay) ([]lakestream.Entry, error) {
+	out := make([]lakestream.Entry, 0, len(a.Offsets))
+	for _, off := range a.Offsets {
+		e, err := h.opts.Log.ReadEntry(ctx, off)
+		if errors.Is(err, lakestream.ErrOffsetTrimmed) || errors.Is(err, lakestream.ErrOffsetOutOfRange) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,385 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
+	"github.com/lakegate/lakegate/protocol/pb"
+)
+
+// consumer is one SUBSCRIBE of a session: a member of a subscription actor.
+// It is the actor's ConsumerSink: Deliver frames the stored entry as a
+// MESSAGE (fresh CRC) into the session's bounded queue.
+type consumer struct {
+	id      uint64
+	sess    *session
+	t       *topic
+	subName string
+	durable bool
+	sub     *actors.SubscriptionActor
+	// detached is set when the subscription dropped the consumer (a seek);
+	// the client then subscribes again with the same consumer id.
+	detached atomic.Bool
+}
+
+// Deliver implements actors.ConsumerSink (runs on the actor's goroutine).
+func (c *consumer) Deliver(d actors.Deliver) {
+	id := protocol.NewMessageID(int64(c.t.log.ID()), d.Entry.Offset, -1, c.t.partition)
+	b, err := protocol.AppendFrame(nil, protocol.Frame{
+		Cmd:   protocol.Message(c.id, id, d.RedeliveryCount, d.AckSet),
+		Entry: d.Entry.Payload,
+	})
+	if err != nil {
+		c.sess.log.Error("encoding MESSAGE", "err", err)
+		return
+	}
+	c.sess.enqueue(b)
+}
+
+// Disconnect implements actors.ConsumerSink: CLOSE_CONSUMER makes the
+// client subscribe again.
+func (c *consumer) Disconnect() {
+	c.detached.Store(true)
+	c.sess.send(protocol.CloseConsumer(c.id, 0))
+}
+
+// ActiveChange implements actors.ConsumerSink.
+func (c *consumer) ActiveChange(active bool) {
+	c.sess.send(protocol.ActiveConsumerChange(c.id, active))
+}
+
+func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
+	req := c.GetRequestId()
+	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
+		delete(s.consumers, old.id) // dropped by a seek: subscribing again
+	} else if old != nil {
+		// A retried SUBSCRIBE for a consumer already attached here.
+		if old.subName == c.GetSubscription() {
+			s.send(protocol.Success(req))
+		} else {
+			s.sendError(req, fmt.Errorf("%w: consumer id %d is in use", actors.ErrConsumerBusy, c.GetConsumerId()))
+		}
+		return
+	}
+	if s.srv.closed() {
+		s.sendError(req, ErrServiceNotReady)
+		return
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	create := c.ForceTopicCreation == nil || c.GetForceTopicCreation()
+	t, err := s.srv.resolveTopic(ctx, c.GetTopic(), create)
+	if err != nil {
+		s.sendError(req, err)
+		return
+	}
+	durable := c.Durable == nil || c.GetDurable()
+	cons := &consumer{id: c.GetConsumerId(), sess: s, t: t, subName: c.GetSubscription(), durable: durable}
+	subType := actors.SubType(c.GetSubType())
+	for attempt := 0; ; attempt++ {
+		sub, err := t.subscription(ctx, s.srv, c, durable)
+		if err != nil {
+			s.sendError(req, err)
+			return
+		}
+		err = sub.AddConsumer(cons.id, subType, cons)
+		if errors.Is(err, actors.ErrSubscriptionClosed) && attempt < 3 {
+			continue // raced with an unsubscribe or a reader's cleanup
+		}
+		if err != nil {
+			s.sendError(req, err)
+			return
+		}
+		cons.sub = sub
+		break
+	}
+	s.consumers[cons.id] = cons
+	s.send(protocol.Success(req))
+}
+
+// subscription returns the running subscription actor of name, starting it
+// (and opening or creating its cursor) if needed.
+func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubscribe, durable bool) (*actors.SubscriptionActor, error) {
+	name := c.GetSubscription()
+	if name == "" || strings.ContainsAny(name, "\x00") {
+		return nil, fmt.Errorf("%w: subscription name %q", lakestream.ErrInvalidArgument, name)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sub := t.mu.subs[name]; sub != nil {
+		select {
+		case <-sub.Done():
+			delete(t.mu.subs, name)
+		default:
+			return sub, nil
+		}
+	}
+	var (
+		cursor   lakestream.LogCursor
+		readFrom int64
+		err      error
+	)
+	latest := c.GetInitialPosition() == pb.CommandSubscribe_Latest
+	if durable {
+		initial := int64(-1)
+		if latest {
+			if initial, err = t.log.LastOffset(ctx); err != nil {
+				return nil, err
+			}
+		} else {
+			first, err := t.log.FirstOffset(ctx)
+			if err != nil {
+				return nil, err
+			}
+			initial = first - 1
+		}
+		if cursor, err = t.log.OpenCursor(ctx, name, initial); err != nil {
+			return nil, err
+		}
+		readFrom = cursor.MarkDeleteOffset() + 1
+	} else {
+		start, err := t.readerStart(ctx, c.GetStartMessageId(), latest)
+		if err != nil {
+			return nil, err
+		}
+		if cursor, err = t.log.OpenEphemeralCursor(ctx, name, start); err != nil {
+			return nil, err
+		}
+		readFrom = start
+	}
+	sub := actors.StartSubscription(srv.rt, actors.SubscriptionOptions{
+		Name:     t.name.String() + "/" + name,
+		Type:     actors.SubType(c.GetSubType()),
+		Log:      t.log,
+		Cursor:   cursor,
+		ReadFrom: readFrom,
+		Logger:   srv.cfg.Logger,
+	})
+	t.mu.subs[name] = sub
+	return sub, nil
+}
+
+// readerStart is where a non-durable subscription starts reading: the
+// first offset for earliest, the head for latest, else the entry the id
+// names (a batch index makes the client filter inside the entry) or the
+// one after it (a whole-entry id: the client has it already).
+func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest bool) (int64, error) {
+	if m == nil {
+		if latest {
+			return t.log.NextOffset(ctx)
+		}
+		return t.log.FirstOffset(ctx)
+	}
+	id := protocol.MessageIDFromPB(m)
+	switch {
+	case id.IsEarliest() || id.EntryID < 0:
+		return t.log.FirstOffset(ctx)
+	case id.IsLatest():
+		return t.log.NextOffset(ctx)
+	case id.BatchIndex >= 0:
+		return id.EntryID, nil
+	}
+	h, err := t.log.EntryHeader(ctx, id.EntryID)
+	if errors.Is(err, lakestream.ErrOffsetOutOfRange) {
+		return t.log.NextOffset(ctx)
+	}
+	if errors.Is(err, lakestream.ErrOffsetTrimmed) {
+		return t.log.FirstOffset(ctx)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return h.End(), nil
+}
+
+func (s *session) handleFlow(c *pb.CommandFlow) {
+	if cons := s.consumers[c.GetConsumerId()]; cons != nil {
+		cons.sub.Flow(cons.id, c.GetMessagePermits())
+	}
+}
+
+func (s *session) handleAck(c *pb.CommandAck) {
+	cons := s.consumers[c.GetConsumerId()]
+	if cons == nil {
+		if c.RequestId != nil {
+			s.send(protocol.AckError(c.GetConsumerId(), c.GetRequestId(), pb.ServerError_ConsumerNotFound, "unknown consumer"))
+		}
+		return
+	}
+	ids := make([]actors.AckID, 0, len(c.GetMessageId()))
+	for _, m := range c.GetMessageId() {
+		if int64(m.GetLedgerId()) != int64(cons.t.log.ID()) {
+			continue // not an id of this log
+		}
+		ids = append(ids, actors.AckID{EntryOffset: int64(m.GetEntryId()), AckSet: m.GetAckSet(), BatchSize: m.GetBatchSize()})
+	}
+	var reply func(error)
+	if c.RequestId != nil {
+		consumerID, requestID := c.GetConsumerId(), c.GetRequestId()
+		reply = func(err error) {
+			if err != nil {
+				s.send(protocol.AckError(consumerID, requestID, serverError(err), err.Error()))
+				return
+			}
+			s.send(protocol.AckResponse(consumerID, requestID))
+		}
+	}
+	cons.sub.Ack(cons.id, actors.AckKind(c.GetAckType()), ids, reply)
+}
+
+func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) {
+	cons := s.consumers[c.GetConsumerId()]
+	if cons == nil {
+		return
+	}
+	var offsets []int64
+	if ids := c.GetMessageIds(); len(ids) > 0 {
+		offsets = make([]int64, 0, len(ids))
+		for _, m := range ids {
+			offsets = append(offsets, int64(m.GetEntryId()))
+		}
+	}
+	cons.sub.Redeliver(cons.id, offsets)
+}
+
+// close detaches the consumer; a non-durable subscription left without
+// consumers is closed. Reader goroutine only.
+func (c *consumer) close() {
+	c.sub.RemoveConsumer(c.id)
+	if c.durable {
+		return
+	}
+	info, err := c.sub.Info()
+	if err != nil || info.Consumers > 0 {
+		return
+	}
+	c.t.mu.Lock()
+	if c.t.mu.subs[c.subName] == c.sub {
+		delete(c.t.mu.subs, c.subName)
+	}
+	c.t.mu.Unlock()
+	c.sub.Close()
+}
+
+func (s *session) handleCloseConsumer(c *pb.CommandCloseConsumer) {
+	if cons := s.consumers[c.GetConsumerId()]; cons != nil {
+		cons.close()
+		delete(s.consumers, c.GetConsumerId())
+	}
+	s.send(protocol.Success(c.GetRequestId()))
+}
+
+func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
+	cons := s.consumers[c.GetConsumerId()]
+	if cons == nil {
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
+		return
+	}
+	if err := cons.sub.Unsubscribe(cons.id); err != nil {
+		s.sendError(c.GetRequestId(), err)
+		return
+	}
+	cons.t.mu.Lock()
+	if cons.t.mu.subs[cons.subName] == cons.sub {
+		delete(cons.t.mu.subs, cons.subName)
+	}
+	cons.t.mu.Unlock()
+	delete(s.consumers, cons.id)
+	s.send(protocol.Success(c.GetRequestId()))
+}
+
+func (s *session) handleGetLastMessageID(c *pb.CommandGetLastMessageId) {
+	cons := s.consumers[c.GetConsumerId()]
+	if cons == nil {
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
+		return
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	id, err := cons.t.lastMessageID(ctx)
+	if err != nil {
+		s.sendError(c.GetRequestId(), err)
+		return
+	}
+	s.send(protocol.GetLastMessageIDResponse(c.GetRequestId(), id, nil))
+}
+
+// lastMessageID is the id of the last message of the log: its last entry
+// with batch index = size-1 when the entry is a batch, entry -1 when empty.
+func (t *topic) lastMessageID(ctx context.Context) (protocol.MessageID, error) {
+	ledger := int64(t.log.ID())
+	last, err := t.log.LastOffset(ctx)
+	if err != nil {
+		return protocol.MessageID{}, err
+	}
+	if last < 0 {
+		return protocol.NewMessageID(ledger, -1, -1, t.partition), nil
+	}
+	e, err := t.log.ReadEntry(ctx, last)
+	if errors.Is(err, lakestream.ErrOffsetTrimmed) {
+		return protocol.NewMessageID(ledger, -1, -1, t.partition), nil
+	}
+	if err != nil {
+		return protocol.MessageID{}, err
+	}
+	batch := int32(-1)
+	if meta, _, err := protocol.SplitEntry(e.Payload); err == nil {
+		if md, err := protocol.ParseMetadata(meta); err == nil && md.NumMessagesInBatch != nil {
+			batch = e.Records - 1
+		}
+	}
+	return protocol.NewMessageID(ledger, e.Offset, batch, t.partition), nil
+}
+
+// handleSeek resets the consumer's subscription to a message id (inclusive:
+// the message is delivered again) or to the first entry published at or
+// after a time. Like Pulsar, every consumer of the subscription is closed
+// (CLOSE_CONSUMER, before the SUCCESS) and subscribes again.
+func (s *session) handleSeek(c *pb.CommandSeek) {
+	cons := s.consumers[c.GetConsumerId()]
+	if cons == nil || cons.detached.Load() {
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
+		return
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	target, err := cons.t.seekTarget(ctx, c)
+	if err != nil {
+		s.sendError(c.GetRequestId(), err)
+		return
+	}
+	if err := cons.sub.ResetCursor(target); err != nil {
+		s.sendError(c.GetRequestId(), err)
+		return
+	}
+	s.send(protocol.Success(c.GetRequestId()))
+}
+
+// seekTarget is the offset a SEEK resets to.
+func (t *topic) seekTarget(ctx context.Context, c *pb.CommandSeek) (int64, error) {
+	if c.MessagePublishTime != nil {
+		return t.log.FindOffsetByTime(ctx, time.UnixMilli(int64(c.GetMessagePublishTime())))
+	}
+	if c.MessageId == nil {
+		return 0, fmt.Errorf("%w: SEEK without message id or publish time", ErrNotAllowed)
+	}
+	id := protocol.MessageIDFromPB(c.GetMessageId())
+	switch {
+	case id.IsEarliest():
+		return t.log.FirstOffset(ctx)
+	case id.IsLatest():
+		return t.log.NextOffset(ctx)
+	case id.LedgerID != int64(t.log.ID()):
+		return 0, fmt.Errorf("%w: message id %v is not of %s (ledger %d)", ErrNotAllowed, id, t.name, t.log.ID())
+	}
+	// The entry that holds the message; the client drops the messages of a
+	// batch before the one it sought.
+	return max(id.EntryID, 0), nil
+}

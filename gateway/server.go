@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
+)
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// Catalog is the storage the gateway serves. Required.
+	Catalog lakestream.StreamCatalog
+	// Runtime runs the subscription actors. Default: actors.NewRuntime,
+	// shut down by Close.
+	Runtime actors.Runtime
+	// AdvertisedAddr is the host:port LOOKUP answers point clients to.
+	// Default: the listener's address, with localhost for a wildcard host.
+	AdvertisedAddr string
+	// MaxMessageSize is the largest metadata+payload a producer may send,
+	// in bytes, announced in CONNECTED. Default protocol.DefaultMaxMessageSize
+	// (5 MiB). Frames above MaxMessageSize + protocol.FramePaddingBytes close
+	// the connection.
+	MaxMessageSize int
+	// IdleTimeout closes a connection from which nothing was read for this
+	// long; the server pings after IdleTimeout/2 of silence. Default 60 s.
+	IdleTimeout time.Duration
+	// HandshakeTimeout bounds the wait for CONNECT. Default 30 s.
+	HandshakeTimeout time.Duration
+	// OutboundFramesMax bounds a connection's outbound queue, in frames.
+	// Default 1024.
+	OutboundFramesMax int
+	// ProducerPendingMax bounds a producer's appends in flight, in SENDs.
+	// Default 1000.
+	ProducerPendingMax int
+	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
+	// Default false: unknown topics are created non-partitioned.
+	DisableTopicAutoCreation bool
+	// ServerVersion is announced in CONNECTED. Default "lakegate".
+	ServerVersion string
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.MaxMessageSize <= 0 {
+		c.MaxMessageSize = protocol.DefaultMaxMessageSize
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 30 * time.Second
+	}
+	if c.OutboundFramesMax <= 0 {
+		c.OutboundFramesMax = 1024
+	}
+	if c.ProducerPendingMax <= 0 {
+		c.ProducerPendingMax = 1000
+	}
+	if c.ServerVersion == "" {
+		c.ServerVersion = "lakegate"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Server is the Pulsar binary-protocol listener. Safe for concurrent use.
+type Server struct {
+	cfg       Config
+	ln        net.Listener
+	ownsRT    bool
+	rt        actors.Runtime
+	ctx       context.Context // cancelled by Close: ends appends and reads
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // accept loop and sessions
+	nameSeq   atomic.Uint64
+	sessionID atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		topics   map[string]*topic // by full topic name
+		sessions map[*session]struct{}
+		closed   bool
+	}
+}
+
+// Listen starts a Server on addr ("host:port"; port 0 picks one) and serves
+// connections until Close.
+func Listen(addr string, cfg Config) (*Server, error) {
+	if cfg.Catalog == nil {
+		return nil, errors.New("gateway: Config.Catalog is required")
+	}
+	cfg.defaults()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listen: %w", err)
+	}
+	if cfg.AdvertisedAddr == "" {
+		cfg.AdvertisedAddr = ln.Addr().String()
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+			cfg.AdvertisedAddr = net.JoinHostPort("localhost", fmt.Sprint(a.Port))
+		}
+	}
+	s := &Server{cfg: cfg, ln: ln, rt: cfg.Runtime}
+	if s.rt == nil {
+		s.rt = actors.NewRuntime(nil)
+		s.ownsRT = true
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.topics = map[string]*topic{}
+	s.mu.sessions = map[*session]struct{}{}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Addr is the listener's address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// ServiceURL is the pulsar:// URL clients use.
+func (s *Server) ServiceURL() string { return "pulsar://" + s.cfg.AdvertisedAddr }
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return // listener closed
+		}
+		sess := newSession(s, conn)
+		s.mu.Lock()
+		if s.mu.closed {
+			s.mu.Unlock()
+			conn.Close()
+			return
+		}
+		s.mu.sessions[sess] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			sess.run()
+			s.mu.Lock()
+			delete(s.mu.sessions, sess)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection, persists and closes every
+// subscription's cursor and waits for the sessions to end. Appends in
+// flight are cancelled (their producers get no receipt and resend).
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	sessions := make([]*session, 0, len(s.mu.sessions))
+	for sess := range s.mu.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	for _, sess := range sessions {
+		sess.close()
+	}
+	s.wg.Wait()
+	s.cancel()
+
+	s.mu.Lock()
+	var subs []*actors.SubscriptionActor
+	for _, t := range s.mu.topics {
+		t.mu.Lock()
+		for _, sub := range t.mu.subs {
+			subs = append(subs, sub)
+		}
+		t.mu.subs = map[string]*actors.SubscriptionActor{}
+		t.mu.Unlock()
+	}
+	s.mu.Unlock()
+	var errs []error
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		errs = append(errs, err)
+	}
+	for _, sub := range subs {
+		if err := sub.Close(); err != nil && !errors.Is(err, actors.ErrSubscriptionClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if s.ownsRT {
+		s.rt.Shutdown()
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) autoCreate() bool { return !s.cfg.DisableTopicAutoCreation }
+
+func (s *Server) closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
+}

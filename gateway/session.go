@@ -1,0 +1,305 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/lakegate/lakegate/protocol"
+	"github.com/lakegate/lakegate/protocol/pb"
+)
+
+// session is one client connection. Goroutines: the reader (run) decodes
+// frames and handles every command in order; the writer drains the bounded
+// outbound queue onto the socket. Producers' receipt loops and subscription
+// actors enqueue frames with send/sendFrame, which block while the queue is
+// full (backpressure) and return false once the session is closed.
+//
+// producers and consumers are touched only by the reader goroutine.
+type session struct {
+	srv  *Server
+	conn net.Conn
+	log  *slog.Logger
+
+	out       chan []byte // encoded frames; cap Config.OutboundFramesMax
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // writer and producer receipt loops
+
+	connected       bool
+	protocolVersion int32
+	producers       map[uint64]*producer
+	consumers       map[uint64]*consumer
+}
+
+func newSession(srv *Server, conn net.Conn) *session {
+	return &session{
+		srv:       srv,
+		conn:      conn,
+		log:       srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
+		out:       make(chan []byte, srv.cfg.OutboundFramesMax),
+		done:      make(chan struct{}),
+		producers: map[uint64]*producer{},
+		consumers: map[uint64]*consumer{},
+	}
+}
+
+// errCloseConnection ends the session without an error worth logging.
+var errCloseConnection = errors.New("gateway: close connection")
+
+func (s *session) run() {
+	s.wg.Add(1)
+	go s.writer()
+	err := s.readLoop()
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errCloseConnection):
+		s.log.Debug("connection closed", "err", err)
+	case isTimeout(err):
+		s.log.Info("closing idle connection")
+	default:
+		s.log.Info("closing connection", "err", err)
+	}
+	s.close()
+	s.teardown()
+	s.wg.Wait()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// close ends the connection; safe to call from any goroutine, any number of
+// times.
+func (s *session) close() {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.conn.Close()
+	})
+}
+
+func (s *session) readLoop() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// Never let one connection's input take the node down.
+			err = fmt.Errorf("gateway: panic handling a frame: %v", r)
+		}
+	}()
+	br := bufio.NewReaderSize(s.conn, 64<<10)
+	maxFrame := s.srv.cfg.MaxMessageSize + protocol.FramePaddingBytes
+	for {
+		timeout := s.srv.cfg.IdleTimeout
+		if !s.connected {
+			timeout = s.srv.cfg.HandshakeTimeout
+		}
+		s.conn.SetReadDeadline(time.Now().Add(timeout))
+		f, err := protocol.ReadFrame(br, maxFrame)
+		switch {
+		case err == nil:
+		case errors.Is(err, protocol.ErrUnknownCommand):
+			s.log.Debug("ignoring unknown command", "err", err)
+			continue
+		case errors.Is(err, protocol.ErrChecksum) && f.Cmd.GetType() == pb.BaseCommand_SEND && s.connected:
+			send := f.Cmd.GetSend()
+			s.send(protocol.SendError(send.GetProducerId(), send.GetSequenceId(), pb.ServerError_ChecksumError, err.Error()))
+			continue
+		default:
+			return err
+		}
+		if err := s.handle(f); err != nil {
+			return err
+		}
+	}
+}
+
+// writer owns the socket's write side.
+func (s *session) writer() {
+	defer s.wg.Done()
+	bw := bufio.NewWriterSize(s.conn, 64<<10)
+	pingEvery := s.srv.cfg.IdleTimeout / 2
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	pingFrame, _ := protocol.AppendCommand(nil, protocol.Ping())
+	write := func(b []byte) bool {
+		if _, err := bw.Write(b); err != nil {
+			s.close()
+			return false
+		}
+		return true
+	}
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-ping.C:
+			if !write(pingFrame) {
+				return
+			}
+		case b := <-s.out:
+			if !write(b) {
+				return
+			}
+			// Coalesce what is queued into one flush.
+			for drained := false; !drained; {
+				select {
+				case b := <-s.out:
+					if !write(b) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
+		}
+		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
+		if err := bw.Flush(); err != nil {
+			s.close()
+			return
+		}
+	}
+}
+
+// enqueue queues an encoded frame; false once the session is closed.
+func (s *session) enqueue(b []byte) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	select {
+	case s.out <- b:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+func (s *session) send(cmd *pb.BaseCommand) bool {
+	b, err := protocol.AppendCommand(nil, cmd)
+	if err != nil {
+		s.log.Error("encoding command", "type", cmd.GetType(), "err", err)
+		return false
+	}
+	return s.enqueue(b)
+}
+
+// sendError answers a request with the ServerError mapped from err.
+func (s *session) sendError(requestID uint64, err error) {
+	s.send(protocol.Error(requestID, serverError(err), err.Error()))
+}
+
+// ctx is the context of a request handled on the reader goroutine.
+func (s *session) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.srv.ctx, 30*time.Second)
+}
+
+// handle dispatches one command. A returned error closes the connection.
+func (s *session) handle(f protocol.Frame) error {
+	cmd := f.Cmd
+	t := cmd.GetType()
+	if !s.connected && t != pb.BaseCommand_CONNECT {
+		return fmt.Errorf("%w: %s before CONNECT", errCloseConnection, t)
+	}
+	switch t {
+	case pb.BaseCommand_CONNECT:
+		return s.handleConnect(cmd.GetConnect())
+	case pb.BaseCommand_PING:
+		s.send(protocol.Pong())
+	case pb.BaseCommand_PONG:
+	case pb.BaseCommand_LOOKUP:
+		s.handleLookup(cmd.GetLookupTopic())
+	case pb.BaseCommand_PARTITIONED_METADATA:
+		s.handlePartitionedMetadata(cmd.GetPartitionMetadata())
+	case pb.BaseCommand_PRODUCER:
+		s.handleProducer(cmd.GetProducer())
+	case pb.BaseCommand_SEND:
+		return s.handleSend(cmd.GetSend(), f)
+	case pb.BaseCommand_CLOSE_PRODUCER:
+		s.handleCloseProducer(cmd.GetCloseProducer())
+	case pb.BaseCommand_SUBSCRIBE:
+		s.handleSubscribe(cmd.GetSubscribe())
+	case pb.BaseCommand_FLOW:
+		s.handleFlow(cmd.GetFlow())
+	case pb.BaseCommand_ACK:
+		s.handleAck(cmd.GetAck())
+	case pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES:
+		s.handleRedeliver(cmd.GetRedeliverUnacknowledgedMessages())
+	case pb.BaseCommand_CLOSE_CONSUMER:
+		s.handleCloseConsumer(cmd.GetCloseConsumer())
+	case pb.BaseCommand_UNSUBSCRIBE:
+		s.handleUnsubscribe(cmd.GetUnsubscribe())
+	case pb.BaseCommand_GET_LAST_MESSAGE_ID:
+		s.handleGetLastMessageID(cmd.GetGetLastMessageId())
+	case pb.BaseCommand_SEEK:
+		s.handleSeek(cmd.GetSeek())
+	case pb.BaseCommand_GET_SCHEMA:
+		c := cmd.GetGetSchema()
+		s.send(protocol.GetSchemaError(c.GetRequestId(), pb.ServerError_TopicNotFound, "no schema"))
+	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
+		c := cmd.GetGetOrCreateSchema()
+		s.send(protocol.GetOrCreateSchemaError(c.GetRequestId(), pb.ServerError_NotAllowedError, "schemas are not implemented yet"))
+	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
+		c := cmd.GetGetTopicsOfNamespace()
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: GET_TOPICS_OF_NAMESPACE is not implemented yet", ErrNotAllowed))
+	case pb.BaseCommand_CONSUMER_STATS:
+		c := cmd.GetConsumerStats()
+		s.send(protocol.ConsumerStatsError(c.GetRequestId(), pb.ServerError_NotAllowedError, "not implemented yet"))
+	default:
+		// A command we know but do not serve (transactions, auth refresh,
+		// topic watchers...): the client cannot proceed; close.
+		return fmt.Errorf("%w: unsupported command %s", errCloseConnection, t)
+	}
+	return nil
+}
+
+func (s *session) handleConnect(c *pb.CommandConnect) error {
+	if s.connected {
+		return fmt.Errorf("%w: second CONNECT", errCloseConnection)
+	}
+	s.connected = true
+	s.protocolVersion = min(c.GetProtocolVersion(), protocol.ProtocolVersion)
+	s.log = s.log.With("client", c.GetClientVersion())
+	s.send(protocol.Connected(s.srv.cfg.ServerVersion, s.protocolVersion, int32(s.srv.cfg.MaxMessageSize), &pb.FeatureFlags{}))
+	return nil
+}
+
+func (s *session) handleLookup(c *pb.CommandLookupTopic) {
+	if _, err := ParseTopicName(c.GetTopic()); err != nil {
+		s.send(protocol.LookupError(c.GetRequestId(), serverError(err), err.Error()))
+		return
+	}
+	// Leaderless: every node serves every topic, so this node answers.
+	s.send(protocol.LookupResponse(c.GetRequestId(), s.srv.ServiceURL(), "", true, false))
+}
+
+func (s *session) handlePartitionedMetadata(c *pb.CommandPartitionedTopicMetadata) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	create := c.MetadataAutoCreationEnabled == nil || c.GetMetadataAutoCreationEnabled()
+	n, err := s.srv.partitions(ctx, c.GetTopic(), create)
+	if err != nil {
+		s.send(protocol.PartitionedMetadataError(c.GetRequestId(), serverError(err), err.Error()))
+		return
+	}
+	s.send(protocol.PartitionedMetadataResponse(c.GetRequestId(), uint32(n)))
+}
+
+// teardown releases what the session holds: producers leave their topics,
+// consumers leave their subscriptions (their unacknowledged messages go to
+// other consumers).
+func (s *session) teardown() {
+	for id, p := range s.producers {
+		p.close()
+		delete(s.producers, id)
+	}
+	for id, c := range s.consumers {
+		c.close()
+		delete(s.consumers, id)
+	}
+}

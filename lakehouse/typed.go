@@ -1,0 +1,464 @@
+package lakehouse
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hamba/avro/v2"
+)
+
+// ErrIncompatibleSchema is returned by NewRecordSchema when a schema change
+// would change the type of an existing column; the schema registry must
+// refuse such a change (docs/table-schema.md, "Evolution").
+var ErrIncompatibleSchema = errors.New("lakehouse: incompatible schema change")
+
+// ErrInvalidSchema is returned for a schema definition lakehouse cannot map.
+var ErrInvalidSchema = errors.New("lakehouse: invalid schema")
+
+// SchemaKind is a Pulsar schema type that gets typed columns.
+type SchemaKind string
+
+// Pulsar schema kinds with typed columns.
+const (
+	KindString  SchemaKind = "STRING"
+	KindInt8    SchemaKind = "INT8"
+	KindInt16   SchemaKind = "INT16"
+	KindInt32   SchemaKind = "INT32"
+	KindInt64   SchemaKind = "INT64"
+	KindFloat   SchemaKind = "FLOAT"
+	KindDouble  SchemaKind = "DOUBLE"
+	KindBoolean SchemaKind = "BOOLEAN"
+	KindBytes   SchemaKind = "BYTES"
+	KindJSON    SchemaKind = "JSON"
+	KindAvro    SchemaKind = "AVRO"
+)
+
+// ValueType is the column type of one typed field.
+type ValueType string
+
+// Column types of typed fields.
+const (
+	TypeString    ValueType = "string"
+	TypeInt8      ValueType = "int8"
+	TypeInt16     ValueType = "int16"
+	TypeInt32     ValueType = "int32"
+	TypeInt64     ValueType = "int64"
+	TypeFloat32   ValueType = "float32"
+	TypeFloat64   ValueType = "float64"
+	TypeBool      ValueType = "bool"
+	TypeBinary    ValueType = "binary"
+	TypeTimestamp ValueType = "timestamp" // µs, UTC
+	TypeDate      ValueType = "date"      // days since the epoch
+	TypeJSON      ValueType = "json"      // nested value as JSON text (string column)
+)
+
+// FirstTypedFieldID is the field id of the first typed column.
+const FirstTypedFieldID = 1000
+
+// TypedField is one typed column. All typed columns are nullable.
+type TypedField struct {
+	Name string
+	ID   int32
+	Type ValueType
+	// timeUnit scales Avro/JSON timestamp values to µs (1000 for millis).
+	timeScale int64
+	// Retired fields were removed from the schema; they stay as columns
+	// (always null in new rows) so older files keep one table schema.
+	Retired bool
+}
+
+// TypedSchema describes the typed columns of a topic (docs/table-schema.md,
+// "Typed value columns"). A nil *TypedSchema means system columns only.
+// Immutable once built; safe for concurrent use.
+type TypedSchema struct {
+	Kind   SchemaKind
+	Fields []TypedField
+	// NextFieldID is the id the next new field gets; ids are never reused.
+	NextFieldID int32
+
+	avro avro.Schema // KindAvro only
+}
+
+// NewPrimitiveSchema returns the one-column ("value") schema of a primitive
+// Pulsar schema kind.
+func NewPrimitiveSchema(kind SchemaKind) (*TypedSchema, error) {
+	t, ok := map[SchemaKind]ValueType{
+		KindString: TypeString, KindInt8: TypeInt8, KindInt16: TypeInt16,
+		KindInt32: TypeInt32, KindInt64: TypeInt64, KindFloat: TypeFloat32,
+		KindDouble: TypeFloat64, KindBoolean: TypeBool, KindBytes: TypeBinary,
+	}[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not a primitive schema", ErrInvalidSchema, kind)
+	}
+	return &TypedSchema{
+		Kind:        kind,
+		Fields:      []TypedField{{Name: "value", ID: FirstTypedFieldID, Type: t}},
+		NextFieldID: FirstTypedFieldID + 1,
+	}, nil
+}
+
+// NewRecordSchema maps a JSON or AVRO schema definition (an Avro record
+// schema, as Pulsar's registry stores both) to typed columns. prev is the
+// topic's previous TypedSchema (nil for the first): fields keep their ids
+// by name, new fields get new ids, removed fields are kept as retired
+// columns. A type change is ErrIncompatibleSchema.
+func NewRecordSchema(kind SchemaKind, definition []byte, prev *TypedSchema) (*TypedSchema, error) {
+	if kind != KindJSON && kind != KindAvro {
+		return nil, fmt.Errorf("%w: %q is not a record schema", ErrInvalidSchema, kind)
+	}
+	var def struct {
+		Type   any `json:"type"`
+		Fields []struct {
+			Name string          `json:"name"`
+			Type json.RawMessage `json:"type"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal(definition, &def); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
+	if def.Type != "record" {
+		return nil, fmt.Errorf("%w: definition type %v, want record", ErrInvalidSchema, def.Type)
+	}
+	s := &TypedSchema{Kind: kind, NextFieldID: FirstTypedFieldID}
+	if kind == KindAvro {
+		sc, err := avro.Parse(string(definition))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+		}
+		s.avro = sc
+	}
+	byName := map[string]TypedField{}
+	if prev != nil {
+		if prev.Kind != KindJSON && prev.Kind != KindAvro {
+			return nil, fmt.Errorf("%w: %s to %s", ErrIncompatibleSchema, prev.Kind, kind)
+		}
+		for _, f := range prev.Fields {
+			byName[f.Name] = f
+		}
+		s.NextFieldID = prev.NextFieldID
+	}
+	seen := map[string]bool{}
+	for _, fd := range def.Fields {
+		if fd.Name == "" || strings.HasPrefix(fd.Name, "__") {
+			return nil, fmt.Errorf("%w: field name %q (names starting with __ are reserved)", ErrInvalidSchema, fd.Name)
+		}
+		if seen[fd.Name] {
+			return nil, fmt.Errorf("%w: duplicate field %q", ErrInvalidSchema, fd.Name)
+		}
+		seen[fd.Name] = true
+		t, scale := avroColumnType(fd.Type)
+		f := TypedField{Name: fd.Name, Type: t, timeScale: scale}
+		if old, ok := byName[fd.Name]; ok {
+			if old.Type != t {
+				return nil, fmt.Errorf("%w: field %q changes from %s to %s", ErrIncompatibleSchema, fd.Name, old.Type, t)
+			}
+			f.ID = old.ID
+		} else {
+			f.ID = s.NextFieldID
+			s.NextFieldID++
+		}
+		s.Fields = append(s.Fields, f)
+	}
+	if prev != nil {
+		for _, f := range prev.Fields {
+			if !seen[f.Name] {
+				f.Retired = true
+				s.Fields = append(s.Fields, f)
+			}
+		}
+	}
+	return s, nil
+}
+
+// avroColumnType maps one Avro field type to a column type and, for
+// timestamps, the factor to µs.
+func avroColumnType(raw json.RawMessage) (ValueType, int64) {
+	var name string
+	if json.Unmarshal(raw, &name) == nil {
+		return avroPrimitive(name), 0
+	}
+	var union []json.RawMessage
+	if json.Unmarshal(raw, &union) == nil {
+		var rest []json.RawMessage
+		for _, u := range union {
+			if string(bytes.TrimSpace(u)) != `"null"` {
+				rest = append(rest, u)
+			}
+		}
+		if len(rest) == 1 {
+			return avroColumnType(rest[0])
+		}
+		return TypeJSON, 0
+	}
+	var obj struct {
+		Type        string `json:"type"`
+		LogicalType string `json:"logicalType"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		switch {
+		case obj.LogicalType == "timestamp-millis" && obj.Type == "long":
+			return TypeTimestamp, 1000
+		case obj.LogicalType == "timestamp-micros" && obj.Type == "long":
+			return TypeTimestamp, 1
+		case obj.LogicalType == "date" && obj.Type == "int":
+			return TypeDate, 0
+		case obj.Type == "enum":
+			return TypeString, 0
+		case obj.Type == "fixed":
+			return TypeBinary, 0
+		case obj.Type == "record" || obj.Type == "array" || obj.Type == "map":
+			return TypeJSON, 0
+		case obj.LogicalType == "":
+			return avroPrimitive(obj.Type), 0
+		}
+	}
+	return TypeJSON, 0
+}
+
+func avroPrimitive(name string) ValueType {
+	switch name {
+	case "string":
+		return TypeString
+	case "int":
+		return TypeInt32
+	case "long":
+		return TypeInt64
+	case "float":
+		return TypeFloat32
+	case "double":
+		return TypeFloat64
+	case "boolean":
+		return TypeBool
+	case "bytes":
+		return TypeBinary
+	}
+	return TypeJSON // a named type reference or something nested
+}
+
+// decodeValues decodes one payload into one value per field (nil = null).
+// Values have the Go type of their column: string, int8…int64, float32,
+// float64, bool, []byte; TypeTimestamp is int64 µs, TypeDate int32 days,
+// TypeJSON a string. A payload that does not decode yields all nil.
+func (s *TypedSchema) decodeValues(payload []byte, out []any) {
+	clear(out)
+	switch s.Kind {
+	case KindJSON:
+		var obj map[string]json.RawMessage
+		d := json.NewDecoder(bytes.NewReader(payload))
+		d.UseNumber()
+		if d.Decode(&obj) != nil {
+			return
+		}
+		for i, f := range s.Fields {
+			if raw, ok := obj[f.Name]; ok && !f.Retired {
+				out[i] = jsonValue(f, raw)
+			}
+		}
+	case KindAvro:
+		var obj map[string]any
+		if s.avro == nil || avro.Unmarshal(s.avro, payload, &obj) != nil {
+			return
+		}
+		for i, f := range s.Fields {
+			if v, ok := obj[f.Name]; ok && !f.Retired {
+				out[i] = avroValue(f, v)
+			}
+		}
+	default:
+		out[0] = primitiveValue(s.Fields[0].Type, payload)
+	}
+}
+
+func primitiveValue(t ValueType, p []byte) any {
+	switch t {
+	case TypeString:
+		return string(p)
+	case TypeBinary:
+		return p
+	case TypeBool:
+		if len(p) == 1 {
+			return p[0] != 0
+		}
+	case TypeInt8:
+		if len(p) == 1 {
+			return int8(p[0])
+		}
+	case TypeInt16:
+		if len(p) == 2 {
+			return int16(binary.BigEndian.Uint16(p))
+		}
+	case TypeInt32:
+		if len(p) == 4 {
+			return int32(binary.BigEndian.Uint32(p))
+		}
+	case TypeInt64:
+		if len(p) == 8 {
+			return int64(binary.BigEndian.Uint64(p))
+		}
+	case TypeFloat32:
+		if len(p) == 4 {
+			return math.Float32frombits(binary.BigEndian.Uint32(p))
+		}
+	case TypeFloat64:
+		if len(p) == 8 {
+			return math.Float64frombits(binary.BigEndian.Uint64(p))
+		}
+	}
+	return nil
+}
+
+func jsonValue(f TypedField, raw json.RawMessage) any {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if f.Type == TypeJSON {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) != nil {
+			return nil
+		}
+		return buf.String()
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		switch f.Type {
+		case TypeString:
+			return x
+		case TypeBinary: // Jackson writes bytes as base64
+			return decodeBase64(x)
+		}
+	case bool:
+		if f.Type == TypeBool {
+			return x
+		}
+	case json.Number:
+		return numberValue(f, x)
+	}
+	return nil
+}
+
+func numberValue(f TypedField, n json.Number) any {
+	switch f.Type {
+	case TypeFloat32:
+		if x, err := strconv.ParseFloat(n.String(), 32); err == nil {
+			return float32(x)
+		}
+	case TypeFloat64:
+		if x, err := n.Float64(); err == nil {
+			return x
+		}
+	default:
+		x, err := n.Int64()
+		if err != nil {
+			return nil
+		}
+		return intValue(f, x)
+	}
+	return nil
+}
+
+// intValue range-checks an integer for an integer, timestamp or date column.
+func intValue(f TypedField, x int64) any {
+	switch f.Type {
+	case TypeInt8:
+		if x == int64(int8(x)) {
+			return int8(x)
+		}
+	case TypeInt16:
+		if x == int64(int16(x)) {
+			return int16(x)
+		}
+	case TypeInt32:
+		if x == int64(int32(x)) {
+			return int32(x)
+		}
+	case TypeInt64:
+		return x
+	case TypeDate:
+		if x == int64(int32(x)) {
+			return int32(x)
+		}
+	case TypeTimestamp:
+		if f.timeScale > 1 && (x > math.MaxInt64/f.timeScale || x < math.MinInt64/f.timeScale) {
+			return nil
+		}
+		return x * max(f.timeScale, 1)
+	}
+	return nil
+}
+
+func avroValue(f TypedField, v any) any {
+	if v == nil {
+		return nil
+	}
+	if m, ok := v.(map[string]any); ok && f.Type != TypeJSON && len(m) == 1 {
+		for _, inner := range m { // a union decoded as {"type": value}
+			v = inner
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		if f.Type == TypeString {
+			return x
+		}
+	case []byte:
+		if f.Type == TypeBinary {
+			return x
+		}
+	case bool:
+		if f.Type == TypeBool {
+			return x
+		}
+	case int:
+		return intValue(f, int64(x))
+	case int32:
+		return intValue(f, int64(x))
+	case int64:
+		return intValue(f, x)
+	case float32:
+		switch f.Type {
+		case TypeFloat32:
+			return x
+		case TypeFloat64:
+			return float64(x)
+		}
+	case float64:
+		if f.Type == TypeFloat64 {
+			return x
+		}
+	case time.Time:
+		switch f.Type {
+		case TypeTimestamp:
+			return x.UnixMicro()
+		case TypeDate:
+			return int32(x.Unix() / 86400)
+		}
+	}
+	if f.Type == TypeJSON {
+		if b, err := json.Marshal(v); err == nil {
+			return string(b)
+		}
+	}
+	return nil
+}
+
+func decodeBase64(s string) any {
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b
+	}
+	return nil
+}
