@@ -49,9 +49,10 @@ lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## tools: servers the tests start (SeaweedFS for S3), built from pinned versions
+## tools: servers the tests start (SeaweedFS for S3, Azurite for Azure), from pinned versions
 tools:
 	./tools/build-weed.sh
+	./tools/install-azurite.sh
 
 proto:
 	./protocol/gen.sh

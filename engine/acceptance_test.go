@@ -2,9 +2,10 @@ package engine_test
 
 // The engine acceptance suite (enginetest) on every storage backend:
 //
-//	go test -p 1 -run TestAcceptance ./engine/                 mem, file+etcd, S3 (SeaweedFS)+etcd, GCS (fake)+etcd
+//	go test -p 1 -run TestAcceptance ./engine/                 mem, file+etcd, S3 (SeaweedFS)+etcd, GCS (fake)+etcd, Azure (Azurite)+etcd
 //	go test -p 1 -run 'TestAcceptance/S3' -v ./engine/         S3 only, with SeaweedFS's startup time
 //	LAKEGATE_SKIP_S3=1 go test -run TestAcceptance ./engine/   without S3 when weed is not built (make tools)
+//	LAKEGATE_SKIP_AZURE=1 go test -run TestAcceptance ./engine/  without Azure when Azurite is not installed (make tools)
 //
 // One server of each kind serves every subtest of its backend: subtests are
 // isolated by an object-key prefix and an etcd key prefix, since starting
@@ -42,6 +43,11 @@ func TestAcceptance(t *testing.T) {
 	})
 	t.Run("GCS+Etcd", func(t *testing.T) {
 		srv := testservers.StartGCS(t)
+		emb := metatest.Embedded(t)
+		enginetest.Run(t, prefixedEnv(emb, srv.URL))
+	})
+	t.Run("Azure+Etcd", func(t *testing.T) {
+		srv := testservers.StartAzurite(t)
 		emb := metatest.Embedded(t)
 		enginetest.Run(t, prefixedEnv(emb, srv.URL))
 	})
