@@ -35,10 +35,11 @@ fuzz:
 BENCH_FLAGS ?= --logs 1,100,1000 --duration 5s --warmup 2s --verify
 BENCHTIME   ?= 5000x
 
-## interop: other-language readers against lakegate's output (delta-rs reads our Delta tables);
-## installs pinned Python packages into .cache/venv
+## interop: other-language readers against lakegate's output: delta-rs and Spark 3.5 + delta-spark
+## read our Delta tables; pinned packages go into .cache/venv, .cache/venv-spark, .cache/jars
 interop:
 	./e2e/interop/delta/run.sh
+	./e2e/interop/spark/run.sh
 
 ## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs); ~1 min
 bench: build
