@@ -11,6 +11,9 @@
 //	subscription.go        the subscription state machine: consumers, permits,
 //	                       dispatch position, pending entries, replay/redelivery,
 //	                       acknowledgements against an AckState (a LogCursor)
+//	keyshared.go           Key_Shared: sticky-key hash (Murmur3_32 mod 65536)
+//	                       and the hash → consumer selector (AUTO_SPLIT by
+//	                       consistent hashing, STICKY by the client's ranges)
 //	subscription_actor.go  the actor driving it: runs log reads and tail waits
 //	                       (Log.WaitForEntries) on goroutines, feeds results back
 //	                       by message, calls each consumer's ConsumerSink

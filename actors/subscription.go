@@ -142,6 +142,11 @@ type SubscriptionConfig struct {
 	// ReadGenBase: read generations start above it, so that reads issued by
 	// a machine this one replaces are recognised as stale. Default 0.
 	ReadGenBase uint64
+	// LookAheadMaxEntries bounds the replay list of a Key_Shared
+	// subscription, in entries: while this many entries wait (their keys'
+	// consumers have no permits or are draining), the tail is not read
+	// further. Default 10000.
+	LookAheadMaxEntries int
 }
 
 type subConsumer struct {
@@ -152,6 +157,14 @@ type subConsumer struct {
 type pendingEntry struct {
 	consumer uint64
 	records  int32
+	hash     int32 // Key_Shared key hash; 0 for other types
+}
+
+// hashHold counts the pending entries of one key hash; in Key_Shared they
+// are all held by one consumer at a time.
+type hashHold struct {
+	consumer uint64
+	entries  int
 }
 
 // Subscription is the state of one subscription on one log.
@@ -178,6 +191,12 @@ type Subscription struct {
 	records     map[int64]int32        // record counts of entries in replay
 	redelivered map[int64]uint32       // redelivery counts of entries in pending or replay
 	closed      bool
+
+	// Key_Shared only (rules on dispatch; hashing and selection in keyshared.go).
+	keys         keySelector
+	held         map[int32]hashHold // key hash → the consumer holding its pending entries
+	replayHash   map[int64]int32    // key hash of each entry in replay
+	replayByHash map[int32][]int64  // entries in replay per key hash, ascending
 }
 
 // NewSubscription returns a machine whose tail read starts at readFrom
@@ -189,14 +208,20 @@ func NewSubscription(cfg SubscriptionConfig, acks AckState, readFrom int64) *Sub
 	if cfg.ReplayMaxEntries <= 0 {
 		cfg.ReplayMaxEntries = 100
 	}
+	if cfg.LookAheadMaxEntries <= 0 {
+		cfg.LookAheadMaxEntries = 10000
+	}
 	return &Subscription{
-		cfg:         cfg,
-		acks:        acks,
-		readPos:     readFrom,
-		readGen:     cfg.ReadGenBase,
-		pending:     map[int64]pendingEntry{},
-		records:     map[int64]int32{},
-		redelivered: map[int64]uint32{},
+		cfg:          cfg,
+		acks:         acks,
+		readPos:      readFrom,
+		readGen:      cfg.ReadGenBase,
+		pending:      map[int64]pendingEntry{},
+		records:      map[int64]int32{},
+		redelivered:  map[int64]uint32{},
+		held:         map[int32]hashHold{},
+		replayHash:   map[int64]int32{},
+		replayByHash: map[int32][]int64{},
 	}
 }
 
@@ -215,14 +240,23 @@ func (s *Subscription) ReadPosition() int64 { return s.readPos }
 // PendingEntries is the number of delivered entries not yet fully acknowledged.
 func (s *Subscription) PendingEntries() int { return len(s.pending) }
 
-// AddConsumer attaches a consumer. Exclusive allows one; Shared and Failover
-// any number. Key_Shared is not supported yet.
+// AddConsumer attaches a consumer. Exclusive allows one; Shared, Failover
+// and Key_Shared any number (Key_Shared consumers added this way use
+// AUTO_SPLIT; see AddKeySharedConsumer).
 func (s *Subscription) AddConsumer(id uint64, t SubType) ([]Action, error) {
+	return s.addConsumer(id, t, KeySharedPolicy{})
+}
+
+// AddKeySharedConsumer attaches a Key_Shared consumer with its hash-range
+// policy. ErrConsumerAssign when its sticky ranges overlap another
+// consumer's or its mode differs from the other consumers'.
+func (s *Subscription) AddKeySharedConsumer(id uint64, p KeySharedPolicy) ([]Action, error) {
+	return s.addConsumer(id, SubKeyShared, p)
+}
+
+func (s *Subscription) addConsumer(id uint64, t SubType, p KeySharedPolicy) ([]Action, error) {
 	if s.closed {
 		return nil, ErrSubscriptionClosed
-	}
-	if t == SubKeyShared {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupportedSubType, t)
 	}
 	if t != s.cfg.Type {
 		return nil, fmt.Errorf("%w: subscription is %s, consumer asked for %s", ErrConsumerBusy, s.cfg.Type, t)
@@ -232,6 +266,11 @@ func (s *Subscription) AddConsumer(id uint64, t SubType) ([]Action, error) {
 	}
 	if t == SubExclusive && len(s.consumers) > 0 {
 		return nil, fmt.Errorf("%w: exclusive subscription has a consumer", ErrConsumerBusy)
+	}
+	if t == SubKeyShared {
+		if err := s.keys.add(id, p); err != nil {
+			return nil, err
+		}
 	}
 	s.consumers = append(s.consumers, &subConsumer{id: id})
 	var out []Action
@@ -250,6 +289,7 @@ func (s *Subscription) RemoveConsumer(id uint64) []Action {
 	}
 	wasActive := i == 0
 	s.consumers = slices.Delete(s.consumers, i, i+1)
+	s.keys.remove(id)
 	s.requeue(func(p pendingEntry, _ int64) bool { return p.consumer == id }, false)
 	out := s.interruptTail()
 	if s.cfg.Type == SubFailover && wasActive && len(s.consumers) > 0 {
@@ -265,6 +305,11 @@ func (s *Subscription) Flow(id uint64, permits uint32) ([]Action, error) {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownConsumer, id)
 	}
 	s.consumers[i].permits += int64(permits)
+	if s.cfg.Type == SubKeyShared {
+		// Entries waiting for this consumer may go now, ahead of a tail
+		// read waiting at the end of the log.
+		return append(s.interruptTail(), s.dispatch(nil)...), nil
+	}
 	return s.dispatch(nil), nil
 }
 
@@ -302,6 +347,10 @@ func (s *Subscription) Ack(id uint64, kind AckKind, ids []AckID) ([]Action, erro
 			errs = append(errs, s.acks.IndividualDelete(a.EntryOffset, n))
 			s.forgetIfAcked(a.EntryOffset, int32(n))
 		}
+	}
+	if s.cfg.Type == SubKeyShared {
+		// An ack may end a key's drain: its waiting entries may go now.
+		return append(s.interruptTail(), s.dispatch(nil)...), errors.Join(errs...)
 	}
 	return nil, errors.Join(errs...)
 }
@@ -366,6 +415,9 @@ func (s *Subscription) Rewind(from int64) []Action {
 	s.pending = map[int64]pendingEntry{}
 	s.replay = nil
 	s.records = map[int64]int32{}
+	s.held = map[int32]hashHold{}
+	s.replayHash = map[int64]int32{}
+	s.replayByHash = map[int32][]int64{}
 	s.readPos = from
 	var out []Action
 	if s.reading {
@@ -397,6 +449,9 @@ func (s *Subscription) Close() []Action {
 func (s *Subscription) interruptTail() []Action {
 	if !s.reading || !s.readingTail || len(s.replay) == 0 {
 		return nil
+	}
+	if s.cfg.Type == SubKeyShared && len(s.eligibleReplay()) == 0 {
+		return nil // nothing waiting could go anyway
 	}
 	s.reading = false
 	s.readGen++
@@ -459,8 +514,38 @@ func (s *Subscription) forgetIfAcked(off int64, n int32) {
 	if !s.fullyAcked(off, n) {
 		return
 	}
-	delete(s.pending, off)
+	s.unpend(off)
 	delete(s.redelivered, off)
+}
+
+// unpend removes off from pending (and its key's hold).
+func (s *Subscription) unpend(off int64) {
+	p, ok := s.pending[off]
+	if !ok {
+		return
+	}
+	delete(s.pending, off)
+	if s.cfg.Type != SubKeyShared {
+		return
+	}
+	if h := s.held[p.hash]; h.entries <= 1 {
+		delete(s.held, p.hash)
+	} else {
+		h.entries--
+		s.held[p.hash] = h
+	}
+}
+
+// pend records off as delivered to consumer c.
+func (s *Subscription) pend(off int64, p pendingEntry) {
+	s.pending[off] = p
+	if s.cfg.Type != SubKeyShared {
+		return
+	}
+	h := s.held[p.hash]
+	h.consumer = p.consumer
+	h.entries++
+	s.held[p.hash] = h
 }
 
 // requeue moves pending entries matching f to the replay list.
@@ -469,7 +554,7 @@ func (s *Subscription) requeue(f func(pendingEntry, int64) bool, countRedelivery
 		if !f(p, off) {
 			continue
 		}
-		delete(s.pending, off)
+		s.unpend(off)
 		if s.fullyAcked(off, p.records) {
 			delete(s.redelivered, off)
 			continue
@@ -477,16 +562,22 @@ func (s *Subscription) requeue(f func(pendingEntry, int64) bool, countRedelivery
 		if countRedelivery {
 			s.redelivered[off]++
 		}
-		s.addReplay(off, p.records)
+		s.addReplay(off, p.records, p.hash)
 	}
 }
 
-func (s *Subscription) addReplay(off int64, n int32) {
+func (s *Subscription) addReplay(off int64, n int32, hash int32) {
 	i, found := slices.BinarySearch(s.replay, off)
 	if !found {
 		s.replay = slices.Insert(s.replay, i, off)
 	}
 	s.records[off] = n
+	if s.cfg.Type == SubKeyShared && !found {
+		s.replayHash[off] = hash
+		offs := s.replayByHash[hash]
+		j, _ := slices.BinarySearch(offs, off)
+		s.replayByHash[hash] = slices.Insert(offs, j, off)
+	}
 }
 
 func (s *Subscription) removeReplay(off int64) {
@@ -494,6 +585,18 @@ func (s *Subscription) removeReplay(off int64) {
 		s.replay = slices.Delete(s.replay, i, i+1)
 	}
 	delete(s.records, off)
+	if h, ok := s.replayHash[off]; ok {
+		delete(s.replayHash, off)
+		offs := s.replayByHash[h]
+		if j, found := slices.BinarySearch(offs, off); found {
+			offs = slices.Delete(offs, j, j+1)
+		}
+		if len(offs) == 0 {
+			delete(s.replayByHash, h)
+		} else {
+			s.replayByHash[h] = offs
+		}
+	}
 }
 
 // pick returns the consumer the next entry goes to, or nil if none has
@@ -544,8 +647,22 @@ func (s *Subscription) ackSetOf(e lakestream.EntryHeader) (set []int64, unacked 
 // dispatch hands entries (just read) to consumers with permits, puts the
 // ones nobody can take into the replay list, and issues the next read when
 // some consumer has permits and no read is in flight.
+//
+// Key_Shared: an entry goes to the consumer owning its key hash (see
+// keySelector) and only when that keeps the key's order, that is
+//   - no earlier entry of the same key waits in the replay list, and
+//   - no other consumer still holds unacknowledged entries of the key.
+//
+// The second rule is how ownership moves when consumers join or leave: the
+// new owner gets nothing of a key until the old owner has acknowledged
+// everything of it it was given (or left, which hands those entries back
+// in order). It is the "draining hashes" rule of Pulsar 4's Key_Shared
+// (PIP-379), simpler than the older "recently joined consumers" read-
+// position rule and never delivers a key out of order. Entries that cannot
+// go wait in the replay list (LookAheadMaxEntries bounds it).
 func (s *Subscription) dispatch(entries []lakestream.Entry) []Action {
 	var out []Action
+	keyShared := s.cfg.Type == SubKeyShared
 	for _, e := range entries {
 		if _, dup := s.pending[e.Offset]; dup {
 			continue // already out (a replay raced a tail read)
@@ -555,17 +672,42 @@ func (s *Subscription) dispatch(entries []lakestream.Entry) []Action {
 			delete(s.redelivered, e.Offset)
 			continue
 		}
-		c := s.pick()
+		var (
+			hash int32
+			c    *subConsumer
+		)
+		if keyShared {
+			hash = EntryKeyHash(e.Payload)
+			c = s.pickKey(hash, e.Offset)
+		} else {
+			c = s.pick()
+		}
 		if c == nil {
-			s.addReplay(e.Offset, e.Records)
+			s.addReplay(e.Offset, e.Records, hash)
 			continue
 		}
 		c.permits -= int64(e.Records)
-		s.pending[e.Offset] = pendingEntry{consumer: c.id, records: e.Records}
+		s.pend(e.Offset, pendingEntry{consumer: c.id, records: e.Records, hash: hash})
 		out = append(out, Deliver{ConsumerID: c.id, Entry: e, RedeliveryCount: s.redelivered[e.Offset], AckSet: set})
 	}
 	if s.reading || s.closed || !s.anyPermits() {
 		return out
+	}
+	if keyShared {
+		if offs := s.eligibleReplay(); len(offs) > 0 {
+			s.readGen++
+			s.reading = true
+			s.readingTail = false
+			s.replaying = offs
+			return append(out, ReadReplay{Gen: s.readGen, Offsets: slices.Clone(offs)})
+		}
+		if len(s.replay) >= s.cfg.LookAheadMaxEntries {
+			return out // wait for acks, permits or consumers
+		}
+		s.readGen++
+		s.reading = true
+		s.readingTail = true
+		return append(out, ReadTail{Gen: s.readGen, From: s.readPos, MaxRecords: s.cfg.ReadMaxRecords})
 	}
 	s.readGen++
 	s.reading = true
@@ -580,8 +722,57 @@ func (s *Subscription) dispatch(entries []lakestream.Entry) []Action {
 	return append(out, ReadTail{Gen: s.readGen, From: s.readPos, MaxRecords: maxRecords})
 }
 
+// pickKey returns the Key_Shared consumer the entry at off with key hash
+// hash may go to now, or nil (see dispatch for the rules).
+func (s *Subscription) pickKey(hash int32, off int64) *subConsumer {
+	if offs := s.replayByHash[hash]; len(offs) > 0 && offs[0] < off {
+		return nil // an earlier entry of the key waits
+	}
+	c := s.keyOwnerReady(hash)
+	return c
+}
+
+// keyOwnerReady returns the owner of hash if it has permits and no other
+// consumer holds pending entries of the key.
+func (s *Subscription) keyOwnerReady(hash int32) *subConsumer {
+	owner, ok := s.keys.owner(hash)
+	if !ok {
+		return nil
+	}
+	if h, held := s.held[hash]; held && h.consumer != owner {
+		return nil // draining: the previous owner has not acknowledged it all
+	}
+	i := s.find(owner)
+	if i < 0 || s.consumers[i].permits <= 0 {
+		return nil
+	}
+	return s.consumers[i]
+}
+
+// eligibleReplay lists (ascending, at most ReplayMaxEntries) the replay
+// entries whose key's owner could take them now.
+func (s *Subscription) eligibleReplay() []int64 {
+	var out []int64
+	ready := map[int32]bool{}
+	for _, off := range s.replay {
+		h := s.replayHash[off]
+		ok, seen := ready[h]
+		if !seen {
+			ok = s.keyOwnerReady(h) != nil
+			ready[h] = ok
+		}
+		if ok {
+			out = append(out, off)
+			if len(out) == s.cfg.ReplayMaxEntries {
+				break
+			}
+		}
+	}
+	return out
+}
+
 func (s *Subscription) anyPermits() bool {
-	if s.cfg.Type != SubShared {
+	if s.cfg.Type != SubShared && s.cfg.Type != SubKeyShared {
 		return len(s.consumers) > 0 && s.consumers[0].permits > 0
 	}
 	for _, c := range s.consumers {

@@ -55,6 +55,7 @@ type (
 	addConsumerMsg struct {
 		id    uint64
 		typ   SubType
+		ks    KeySharedPolicy // Key_Shared only
 		sink  ConsumerSink
 		reply chan error
 	}
@@ -154,6 +155,13 @@ func (a *SubscriptionActor) call(msg any, reply chan error) error {
 func (a *SubscriptionActor) AddConsumer(id uint64, t SubType, sink ConsumerSink) error {
 	r := make(chan error, 1)
 	return a.call(addConsumerMsg{id: id, typ: t, sink: sink, reply: r}, r)
+}
+
+// AddKeySharedConsumer attaches a Key_Shared consumer with its hash-range
+// policy (ErrConsumerAssign when it cannot be honoured).
+func (a *SubscriptionActor) AddKeySharedConsumer(id uint64, p KeySharedPolicy, sink ConsumerSink) error {
+	r := make(chan error, 1)
+	return a.call(addConsumerMsg{id: id, typ: SubKeyShared, ks: p, sink: sink, reply: r}, r)
 }
 
 // RemoveConsumer detaches a consumer and waits until the actor no longer
@@ -262,7 +270,15 @@ func (h *subHandler) Receive(msg any) {
 	}
 	switch m := msg.(type) {
 	case addConsumerMsg:
-		acts, err := h.sm.AddConsumer(m.id, m.typ)
+		var (
+			acts []Action
+			err  error
+		)
+		if m.typ == SubKeyShared {
+			acts, err = h.sm.AddKeySharedConsumer(m.id, m.ks)
+		} else {
+			acts, err = h.sm.AddConsumer(m.id, m.typ)
+		}
 		if err == nil {
 			h.sinks[m.id] = m.sink
 		}

@@ -226,7 +226,7 @@ func TestFailoverActiveChange(t *testing.T) {
 	if acts[0] != (ActiveChange{2, true}) {
 		t.Fatalf("%v", acts)
 	}
-	if _, err := s.AddConsumer(3, SubKeyShared); !errors.Is(err, ErrUnsupportedSubType) {
+	if _, err := s.AddConsumer(3, SubKeyShared); !errors.Is(err, ErrConsumerBusy) {
 		t.Fatal(err)
 	}
 }

@@ -18,7 +18,11 @@ import (
 // It is the actor's ConsumerSink: Deliver frames the stored entry as a
 // MESSAGE (fresh CRC) into the session's bounded queue.
 type consumer struct {
-	id      uint64
+	id uint64 // the client's consumer id (unique per connection)
+	// subID names the consumer to its subscription actor: unique in the
+	// process, since consumers of one subscription come from many
+	// connections whose client-chosen ids collide.
+	subID   uint64
 	sess    *session
 	t       *topic
 	subName string
@@ -80,16 +84,31 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		s.sendError(req, err)
 		return
 	}
+	if registrableSchema(c.GetSchema()) {
+		if _, err := s.srv.getOrCreateSchema(ctx, t.stream, c.GetSchema(), false); err != nil {
+			s.sendError(req, err)
+			return
+		}
+	}
 	durable := c.Durable == nil || c.GetDurable()
-	cons := &consumer{id: c.GetConsumerId(), sess: s, t: t, subName: c.GetSubscription(), durable: durable}
+	cons := &consumer{id: c.GetConsumerId(), subID: consumerSeq.Add(1), sess: s, t: t, subName: c.GetSubscription(), durable: durable}
 	subType := actors.SubType(c.GetSubType())
+	ks, err := keySharedPolicy(c.GetKeySharedMeta())
+	if err != nil {
+		s.sendError(req, err)
+		return
+	}
 	for attempt := 0; ; attempt++ {
 		sub, err := t.subscription(ctx, s.srv, c, durable)
 		if err != nil {
 			s.sendError(req, err)
 			return
 		}
-		err = sub.AddConsumer(cons.id, subType, cons)
+		if subType == actors.SubKeyShared {
+			err = sub.AddKeySharedConsumer(cons.subID, ks, cons)
+		} else {
+			err = sub.AddConsumer(cons.subID, subType, cons)
+		}
 		if errors.Is(err, actors.ErrSubscriptionClosed) && attempt < 3 {
 			continue // raced with an unsubscribe or a reader's cleanup
 		}
@@ -104,11 +123,30 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	s.send(protocol.Success(req))
 }
 
+// consumerSeq numbers consumers for their subscription actors (subID).
+var consumerSeq atomic.Uint64
+
+// keySharedPolicy converts SUBSCRIBE's key_shared_meta (nil: AUTO_SPLIT).
+// Hash ranges are inclusive, as in Pulsar.
+func keySharedPolicy(m *pb.KeySharedMeta) (actors.KeySharedPolicy, error) {
+	if m == nil || m.GetKeySharedMode() == pb.KeySharedMode_AUTO_SPLIT {
+		return actors.KeySharedPolicy{}, nil
+	}
+	p := actors.KeySharedPolicy{Sticky: true}
+	for _, r := range m.GetHashRanges() {
+		p.Ranges = append(p.Ranges, actors.HashRange{Start: r.GetStart(), End: r.GetEnd()})
+	}
+	if len(p.Ranges) == 0 {
+		return p, fmt.Errorf("%w: sticky key_shared consumer without hash ranges", actors.ErrConsumerAssign)
+	}
+	return p, nil
+}
+
 // subscription returns the running subscription actor of name, starting it
 // (and opening or creating its cursor) if needed.
 func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubscribe, durable bool) (*actors.SubscriptionActor, error) {
 	name := c.GetSubscription()
-	if name == "" || strings.ContainsAny(name, "\x00") {
+	if name == "" || strings.ContainsAny(name, "\x00") || isInternalCursor(name) {
 		return nil, fmt.Errorf("%w: subscription name %q", lakestream.ErrInvalidArgument, name)
 	}
 	t.mu.Lock()
@@ -201,7 +239,7 @@ func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest boo
 
 func (s *session) handleFlow(c *pb.CommandFlow) {
 	if cons := s.consumers[c.GetConsumerId()]; cons != nil {
-		cons.sub.Flow(cons.id, c.GetMessagePermits())
+		cons.sub.Flow(cons.subID, c.GetMessagePermits())
 	}
 }
 
@@ -231,7 +269,7 @@ func (s *session) handleAck(c *pb.CommandAck) {
 			s.send(protocol.AckResponse(consumerID, requestID))
 		}
 	}
-	cons.sub.Ack(cons.id, actors.AckKind(c.GetAckType()), ids, reply)
+	cons.sub.Ack(cons.subID, actors.AckKind(c.GetAckType()), ids, reply)
 }
 
 func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) {
@@ -246,13 +284,13 @@ func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) 
 			offsets = append(offsets, int64(m.GetEntryId()))
 		}
 	}
-	cons.sub.Redeliver(cons.id, offsets)
+	cons.sub.Redeliver(cons.subID, offsets)
 }
 
 // close detaches the consumer; a non-durable subscription left without
 // consumers is closed. Reader goroutine only.
 func (c *consumer) close() {
-	c.sub.RemoveConsumer(c.id)
+	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
 		return
 	}
@@ -282,7 +320,7 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
 		return
 	}
-	if err := cons.sub.Unsubscribe(cons.id); err != nil {
+	if err := cons.sub.Unsubscribe(cons.subID); err != nil {
 		s.sendError(c.GetRequestId(), err)
 		return
 	}

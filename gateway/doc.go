@@ -10,11 +10,15 @@
 //	             order), writer goroutine (bounded outbound queue, pings, idle
 //	             timeout), CONNECT, LOOKUP, PARTITIONED_METADATA
 //	topic.go     topic names ↔ streams and partitions, auto-creation, the
-//	             per-log registry of producers and subscriptions
+//	             per-log registry of producers and subscriptions,
+//	             GET_TOPICS_OF_NAMESPACE
 //	producer.go  PRODUCER, SEND (pipelined appends, FIFO receipts), CLOSE_PRODUCER
 //	consumer.go  SUBSCRIBE, FLOW, ACK, REDELIVER, CLOSE_CONSUMER, UNSUBSCRIBE,
 //	             GET_LAST_MESSAGE_ID, SEEK; the consumer is the subscription
 //	             actor's sink
+//	schema.go    GET_SCHEMA, GET_OR_CREATE_SCHEMA, producer/consumer schemas:
+//	             versioned registry in stream properties, compatibility rules
+//	dedup.go     producer deduplication (stream property lakegate.dedup)
 //	errors.go    sentinel errors and THE mapping to Pulsar ServerError codes
 //
 // Concurrency: a session's reader goroutine owns its producer and consumer

@@ -25,6 +25,12 @@ var (
 	// ErrUnknownProducer / ErrUnknownConsumer: a command names an id the
 	// session does not know (NotAllowedError / ConsumerNotFound).
 	ErrUnknownProducer = errors.New("gateway: unknown producer")
+	// ErrNoSchema: GET_SCHEMA on a topic without a schema, or for a version
+	// it does not have (TopicNotFound, as Pulsar answers).
+	ErrNoSchema = errors.New("gateway: no schema")
+	// ErrIncompatibleSchema: a producer's or consumer's schema cannot
+	// follow the topic's latest schema (IncompatibleSchema).
+	ErrIncompatibleSchema = errors.New("gateway: incompatible schema")
 )
 
 // serverError is THE mapping from Go errors (lakestream, actors, gateway) to
@@ -46,11 +52,17 @@ func serverError(err error) pb.ServerError {
 		return pb.ServerError_NotAllowedError
 	case errors.Is(err, ErrServiceNotReady):
 		return pb.ServerError_ServiceNotReady
+	case errors.Is(err, ErrNoSchema):
+		return pb.ServerError_TopicNotFound
+	case errors.Is(err, ErrIncompatibleSchema):
+		return pb.ServerError_IncompatibleSchema
 
 	case errors.Is(err, actors.ErrConsumerBusy):
 		return pb.ServerError_ConsumerBusy
 	case errors.Is(err, actors.ErrUnknownConsumer):
 		return pb.ServerError_ConsumerNotFound
+	case errors.Is(err, actors.ErrConsumerAssign):
+		return pb.ServerError_ConsumerAssignError
 	case errors.Is(err, actors.ErrUnsupportedSubType):
 		return pb.ServerError_NotAllowedError
 	case errors.Is(err, actors.ErrSubscriptionClosed):

@@ -28,6 +28,8 @@ type producer struct {
 	t    *topic
 	sess *session
 	mode pb.ProducerAccessMode
+	// schemaVersion is the version of the producer's schema (nil without one).
+	schemaVersion []byte
 
 	queue chan *pendingSend // FIFO of SENDs awaiting receipts; cap ProducerPendingMax
 	// prevOrdered is closed when the last submitted append's place in the
@@ -38,6 +40,7 @@ type producer struct {
 
 type pendingSend struct {
 	seq, highestSeq uint64
+	dup             bool          // a duplicate (dedup on): not appended, receipt (-1,-1)
 	done            chan struct{} // closed when h/err are set
 	h               lakestream.EntryHeader
 	err             error
@@ -48,7 +51,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	if p := s.producers[c.GetProducerId()]; p != nil {
 		// A retried PRODUCER on this connection: answer again.
 		if p.t.name.String() == mustTopicString(c.GetTopic()) {
-			s.send(protocol.ProducerSuccess(req, p.name, -1, nil, true))
+			s.send(protocol.ProducerSuccess(req, p.name, p.t.dedup.lastSequenceID(p.name), p.schemaVersion, true))
 		} else {
 			s.sendError(req, fmt.Errorf("%w: producer id %d is in use", ErrProducerBusy, c.GetProducerId()))
 		}
@@ -72,12 +75,19 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		s.sendError(req, err)
 		return
 	}
+	var schemaVersion []byte
+	if registrableSchema(c.GetSchema()) {
+		if schemaVersion, err = s.srv.getOrCreateSchema(ctx, t.stream, c.GetSchema(), true); err != nil {
+			s.sendError(req, err)
+			return
+		}
+	}
 	name := c.GetProducerName()
 	if name == "" {
 		name = fmt.Sprintf("lakegate-%d", s.srv.nameSeq.Add(1))
 	}
 	p := &producer{
-		id: c.GetProducerId(), name: name, t: t, sess: s, mode: mode,
+		id: c.GetProducerId(), name: name, t: t, sess: s, mode: mode, schemaVersion: schemaVersion,
 		queue: make(chan *pendingSend, s.srv.cfg.ProducerPendingMax),
 	}
 	if err := t.addProducer(p); err != nil {
@@ -87,7 +97,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	s.producers[p.id] = p
 	s.wg.Add(1)
 	go p.receiptLoop()
-	s.send(protocol.ProducerSuccess(req, name, -1, nil, true))
+	s.send(protocol.ProducerSuccess(req, name, t.dedup.lastSequenceID(name), schemaVersion, true))
 }
 
 func mustTopicString(name string) string {
@@ -165,6 +175,7 @@ func (p *producer) submit(c *pb.CommandSend, entry []byte, records int, publishM
 	p.prevOrdered = ordered
 	log := p.t.log
 	ctx := p.sess.srv.ctx
+	dedup, name := p.t.dedup, p.name
 	go func() {
 		var once sync.Once
 		markOrdered := func() { once.Do(func() { close(ordered) }) }
@@ -177,6 +188,25 @@ func (p *producer) submit(c *pb.CommandSend, entry []byte, records int, publishM
 				close(ps.done)
 				return
 			}
+		}
+		if dedup != nil {
+			// Judged at the ordering point: this producer's earlier SENDs
+			// are already admitted.
+			seq := int64(ps.seq)
+			highest := max(seq, int64(ps.highestSeq))
+			dup, err := dedup.admit(ctx, name, seq, highest)
+			if dup || err != nil {
+				ps.dup, ps.err = dup, err
+				markOrdered()
+				close(ps.done)
+				return
+			}
+			defer func() { close(ps.done) }()
+			defer func() { dedup.finish(name, highest, ps.h, ps.err) }()
+			ps.h, ps.err = log.Append(ctx, records, entry,
+				lakestream.WithPublishTime(publishMs), lakestream.WithOnEnqueued(markOrdered))
+			markOrdered()
+			return
 		}
 		ps.h, ps.err = log.Append(ctx, records, entry,
 			lakestream.WithPublishTime(publishMs), lakestream.WithOnEnqueued(markOrdered))
@@ -200,6 +230,11 @@ func (p *producer) receiptLoop() {
 			p.sess.send(protocol.SendError(p.id, ps.seq, serverError(ps.err), ps.err.Error()))
 			continue
 		}
+		if ps.dup {
+			// Pulsar's answer to a duplicate: message id (-1, -1).
+			p.sess.send(protocol.SendReceipt(p.id, ps.seq, ps.highestSeq, protocol.NewMessageID(-1, -1, -1, -1)))
+			continue
+		}
 		id := protocol.NewMessageID(int64(p.t.log.ID()), ps.h.Offset, -1, p.t.partition)
 		p.sess.send(protocol.SendReceipt(p.id, ps.seq, ps.highestSeq, id))
 	}
@@ -211,6 +246,7 @@ func (p *producer) close() {
 	p.closeOnce.Do(func() {
 		p.t.removeProducer(p)
 		close(p.queue)
+		p.t.dedup.snapshot()
 	})
 }
 

@@ -239,14 +239,11 @@ func (s *session) handle(f protocol.Frame) error {
 	case pb.BaseCommand_SEEK:
 		s.handleSeek(cmd.GetSeek())
 	case pb.BaseCommand_GET_SCHEMA:
-		c := cmd.GetGetSchema()
-		s.send(protocol.GetSchemaError(c.GetRequestId(), pb.ServerError_TopicNotFound, "no schema"))
+		s.handleGetSchema(cmd.GetGetSchema())
 	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
-		c := cmd.GetGetOrCreateSchema()
-		s.send(protocol.GetOrCreateSchemaError(c.GetRequestId(), pb.ServerError_NotAllowedError, "schemas are not implemented yet"))
+		s.handleGetOrCreateSchema(cmd.GetGetOrCreateSchema())
 	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
-		c := cmd.GetGetTopicsOfNamespace()
-		s.sendError(c.GetRequestId(), fmt.Errorf("%w: GET_TOPICS_OF_NAMESPACE is not implemented yet", ErrNotAllowed))
+		s.handleGetTopicsOfNamespace(cmd.GetGetTopicsOfNamespace())
 	case pb.BaseCommand_CONSUMER_STATS:
 		c := cmd.GetConsumerStats()
 		s.send(protocol.ConsumerStatsError(c.GetRequestId(), pb.ServerError_NotAllowedError, "not implemented yet"))

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
+	"github.com/lakegate/lakegate/protocol/pb"
 )
 
 // TopicName is a parsed Pulsar topic name.
@@ -79,8 +83,10 @@ func (t TopicName) StreamID() lakestream.StreamIdentifier {
 // Lock order: Server.mu before topic.mu.
 type topic struct {
 	name      TopicName // full name (with partition suffix if any)
+	stream    lakestream.StreamIdentifier
 	log       lakestream.Log
-	partition int32 // -1 for a non-partitioned topic
+	partition int32       // -1 for a non-partitioned topic
+	dedup     *dedupState // nil unless deduplication is on (dedup.go)
 
 	mu struct {
 		sync.Mutex
@@ -140,12 +146,22 @@ func (s *Server) resolveTopic(ctx context.Context, name string, create bool) (*t
 	if err != nil {
 		return nil, err
 	}
-	t := &topic{name: tn, log: log, partition: logPartition}
+	t := &topic{name: tn, stream: id, log: log, partition: logPartition}
 	t.mu.producers = map[string]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
+	if md, err := s.cfg.Catalog.LoadStream(ctx, id); err != nil {
+		return nil, err
+	} else if md.Properties[dedupProperty] == "true" {
+		if t.dedup, err = loadDedup(ctx, t, s.cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.mu.topics[key]; old != nil {
+		if t.dedup != nil {
+			t.dedup.cursor.Close(ctx) // lost a race to load the topic
+		}
 		return old, nil
 	}
 	s.mu.topics[key] = t
@@ -179,4 +195,77 @@ func (s *Server) partitions(ctx context.Context, name string, create bool) (int,
 		return 0, err
 	}
 	return 0, err
+}
+
+// handleGetTopicsOfNamespace lists the persistent topics of a namespace as
+// Pulsar does: a partitioned topic as its partitions ("t-partition-i"), a
+// non-partitioned one by its name. An unknown (or invalid) namespace and
+// mode NON_PERSISTENT give an empty list. A topics_pattern (matched
+// against names without the "persistent://" scheme and partition suffix,
+// the whole name, as Pulsar's TopicList.filterTopics) filters the list;
+// pulsar-client-go v0.19.0 sends none and filters itself.
+func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var topics []string
+	if c.GetMode() != pb.CommandGetTopicsOfNamespace_NON_PERSISTENT {
+		var err error
+		if topics, err = s.srv.topicsOfNamespace(ctx, c.GetNamespace()); err != nil {
+			s.sendError(c.GetRequestId(), err)
+			return
+		}
+	}
+	filtered := false
+	if p := c.GetTopicsPattern(); p != "" {
+		p = strings.TrimPrefix(p, "persistent://")
+		if re, err := regexp.Compile("^(?:" + p + ")$"); err == nil {
+			filtered = true
+			topics = slices.DeleteFunc(topics, func(name string) bool {
+				tn, err := ParseTopicName(name)
+				return err != nil || !re.MatchString(strings.TrimPrefix(tn.Base().String(), "persistent://"))
+			})
+		}
+	}
+	if topics == nil {
+		topics = []string{}
+	}
+	s.send(protocol.GetTopicsOfNamespaceResponse(c.GetRequestId(), topics, filtered, ""))
+}
+
+// topicsOfNamespace lists the topic names (partitions expanded) of a
+// namespace "tenant/ns", sorted; nil for an unknown namespace.
+func (s *Server) topicsOfNamespace(ctx context.Context, namespace string) ([]string, error) {
+	if strings.HasPrefix(namespace, "__lakegate/") {
+		return nil, nil // the gateway's own bookkeeping (admin tenants), not topics
+	}
+	ids, err := s.cfg.Catalog.ListStreams(ctx, namespace)
+	if errors.Is(err, lakestream.ErrNoSuchNamespace) || errors.Is(err, lakestream.ErrInvalidArgument) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		md, err := s.cfg.Catalog.LoadStream(ctx, id)
+		if errors.Is(err, lakestream.ErrNoSuchStream) {
+			continue // dropped meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if md.State == lakestream.StreamDeleting {
+			continue
+		}
+		base := "persistent://" + id.Namespace + "/" + id.Name
+		if n := md.Partitioning.NumPartitions; n > 0 {
+			for i := range n {
+				out = append(out, base+partitionSuffix+strconv.Itoa(i))
+			}
+			continue
+		}
+		out = append(out, base)
+	}
+	slices.Sort(out)
+	return out, nil
 }

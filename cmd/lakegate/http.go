@@ -8,10 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/gateway"
 )
 
-// httpHandler serves /metrics, /healthz and /readyz.
-func httpHandler(n *engine.Node) http.Handler {
+// httpHandler serves /metrics, /healthz, /readyz and, when gw is not nil,
+// the Pulsar admin REST v2 under /admin/v2/.
+func httpHandler(n *engine.Node, gw *gateway.Server) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	reg.MustRegister(engineCollector{n.Engine})
@@ -19,6 +21,9 @@ func httpHandler(n *engine.Node) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ready\n")) })
+	if gw != nil {
+		mux.Handle("/admin/", gw.AdminHandler())
+	}
 	return mux
 }
 

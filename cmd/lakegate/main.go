@@ -2,6 +2,7 @@
 //
 //	lakegate standalone [--data-dir DIR] [--pulsar-addr :6650] [--http-addr :8080]
 //	lakegate serve --config FILE      (cluster node; external etcd)
+//	lakegate config docs              (prints docs/configuration.md)
 //	lakegate bench engine [flags]     (storage-engine benchmark driver)
 //	lakegate version
 package main
@@ -21,6 +22,7 @@ commands:
                objects under the data dir)
   serve        run a cluster node against external etcd and an object store
   bench        run benchmarks (bench engine -h for flags)
+  config docs  print every configuration key, its env variable, flag and default
   version      print the version
 `)
 }
@@ -38,6 +40,12 @@ func main() {
 		err = runServe(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "config":
+		if len(os.Args) == 3 && os.Args[2] == "docs" {
+			fmt.Print(configDocs())
+		} else {
+			err = fmt.Errorf("usage: lakegate config docs")
+		}
 	case "version":
 		fmt.Println("lakegate", version)
 	case "-h", "--help", "help":

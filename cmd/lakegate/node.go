@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,69 +18,55 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// nodeFlags are the flags shared by standalone and serve.
-type nodeFlags struct {
-	dataDir    string
-	objectURL  string
-	etcd       string
-	etcdPort   int
-	pulsarAddr string
-	advertised string
-	httpAddr   string
-	logJSON    bool
-}
-
-func (f *nodeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.dataDir, "data-dir", "data", "directory for the embedded etcd member and local objects")
-	fs.StringVar(&f.objectURL, "objects", "", "object store URL (file://, s3://, gs://, azblob://); default file://<data-dir>/objects")
-	fs.StringVar(&f.etcd, "etcd", "", "comma-separated external etcd endpoints; empty runs an embedded member")
-	fs.IntVar(&f.etcdPort, "etcd-port", 0, "client port of the embedded etcd member (0 = any free port)")
-	fs.StringVar(&f.pulsarAddr, "pulsar-addr", ":6650", "Pulsar binary protocol listen address")
-	fs.StringVar(&f.advertised, "advertised-addr", "", "host:port that topic lookups send Pulsar clients to; default the bound address (localhost for a wildcard host)")
-	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "admin REST, /metrics and health listen address")
-	fs.BoolVar(&f.logJSON, "log-json", false, "log as JSON")
-}
-
 func runStandalone(args []string) error {
-	fs := flag.NewFlagSet("standalone", flag.ContinueOnError)
-	var f nodeFlags
-	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	c, err := loadConfig("standalone", args, os.Environ())
+	if err != nil {
 		return err
 	}
-	if f.etcd != "" {
-		return errors.New("standalone runs its own etcd; use `lakegate serve --etcd …` for an external cluster")
+	if len(c.Etcd.Endpoints) > 0 {
+		return errors.New("standalone runs its own etcd; use `lakegate serve` for an external cluster")
 	}
-	return runNode(f)
+	return runNode(c)
 }
 
 func runServe(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var f nodeFlags
-	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	c, err := loadConfig("serve", args, os.Environ())
+	if err != nil {
 		return err
 	}
-	if f.etcd == "" {
-		return errors.New("serve needs --etcd endpoints (use `lakegate standalone` for a single node)")
+	if len(c.Etcd.Endpoints) == 0 {
+		return errors.New("config etcd.endpoints: serve needs external etcd endpoints (use `lakegate standalone` for a single node)")
 	}
-	return runNode(f)
+	return runNode(c)
 }
 
-func runNode(f nodeFlags) error {
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-	if f.logJSON {
-		h = slog.NewJSONHandler(os.Stderr, nil)
+func runNode(c *Config) error {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Log.Level)) // validated by loadConfig
+	hopts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
+	if c.Log.JSON {
+		h = slog.NewJSONHandler(os.Stderr, hopts)
 	}
 	log := slog.New(h)
 	slog.SetDefault(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := engine.NodeConfig{DataDir: f.dataDir, ObjectURL: f.objectURL, EtcdClientPort: f.etcdPort}
-	cfg.Engine.Logger = log
-	if f.etcd != "" {
-		cfg.EtcdEndpoints = strings.Split(f.etcd, ",")
+	cfg := engine.NodeConfig{
+		DataDir: c.DataDir, ObjectURL: c.Objects,
+		EtcdEndpoints: c.Etcd.Endpoints, EtcdClientPort: c.Etcd.Port, EtcdPrefix: c.Etcd.Prefix,
+		Engine: engine.Options{
+			NodeID:                c.Engine.NodeID,
+			FlushBytes:            c.Engine.FlushBytes,
+			Linger:                c.Engine.Linger,
+			MaxPendingBytes:       c.Engine.MaxPendingBytes,
+			MaxInflightFlushes:    c.Engine.MaxInflightFlushes,
+			CommitTimeout:         c.Engine.CommitTimeout,
+			CacheBytes:            c.Engine.CacheBytes,
+			CursorPersistInterval: c.Engine.CursorPersist,
+			Logger:                log,
+		},
 	}
 	n, err := engine.StartNode(ctx, cfg)
 	if err != nil {
@@ -94,7 +79,7 @@ func runNode(f nodeFlags) error {
 	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
 		return fmt.Errorf("creating namespace public/default: %w", err)
 	}
-	gw, err := gateway.Listen(f.pulsarAddr, gateway.Config{Catalog: cat, AdvertisedAddr: f.advertised, Logger: log})
+	gw, err := gateway.Listen(c.Pulsar.Addr, gateway.Config{Catalog: cat, AdvertisedAddr: c.Pulsar.AdvertisedAddr, Logger: log})
 	if err != nil {
 		return fmt.Errorf("pulsar listener: %w", err)
 	}
@@ -105,11 +90,11 @@ func runNode(f nodeFlags) error {
 		}
 	}()
 
-	ln, err := net.Listen("tcp", f.httpAddr)
+	ln, err := net.Listen("tcp", c.HTTP.Addr)
 	if err != nil {
 		return fmt.Errorf("http listener: %w", err)
 	}
-	srv := &http.Server{Handler: httpHandler(n), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpHandler(n, gw), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
 

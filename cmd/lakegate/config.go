@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a node's whole configuration. Every leaf field has a YAML key
+// (the path of its yaml tags), an environment variable and a flag (both
+// derived from that path), a default and a doc string; docs/configuration.md
+// is generated from these tags (`lakegate config docs`) and a test keeps it
+// in step. Precedence: default < file (--config) < environment < flags.
+type Config struct {
+	DataDir string `yaml:"dataDir" default:"data" doc:"Directory for the embedded etcd member and, unless objects is set, the objects."`
+	Objects string `yaml:"objects" doc:"Object store URL (file://, s3://, gs://, azblob://). Default file://<dataDir>/objects."`
+
+	Etcd struct {
+		Endpoints []string `yaml:"endpoints" doc:"External etcd endpoints (comma-separated in env and flags). Empty runs an embedded single member in <dataDir>/etcd (standalone only)."`
+		Prefix    string   `yaml:"prefix" doc:"Prefix of every metadata key, to share an etcd cluster."`
+		Port      int      `yaml:"port" default:"0" doc:"Client port of the embedded member (0 = any free port)."`
+	} `yaml:"etcd"`
+
+	Pulsar struct {
+		Addr           string `yaml:"addr" default:":6650" doc:"Pulsar binary protocol listen address."`
+		AdvertisedAddr string `yaml:"advertisedAddr" doc:"host:port that topic lookups send clients to. Default the bound address (localhost for a wildcard host)."`
+	} `yaml:"pulsar"`
+
+	HTTP struct {
+		Addr string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address."`
+	} `yaml:"http"`
+
+	Log struct {
+		JSON  bool   `yaml:"json" default:"false" doc:"Log as JSON (else text)."`
+		Level string `yaml:"level" default:"info" doc:"Log level: debug, info, warn, error."`
+	} `yaml:"log"`
+
+	Engine struct {
+		NodeID             string        `yaml:"nodeId" doc:"Name of this node in WAL object names. Default a random id per start."`
+		FlushBytes         int           `yaml:"flushBytes" default:"0" doc:"Flush a WAL object at this many pending bytes. 0 = 1 MiB for local stores, 4 MiB for s3/gs/azblob; at most 64 MiB."`
+		Linger             time.Duration `yaml:"linger" default:"0s" doc:"Flush a WAL object this long after its first entry. 0 = 2ms local, 250ms for s3/gs/azblob."`
+		MaxPendingBytes    int64         `yaml:"maxPendingBytes" default:"67108864" doc:"Payload bytes accepted but not yet acknowledged; appends wait beyond it."`
+		MaxInflightFlushes int           `yaml:"maxInflightFlushes" default:"4" doc:"WAL objects PUT concurrently (commits stay in order)."`
+		CommitTimeout      time.Duration `yaml:"commitTimeout" default:"30s" doc:"Bound on PUT plus commit of one WAL object; appends fail after it."`
+		CacheBytes         int64         `yaml:"cacheBytes" default:"268435456" doc:"Bytes of decoded chunks kept for reads."`
+		CursorPersist      time.Duration `yaml:"cursorPersistInterval" default:"1s" doc:"How often changed subscription cursors are written to etcd."`
+	} `yaml:"engine"`
+}
+
+// configField is one leaf of Config.
+type configField struct {
+	path  string // dotted YAML path, e.g. "etcd.endpoints"
+	env   string // LAKEGATE_ETCD_ENDPOINTS
+	flag  string // etcd-endpoints
+	def   string
+	doc   string
+	value reflect.Value
+}
+
+func configFields(c *Config) []configField {
+	var out []configField
+	var walk func(v reflect.Value, t reflect.Type, prefix []string)
+	walk = func(v reflect.Value, t reflect.Type, prefix []string) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			key := strings.Split(sf.Tag.Get("yaml"), ",")[0]
+			p := append(append([]string(nil), prefix...), key)
+			if sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeOf(time.Duration(0)) {
+				walk(v.Field(i), sf.Type, p)
+				continue
+			}
+			out = append(out, configField{
+				path:  strings.Join(p, "."),
+				env:   "LAKEGATE_" + strings.ToUpper(snake(strings.Join(p, "_"))),
+				flag:  strings.ReplaceAll(snake(strings.Join(p, "-")), "_", "-"),
+				def:   sf.Tag.Get("default"),
+				doc:   sf.Tag.Get("doc"),
+				value: v.Field(i),
+			})
+		}
+	}
+	walk(reflect.ValueOf(c).Elem(), reflect.TypeOf(*c), nil)
+	return out
+}
+
+// snake turns "dataDir" into "data_dir" (separators are kept).
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 && s[i-1] != '_' && s[i-1] != '-' && s[i-1] != '.' {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// set parses s into the field; the error names the key.
+func (f configField) set(s, source string) error {
+	bad := func(err error) error {
+		return fmt.Errorf("config %s (%s): %q: %v", f.path, source, s, err)
+	}
+	switch f.value.Interface().(type) {
+	case string:
+		f.value.SetString(s)
+	case bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return bad(err)
+		}
+		f.value.SetBool(b)
+	case int, int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return bad(err)
+		}
+		if n < 0 {
+			return bad(errors.New("must not be negative"))
+		}
+		f.value.SetInt(n)
+	case time.Duration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return bad(err)
+		}
+		if d < 0 {
+			return bad(errors.New("must not be negative"))
+		}
+		f.value.SetInt(int64(d))
+	case []string:
+		var parts []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		f.value.Set(reflect.ValueOf(parts))
+	default:
+		return bad(fmt.Errorf("unsupported type %s", f.value.Type()))
+	}
+	return nil
+}
+
+// loadConfig builds the configuration of a node command: defaults, then the
+// --config file, then LAKEGATE_* variables, then flags.
+func loadConfig(name string, args []string, environ []string) (*Config, error) {
+	c := &Config{}
+	fields := configFields(c)
+	for _, f := range fields {
+		if f.def != "" {
+			if err := f.set(f.def, "default"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	file := fs.String("config", "", "YAML configuration file (keys in docs/configuration.md)")
+	flagVals := map[string]*string{}
+	for _, f := range fields {
+		flagVals[f.flag] = fs.String(f.flag, "", f.doc+" [env "+f.env+"]")
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return nil, fmt.Errorf("config file: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)                                            // an unknown key is an error naming it
+		if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: empty file
+			return nil, fmt.Errorf("config file %s: %w", *file, err)
+		}
+	}
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for _, f := range fields {
+		if v, ok := env[f.env]; ok {
+			if err := f.set(v, "env "+f.env); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var ferr error
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "config" || ferr != nil {
+			return
+		}
+		for _, f := range fields {
+			if f.flag == fl.Name {
+				ferr = f.set(*flagVals[fl.Name], "flag --"+fl.Name)
+			}
+		}
+	})
+	if ferr != nil {
+		return nil, ferr
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("config log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	if c.DataDir == "" && (c.Objects == "" || len(c.Etcd.Endpoints) == 0) {
+		return errors.New("config dataDir: empty, and objects or etcd.endpoints is not set")
+	}
+	if c.Engine.MaxInflightFlushes < 1 {
+		return errors.New("config engine.maxInflightFlushes: must be at least 1")
+	}
+	return nil
+}
+
+// configDocs renders docs/configuration.md.
+func configDocs() string {
+	var b strings.Builder
+	b.WriteString("# Configuration\n\n")
+	b.WriteString("Generated by `lakegate config docs` from the code (`cmd/lakegate/config.go`);\n")
+	b.WriteString("a test fails when this file and the code disagree.\n\n")
+	b.WriteString("`lakegate standalone` needs no configuration. `lakegate serve --config FILE`\n")
+	b.WriteString("reads a YAML file with the keys below. Precedence: default < file <\n")
+	b.WriteString("environment variable < flag. An unknown key or an invalid value stops the\n")
+	b.WriteString("node at start with a message naming the key.\n\n")
+	b.WriteString("| key | env | flag | default | meaning |\n|---|---|---|---|---|\n")
+	for _, f := range configFields(&Config{}) {
+		def := f.def
+		if def == "" {
+			def = "—"
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | `--%s` | `%s` | %s |\n", f.path, f.env, f.flag, def, f.doc)
+	}
+	b.WriteString("\nExample (`deploy/lakegate.example.yaml`):\n\n```yaml\n")
+	b.WriteString(exampleConfig)
+	b.WriteString("```\n")
+	return b.String()
+}
+
+const exampleConfig = `dataDir: /var/lib/lakegate
+objects: s3://my-bucket?region=eu-west-1&prefix=lakegate/
+etcd:
+  endpoints: [http://etcd-0:2379, http://etcd-1:2379, http://etcd-2:2379]
+pulsar:
+  addr: ":6650"
+  advertisedAddr: lakegate-0.lakegate:6650
+http:
+  addr: ":8080"
+log:
+  json: true
+engine:
+  linger: 250ms
+  flushBytes: 4194304
+`

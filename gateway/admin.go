@@ -1,0 +1,604 @@
+package gateway
+
+// Pulsar admin REST v2 (the subset pulsar-admin and the Go pulsaradmin
+// package call), served by the same Server that speaks the binary protocol so
+// that stats, subscription changes and cursor resets see the live producers
+// and subscription actors.
+//
+// Files:
+//
+//	admin.go               routing, JSON/error helpers, THE error→status mapping,
+//	                       clusters, tenants, namespaces
+//	admin_topics.go        topic create/grow/list/delete, lastMessageId,
+//	                       terminate, unload, raw entry
+//	admin_subscriptions.go subscriptions list/create/delete/reset cursor
+//	admin_stats.go         stats and partitioned-stats
+//
+// Tenants. lakestream has no tenant object: a Pulsar namespace "t/ns" is the
+// lakestream namespace "t/ns". A tenant exists when it has an explicit record
+// (PUT /admin/v2/tenants/{t}) or when at least one namespace "t/…" exists (so
+// "public" exists as soon as "public/default" does). Explicit records are
+// properties of the reserved namespace adminTenantsNamespace ("__lakegate/tenants"):
+// key = tenant name, value = the TenantInfo JSON. That namespace and its
+// tenant are hidden from every listing. Tenant create is check-then-set, not
+// one transaction: two concurrent PUTs of the same tenant may both succeed.
+//
+// Deleted topics. lakestream tombstones a dropped stream's name: a topic name
+// that was deleted cannot be created again (409 with a reason).
+//
+// Non-persistent topics are not supported: list endpoints under
+// /admin/v2/non-persistent answer [] (pulsaradmin's topic list queries
+// them), every other call answers 501.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// Errors raised by the admin REST layer. Each maps to the HTTP status named in
+// its comment (see adminStatus).
+var (
+	// errAdminNotFound: an unknown tenant, namespace, topic or subscription (404).
+	errAdminNotFound = errors.New("gateway: admin: not found")
+	// errAdminConflict: the object exists already, or its state forbids the
+	// change (409).
+	errAdminConflict = errors.New("gateway: admin: conflict")
+	// errAdminPrecondition: a request the current state does not allow (412).
+	errAdminPrecondition = errors.New("gateway: admin: precondition failed")
+	// errAdminBadRequest: a malformed body or parameter (400).
+	errAdminBadRequest = errors.New("gateway: admin: bad request")
+	// errAdminNotImplemented: an operation lakegate does not support (501).
+	errAdminNotImplemented = errors.New("gateway: admin: not implemented")
+	// errAdminMethodNotAllowed: an operation not allowed on this kind of
+	// topic, e.g. terminating a partitioned topic (405).
+	errAdminMethodNotAllowed = errors.New("gateway: admin: not allowed on this topic")
+	// errAdminUnprocessable: a value out of range, e.g. shrinking partitions (422).
+	errAdminUnprocessable = errors.New("gateway: admin: unprocessable")
+)
+
+// adminStatus is THE mapping from Go errors (admin, gateway, actors,
+// lakestream) to HTTP status codes. Every error answered by the admin REST
+// goes through it.
+func adminStatus(err error) int {
+	switch {
+	case errors.Is(err, errAdminNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, errAdminConflict):
+		return http.StatusConflict
+	case errors.Is(err, errAdminPrecondition):
+		return http.StatusPreconditionFailed
+	case errors.Is(err, errAdminBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, errAdminNotImplemented):
+		return http.StatusNotImplemented
+	case errors.Is(err, errAdminMethodNotAllowed):
+		return http.StatusMethodNotAllowed
+	case errors.Is(err, errAdminUnprocessable):
+		return http.StatusUnprocessableEntity
+
+	case errors.Is(err, ErrInvalidTopicName):
+		return http.StatusPreconditionFailed
+	case errors.Is(err, ErrNotAllowed):
+		return http.StatusPreconditionFailed
+	case errors.Is(err, ErrServiceNotReady):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, actors.ErrConsumerBusy):
+		return http.StatusPreconditionFailed
+	case errors.Is(err, actors.ErrSubscriptionClosed):
+		return http.StatusServiceUnavailable
+
+	case errors.Is(err, lakestream.ErrNoSuchStream),
+		errors.Is(err, lakestream.ErrNoSuchNamespace),
+		errors.Is(err, lakestream.ErrNoSuchLog),
+		errors.Is(err, lakestream.ErrNoSuchCursor):
+		return http.StatusNotFound
+	case errors.Is(err, lakestream.ErrAlreadyExists),
+		errors.Is(err, lakestream.ErrNamespaceNotEmpty),
+		errors.Is(err, lakestream.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, lakestream.ErrInvalidArgument):
+		return http.StatusPreconditionFailed
+	case errors.Is(err, lakestream.ErrOffsetOutOfRange),
+		errors.Is(err, lakestream.ErrOffsetTrimmed):
+		return http.StatusNotFound
+	case errors.Is(err, lakestream.ErrUnavailable),
+		errors.Is(err, lakestream.ErrIndeterminate),
+		errors.Is(err, lakestream.ErrClosed),
+		errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// adminTenantsNamespace holds the explicit tenant records (see the file
+// comment); adminHiddenTenant is its tenant, hidden from listings.
+const (
+	adminHiddenTenant     = "__lakegate"
+	adminTenantsNamespace = adminHiddenTenant + "/tenants"
+	adminClusterName      = "standalone"
+	// adminBodyBytesMax bounds request bodies, in bytes.
+	adminBodyBytesMax = 1 << 20
+	// adminRequestTimeout bounds one admin request's storage calls.
+	adminRequestTimeout = 30 * time.Second
+)
+
+// admin serves the REST API of one Server.
+type admin struct {
+	srv *Server
+	cat lakestream.StreamCatalog
+}
+
+// AdminHandler returns the Pulsar admin REST v2 handler (paths under
+// /admin/v2/). Mount it on the node's HTTP server.
+func (s *Server) AdminHandler() http.Handler {
+	a := &admin{srv: s, cat: s.cfg.Catalog}
+	mux := http.NewServeMux()
+
+	mux.HandleFunc("GET /admin/v2/clusters", a.listClusters)
+	mux.HandleFunc("GET /admin/v2/clusters/{cluster}", a.getCluster)
+
+	mux.HandleFunc("GET /admin/v2/tenants", a.listTenants)
+	mux.HandleFunc("GET /admin/v2/tenants/{tenant}", a.getTenant)
+	mux.HandleFunc("PUT /admin/v2/tenants/{tenant}", a.putTenant)
+	mux.HandleFunc("POST /admin/v2/tenants/{tenant}", a.updateTenant)
+	mux.HandleFunc("DELETE /admin/v2/tenants/{tenant}", a.deleteTenant)
+
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}", a.listNamespaces)
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}", a.getNamespace)
+	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}", a.putNamespace)
+	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{ns}", a.deleteNamespace)
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/topics", a.listNamespaceTopics)
+
+	const p = "/admin/v2/persistent/{tenant}/{ns}"
+	mux.HandleFunc("GET "+p, a.listTopics)
+	mux.HandleFunc("GET "+p+"/partitioned", a.listPartitionedTopics)
+	mux.HandleFunc("PUT "+p+"/{topic}", a.createTopic)
+	mux.HandleFunc("DELETE "+p+"/{topic}", a.deleteTopic)
+	mux.HandleFunc("PUT "+p+"/{topic}/partitions", a.createPartitionedTopic)
+	mux.HandleFunc("POST "+p+"/{topic}/partitions", a.growPartitionedTopic)
+	mux.HandleFunc("GET "+p+"/{topic}/partitions", a.getPartitions)
+	mux.HandleFunc("DELETE "+p+"/{topic}/partitions", a.deletePartitionedTopic)
+	mux.HandleFunc("GET "+p+"/{topic}/stats", a.topicStats)
+	mux.HandleFunc("GET "+p+"/{topic}/partitioned-stats", a.partitionedStats)
+	mux.HandleFunc("GET "+p+"/{topic}/subscriptions", a.listSubscriptions)
+	mux.HandleFunc("PUT "+p+"/{topic}/subscription/{sub}", a.createSubscription)
+	mux.HandleFunc("DELETE "+p+"/{topic}/subscription/{sub}", a.deleteSubscription)
+	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor/{timestamp}", a.resetCursorByTime)
+	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor", a.resetCursorByID)
+	mux.HandleFunc("GET "+p+"/{topic}/lastMessageId", a.lastMessageID)
+	mux.HandleFunc("POST "+p+"/{topic}/terminate", a.terminate)
+	mux.HandleFunc("PUT "+p+"/{topic}/unload", a.unload)
+	mux.HandleFunc("GET "+p+"/{topic}/ledger/{ledger}/entry/{entry}", a.getEntry)
+
+	const np = "/admin/v2/non-persistent/{tenant}/{ns}"
+	emptyList := func(w http.ResponseWriter, r *http.Request) {
+		if err := a.checkNamespace(r.Context(), r.PathValue("tenant"), r.PathValue("ns")); err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, []string{})
+	}
+	mux.HandleFunc("GET "+np, emptyList)
+	mux.HandleFunc("GET "+np+"/partitioned", emptyList)
+	mux.HandleFunc("/admin/v2/non-persistent/", func(w http.ResponseWriter, r *http.Request) {
+		writeAdminError(w, fmt.Errorf("%w: non-persistent topics are not supported by lakegate (every topic is persistent)", errAdminNotImplemented))
+	})
+	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		writeAdminError(w, fmt.Errorf("%w: %s %s is not an admin endpoint lakegate serves", errAdminNotFound, r.Method, r.URL.Path))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+		defer cancel()
+		r.Body = http.MaxBytesReader(w, r.Body, adminBodyBytesMax)
+		mux.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// adminError is the body Pulsar tools read the reason from.
+type adminError struct {
+	Reason string `json:"reason"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeAdminError(w http.ResponseWriter, err error) {
+	writeJSON(w, adminStatus(err), adminError{Reason: adminReason(err)})
+}
+
+// adminReason strips the package prefixes of the sentinel errors: what stays
+// is the part a human wrote for this request.
+func adminReason(err error) string {
+	msg := err.Error()
+	for _, e := range []error{errAdminNotFound, errAdminConflict, errAdminPrecondition, errAdminBadRequest,
+		errAdminNotImplemented, errAdminMethodNotAllowed, errAdminUnprocessable} {
+		msg = strings.ReplaceAll(msg, e.Error()+": ", "")
+	}
+	for _, p := range []string{"gateway: ", "lakestream: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
+
+// readBody reads the (bounded) body; empty bodies return nil.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the body: %v", errAdminBadRequest, err)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 || strings.TrimSpace(string(b)) == "null" {
+		return nil, nil
+	}
+	return b, nil
+}
+
+func queryBool(r *http.Request, name string) bool {
+	v := r.URL.Query().Get(name)
+	return v == "true" || v == "1"
+}
+
+// --- clusters ---
+
+func (a *admin) listClusters(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, []string{adminClusterName})
+}
+
+func (a *admin) getCluster(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("cluster") != adminClusterName {
+		writeAdminError(w, fmt.Errorf("%w: cluster %q does not exist", errAdminNotFound, r.PathValue("cluster")))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{
+		"serviceUrl":       "http://" + r.Host,
+		"brokerServiceUrl": a.srv.ServiceURL(),
+	})
+}
+
+// --- tenants ---
+
+// tenantInfo is Pulsar's TenantInfo.
+type tenantInfo struct {
+	AdminRoles      []string `json:"adminRoles"`
+	AllowedClusters []string `json:"allowedClusters"`
+}
+
+func defaultTenantInfo() tenantInfo {
+	return tenantInfo{AdminRoles: []string{}, AllowedClusters: []string{adminClusterName}}
+}
+
+// tenantRecords returns the explicit tenant records (tenant → TenantInfo JSON).
+func (a *admin) tenantRecords(ctx context.Context) (map[string]string, error) {
+	ns, err := a.cat.LoadNamespace(ctx, adminTenantsNamespace)
+	if errors.Is(err, lakestream.ErrNoSuchNamespace) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ns.Properties, nil
+}
+
+// namespacesOf lists the namespaces of tenant ("t/ns"), sorted; every
+// namespace when tenant is "".
+func (a *admin) namespacesOf(ctx context.Context, tenant string) ([]string, error) {
+	all, err := a.cat.ListNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range all {
+		t, _, ok := strings.Cut(ns, "/")
+		if !ok || t == adminHiddenTenant || (tenant != "" && t != tenant) {
+			continue
+		}
+		out = append(out, ns)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// tenants returns every tenant: explicit records and namespace prefixes.
+func (a *admin) tenants(ctx context.Context) (map[string]tenantInfo, error) {
+	recs, err := a.tenantRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]tenantInfo{}
+	for name, raw := range recs {
+		info := defaultTenantInfo()
+		json.Unmarshal([]byte(raw), &info) // a record we wrote; defaults on damage
+		out[name] = info
+	}
+	nss, err := a.namespacesOf(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range nss {
+		t, _, _ := strings.Cut(ns, "/")
+		if _, ok := out[t]; !ok {
+			out[t] = defaultTenantInfo()
+		}
+	}
+	return out, nil
+}
+
+func (a *admin) tenant(ctx context.Context, name string) (tenantInfo, error) {
+	all, err := a.tenants(ctx)
+	if err != nil {
+		return tenantInfo{}, err
+	}
+	info, ok := all[name]
+	if !ok || name == adminHiddenTenant {
+		return tenantInfo{}, fmt.Errorf("%w: tenant %q does not exist", errAdminNotFound, name)
+	}
+	return info, nil
+}
+
+func validName(kind, s string) error {
+	if s == "" || strings.ContainsAny(s, "/\x00") || s == "." || s == ".." {
+		return fmt.Errorf("%w: invalid %s name %q", errAdminPrecondition, kind, s)
+	}
+	return nil
+}
+
+func (a *admin) listTenants(w http.ResponseWriter, r *http.Request) {
+	all, err := a.tenants(r.Context())
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	names := make([]string, 0, len(all))
+	for t := range all {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	writeJSON(w, http.StatusOK, names)
+}
+
+func (a *admin) getTenant(w http.ResponseWriter, r *http.Request) {
+	info, err := a.tenant(r.Context(), r.PathValue("tenant"))
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// parseTenantInfo reads a TenantInfo body (empty: defaults).
+func parseTenantInfo(r *http.Request) (tenantInfo, error) {
+	info := defaultTenantInfo()
+	b, err := readBody(r)
+	if err != nil || b == nil {
+		return info, err
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("%w: tenant info: %v", errAdminBadRequest, err)
+	}
+	if info.AdminRoles == nil {
+		info.AdminRoles = []string{}
+	}
+	if len(info.AllowedClusters) == 0 {
+		info.AllowedClusters = []string{adminClusterName}
+	}
+	for _, c := range info.AllowedClusters {
+		if c != adminClusterName {
+			return info, fmt.Errorf("%w: cluster %q does not exist (the only cluster is %q)", errAdminPrecondition, c, adminClusterName)
+		}
+	}
+	return info, nil
+}
+
+func (a *admin) storeTenant(ctx context.Context, name string, info tenantInfo) error {
+	raw, _ := json.Marshal(info)
+	if _, err := a.cat.CreateNamespace(ctx, adminTenantsNamespace, nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
+		return err
+	}
+	return a.cat.SetNamespaceProperties(ctx, adminTenantsNamespace, map[string]string{name: string(raw)})
+}
+
+func (a *admin) putTenant(w http.ResponseWriter, r *http.Request) {
+	ctx, name := r.Context(), r.PathValue("tenant")
+	err := validName("tenant", name)
+	if err == nil && name == adminHiddenTenant {
+		err = fmt.Errorf("%w: tenant name %q is reserved", errAdminPrecondition, name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	info, err := parseTenantInfo(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if _, err := a.tenant(ctx, name); err == nil {
+		writeAdminError(w, fmt.Errorf("%w: tenant %q already exists", errAdminConflict, name))
+		return
+	} else if !errors.Is(err, errAdminNotFound) {
+		writeAdminError(w, err)
+		return
+	}
+	if err := a.storeTenant(ctx, name, info); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+func (a *admin) updateTenant(w http.ResponseWriter, r *http.Request) {
+	ctx, name := r.Context(), r.PathValue("tenant")
+	if _, err := a.tenant(ctx, name); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	info, err := parseTenantInfo(r)
+	if err == nil {
+		err = a.storeTenant(ctx, name, info)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+func (a *admin) deleteTenant(w http.ResponseWriter, r *http.Request) {
+	ctx, name := r.Context(), r.PathValue("tenant")
+	if _, err := a.tenant(ctx, name); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	nss, err := a.namespacesOf(ctx, name)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if len(nss) > 0 {
+		writeAdminError(w, fmt.Errorf("%w: the tenant still has namespaces %v", errAdminConflict, nss))
+		return
+	}
+	recs, err := a.tenantRecords(ctx)
+	if err == nil && recs[name] != "" {
+		err = a.cat.RemoveNamespaceProperties(ctx, adminTenantsNamespace, []string{name})
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+// --- namespaces ---
+
+// checkNamespace returns a 404 error unless tenant/ns exists.
+func (a *admin) checkNamespace(ctx context.Context, tenant, ns string) error {
+	if tenant == adminHiddenTenant {
+		return fmt.Errorf("%w: namespace %s/%s does not exist", errAdminNotFound, tenant, ns)
+	}
+	ok, err := a.cat.NamespaceExists(ctx, tenant+"/"+ns)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: namespace %s/%s does not exist", errAdminNotFound, tenant, ns)
+	}
+	return nil
+}
+
+func (a *admin) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	ctx, tenant := r.Context(), r.PathValue("tenant")
+	if _, err := a.tenant(ctx, tenant); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	nss, err := a.namespacesOf(ctx, tenant)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if nss == nil {
+		nss = []string{}
+	}
+	writeJSON(w, http.StatusOK, nss)
+}
+
+func (a *admin) getNamespace(w http.ResponseWriter, r *http.Request) {
+	ctx, tenant, ns := r.Context(), r.PathValue("tenant"), r.PathValue("ns")
+	if err := a.checkNamespace(ctx, tenant, ns); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	rec, err := a.cat.LoadNamespace(ctx, tenant+"/"+ns)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	props := rec.Properties
+	if props == nil {
+		props = map[string]string{}
+	}
+	// A minimal Pulsar Policies object: lakegate has no per-namespace
+	// policies besides properties.
+	writeJSON(w, http.StatusOK, map[string]any{
+		"replication_clusters": []string{adminClusterName},
+		"bundles":              map[string]any{"boundaries": []string{"0x00000000", "0xffffffff"}, "numBundles": 1},
+		"properties":           props,
+	})
+}
+
+func (a *admin) putNamespace(w http.ResponseWriter, r *http.Request) {
+	ctx, tenant, ns := r.Context(), r.PathValue("tenant"), r.PathValue("ns")
+	if err := errors.Join(validName("tenant", tenant), validName("namespace", ns)); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if _, err := a.tenant(ctx, tenant); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if _, err := readBody(r); err != nil { // policies: accepted, not applied
+		writeAdminError(w, err)
+		return
+	}
+	_, err := a.cat.CreateNamespace(ctx, tenant+"/"+ns, nil)
+	if errors.Is(err, lakestream.ErrAlreadyExists) {
+		err = fmt.Errorf("%w: namespace %s/%s already exists", errAdminConflict, tenant, ns)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+func (a *admin) deleteNamespace(w http.ResponseWriter, r *http.Request) {
+	ctx, tenant, ns := r.Context(), r.PathValue("tenant"), r.PathValue("ns")
+	if err := a.checkNamespace(ctx, tenant, ns); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	name := tenant + "/" + ns
+	if queryBool(r, "force") {
+		ids, err := a.cat.ListStreams(ctx, name)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		for _, id := range ids {
+			if err := a.dropStream(ctx, id, true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
+				writeAdminError(w, err)
+				return
+			}
+		}
+	}
+	err := a.cat.DropNamespace(ctx, name)
+	if errors.Is(err, lakestream.ErrNamespaceNotEmpty) {
+		err = fmt.Errorf("%w: cannot delete non empty namespace %s (delete its topics, or use ?force=true)", errAdminConflict, name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+func (a *admin) listNamespaceTopics(w http.ResponseWriter, r *http.Request) {
+	a.listTopics(w, r)
+}

@@ -1,0 +1,304 @@
+package gateway
+
+// Admin REST: topic stats and partitioned stats, in Pulsar's JSON shape.
+//
+// What is measured and what is not:
+//   - rates (msgRateIn/Out, throughput) are 0: the gateway keeps no rate
+//     windows yet;
+//   - msgInCounter / bytesInCounter count every record / payload byte
+//     appended since the log was created (not since this node started);
+//   - storageSize is the payload bytes of the readable entries (no index or
+//     object overhead);
+//   - msgBacklog is exact for subscriptions whose cursor is not loaded; for a
+//     running subscription it counts the records above its mark-delete
+//     point, individually acknowledged ones included (the actor owns the
+//     cursor and exposes only its mark-delete offset);
+//   - publishers carry producerName, producerId, accessMode and address;
+//     metadata and clientVersion are not kept by the gateway (empty);
+//   - consumers[] has one entry per connected consumer, without names or
+//     metadata (the subscription actor only counts its consumers);
+//   - a subscription whose cursor is not loaded has type "" (the type is a
+//     property of connected consumers, not stored).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+type publisherStatsJSON struct {
+	AccessMode      string            `json:"accessMode"`
+	ProducerID      uint64            `json:"producerId"`
+	ProducerName    string            `json:"producerName"`
+	MsgRateIn       float64           `json:"msgRateIn"`
+	MsgThroughputIn float64           `json:"msgThroughputIn"`
+	AverageMsgSize  float64           `json:"averageMsgSize"`
+	Address         string            `json:"address"`
+	ClientVersion   string            `json:"clientVersion"`
+	Metadata        map[string]string `json:"metadata"`
+}
+
+type consumerStatsJSON struct {
+	ConsumerName     string            `json:"consumerName"`
+	MsgRateOut       float64           `json:"msgRateOut"`
+	MsgThroughputOut float64           `json:"msgThroughputOut"`
+	AvailablePermits int               `json:"availablePermits"`
+	UnackedMessages  int               `json:"unackedMessages"`
+	Metadata         map[string]string `json:"metadata"`
+}
+
+type subscriptionStatsJSON struct {
+	MsgRateOut       float64             `json:"msgRateOut"`
+	MsgThroughputOut float64             `json:"msgThroughputOut"`
+	MsgBacklog       int64               `json:"msgBacklog"`
+	BacklogSize      int64               `json:"backlogSize"`
+	UnackedMessages  int64               `json:"unackedMessages"`
+	Type             string              `json:"type"`
+	IsDurable        bool                `json:"isDurable"`
+	Consumers        []consumerStatsJSON `json:"consumers"`
+}
+
+type topicStatsJSON struct {
+	MsgRateIn              float64                          `json:"msgRateIn"`
+	MsgRateOut             float64                          `json:"msgRateOut"`
+	MsgThroughputIn        float64                          `json:"msgThroughputIn"`
+	MsgThroughputOut       float64                          `json:"msgThroughputOut"`
+	MsgInCounter           int64                            `json:"msgInCounter"`
+	BytesInCounter         int64                            `json:"bytesInCounter"`
+	MsgOutCounter          int64                            `json:"msgOutCounter"`
+	AverageMsgSize         float64                          `json:"averageMsgSize"`
+	StorageSize            int64                            `json:"storageSize"`
+	BacklogSize            int64                            `json:"backlogSize"`
+	Publishers             []publisherStatsJSON             `json:"publishers"`
+	Subscriptions          map[string]subscriptionStatsJSON `json:"subscriptions"`
+	Replication            map[string]any                   `json:"replication"`
+	DeduplicationStatus    string                           `json:"deduplicationStatus"`
+	TopicCreationTimeStamp int64                            `json:"topicCreationTimeStamp,omitempty"`
+	LastPublishTimestamp   int64                            `json:"lastPublishTimestamp,omitempty"`
+}
+
+type partitionedStatsJSON struct {
+	topicStatsJSON
+	Metadata   partitionedMetadata       `json:"metadata"`
+	Partitions map[string]topicStatsJSON `json:"partitions"`
+}
+
+// bytesFrom is the payload bytes from the entry holding offset from to the
+// head, given the last entry's header.
+func (t *topic) bytesFrom(ctx context.Context, from int64, last lakestream.EntryHeader) (int64, error) {
+	if from >= last.End() {
+		return 0, nil
+	}
+	h, err := t.log.EntryHeader(ctx, from)
+	if errors.Is(err, lakestream.ErrOffsetTrimmed) {
+		first, ferr := t.log.FirstOffset(ctx)
+		if ferr != nil {
+			return 0, ferr
+		}
+		if first >= last.End() {
+			return 0, nil
+		}
+		h, err = t.log.EntryHeader(ctx, first)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return last.CumulativeSize - h.CumulativeSize + int64(h.Size), nil
+}
+
+// stats builds one topic's (or partition's) stats.
+func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, error) {
+	st := topicStatsJSON{
+		Publishers:             []publisherStatsJSON{},
+		Subscriptions:          map[string]subscriptionStatsJSON{},
+		Replication:            map[string]any{},
+		DeduplicationStatus:    "Disabled",
+		TopicCreationTimeStamp: createdMs,
+	}
+	first, err := t.log.FirstOffset(ctx)
+	if err != nil {
+		return st, err
+	}
+	next, err := t.log.NextOffset(ctx)
+	if err != nil {
+		return st, err
+	}
+	var last lakestream.EntryHeader
+	if next > first {
+		if last, err = t.log.EntryHeader(ctx, next-1); err != nil {
+			return st, err
+		}
+		if st.StorageSize, err = t.bytesFrom(ctx, first, last); err != nil {
+			return st, err
+		}
+		st.MsgInCounter, st.BytesInCounter = next, last.CumulativeSize
+		st.AverageMsgSize = float64(last.CumulativeSize) / float64(next)
+		st.LastPublishTimestamp = last.PublishTimeMs
+	}
+	st.BacklogSize = st.StorageSize
+
+	t.mu.Lock()
+	for _, p := range t.mu.producers {
+		st.Publishers = append(st.Publishers, publisherStatsJSON{
+			AccessMode:   p.mode.String(),
+			ProducerID:   p.id,
+			ProducerName: p.name,
+			Address:      p.sess.conn.RemoteAddr().String(),
+			Metadata:     map[string]string{},
+		})
+	}
+	t.mu.Unlock()
+
+	names, err := t.subscriptionNames(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, name := range names {
+		ss, ok, err := t.subscriptionStats(ctx, name, next, last)
+		if err != nil {
+			return st, err
+		}
+		if ok {
+			st.Subscriptions[name] = ss
+		}
+	}
+	return st, nil
+}
+
+// subscriptionStats reports one subscription; ok is false when it vanished
+// meanwhile.
+func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, last lakestream.EntryHeader) (subscriptionStatsJSON, bool, error) {
+	ss := subscriptionStatsJSON{Consumers: []consumerStatsJSON{}, IsDurable: true}
+	t.mu.Lock()
+	sub := t.liveSubLocked(name)
+	if sub == nil {
+		// No actor can load the cursor while t.mu is held.
+		defer t.mu.Unlock()
+		c, err := t.log.LoadCursor(ctx, name)
+		if errors.Is(err, lakestream.ErrNoSuchCursor) {
+			return ss, false, nil
+		}
+		if err != nil {
+			return ss, false, err
+		}
+		b, err := c.Backlog(ctx)
+		c.Close(ctx)
+		if err != nil {
+			return ss, false, err
+		}
+		ss.MsgBacklog, ss.BacklogSize = b.Records, b.Bytes
+		return ss, true, nil
+	}
+	t.mu.Unlock()
+	info, err := sub.Info()
+	if err != nil {
+		return ss, false, nil // stopped meanwhile
+	}
+	ss.Type = info.Type.String()
+	durable, err := t.hasCursor(ctx, name)
+	if err != nil {
+		return ss, false, err
+	}
+	ss.IsDurable = durable
+	for range info.Consumers {
+		ss.Consumers = append(ss.Consumers, consumerStatsJSON{Metadata: map[string]string{}})
+	}
+	from := info.MarkDeleteOffset + 1
+	if from < next {
+		if ss.MsgBacklog, err = t.log.MessageCount(ctx, from, next); err != nil {
+			return ss, false, err
+		}
+		if ss.BacklogSize, err = t.bytesFrom(ctx, from, last); err != nil {
+			return ss, false, err
+		}
+	}
+	return ss, true, nil
+}
+
+func (a *admin) topicStats(w http.ResponseWriter, r *http.Request) {
+	ref, err := a.refOf(r)
+	if err == nil && ref.partitioned() {
+		err = fmt.Errorf("%w: %s is a partitioned topic: use partitioned-stats, or the stats of a partition", errAdminNotFound, ref.name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	ts, err := a.topics(r.Context(), ref)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	st, err := ts[0].stats(r.Context(), ref.md.CreatedAtMs)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ref, err := a.refOf(r)
+	if err == nil && !ref.partitioned() {
+		err = fmt.Errorf("%w: partitioned topic %s not found (it is not partitioned: use stats)", errAdminNotFound, ref.name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	ts, err := a.topics(ctx, ref)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	perPartition := r.URL.Query().Get("perPartition") != "false"
+	out := partitionedStatsJSON{
+		topicStatsJSON: topicStatsJSON{
+			Publishers:             []publisherStatsJSON{},
+			Subscriptions:          map[string]subscriptionStatsJSON{},
+			Replication:            map[string]any{},
+			DeduplicationStatus:    "Disabled",
+			TopicCreationTimeStamp: ref.md.CreatedAtMs,
+		},
+		Metadata:   partitionedMetadata{Partitions: ref.md.Partitioning.NumPartitions},
+		Partitions: map[string]topicStatsJSON{},
+	}
+	for _, t := range ts {
+		st, err := t.stats(ctx, ref.md.CreatedAtMs)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if perPartition {
+			out.Partitions[t.name.String()] = st
+		}
+		agg := &out.topicStatsJSON
+		agg.MsgInCounter += st.MsgInCounter
+		agg.BytesInCounter += st.BytesInCounter
+		agg.StorageSize += st.StorageSize
+		agg.BacklogSize += st.BacklogSize
+		agg.LastPublishTimestamp = max(agg.LastPublishTimestamp, st.LastPublishTimestamp)
+		agg.Publishers = append(agg.Publishers, st.Publishers...)
+		for name, ss := range st.Subscriptions {
+			sum, ok := agg.Subscriptions[name]
+			if !ok {
+				sum = subscriptionStatsJSON{Consumers: []consumerStatsJSON{}, IsDurable: ss.IsDurable}
+			}
+			sum.MsgBacklog += ss.MsgBacklog
+			sum.BacklogSize += ss.BacklogSize
+			sum.Consumers = append(sum.Consumers, ss.Consumers...)
+			if sum.Type == "" {
+				sum.Type = ss.Type
+			}
+			agg.Subscriptions[name] = sum
+		}
+	}
+	if out.MsgInCounter > 0 {
+		out.AverageMsgSize = float64(out.BytesInCounter) / float64(out.MsgInCounter)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
