@@ -14,13 +14,14 @@ import (
 // CompactStats reports one compaction of one log.
 type CompactStats struct {
 	Chunks  int   // chunks replaced
+	Files   int   // table files written (CompactToTable)
 	Records int64 // records in them
 	From    int64 // first offset of the replaced range
 	End     int64 // offset just past it
 }
 
 // ErrNothingToCompact is returned by CompactLog when fewer than two chunks
-// are eligible.
+// are eligible, and by CompactToTable when none is.
 var ErrNothingToCompact = errors.New("engine: nothing to compact")
 
 // CompactLog repacks up to maxChunks consecutive WAL chunks of a log, from
@@ -146,33 +147,42 @@ func (e *Engine) CompactLog(ctx context.Context, id lakestream.LogID, maxChunks 
 	}
 
 	// Step 3: advance the compaction cursor (never backwards).
-	for attempt := 0; ; attempt++ {
-		kv, found, err := e.meta.Get(ctx, cursorKey)
-		if err != nil {
-			return st, fmt.Errorf("%w: compaction cursor: %w", lakestream.ErrUnavailable, err)
-		}
-		if found {
-			if c, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil && c >= ne.End() {
-				break
-			}
-		}
-		ok, _, err := e.meta.Txn(ctx, []meta.Cmp{{Key: cursorKey, ModRevision: kv.ModRevision}},
-			[]meta.Op{meta.Put(cursorKey, strconv.AppendInt(nil, ne.End(), 10))})
-		if err != nil {
-			return st, fmt.Errorf("%w: compaction cursor: %w", lakestream.ErrUnavailable, err)
-		}
-		if ok {
-			break
-		}
-		if err := backoff(ctx, attempt+1); err != nil {
-			return st, err
-		}
+	if err := e.advanceCompactCursor(ctx, id, ne.End()); err != nil {
+		return st, err
 	}
 	if err := e.compactHook(id, "cursor"); err != nil {
 		return st, err
 	}
 	e.dropIntentKey(ctx, intent)
 	return CompactStats{Chunks: len(old), Records: ne.Records, From: ne.First, End: ne.End()}, nil
+}
+
+// advanceCompactCursor moves the log's compaction cursor to end unless it
+// is there or beyond already (it never moves backwards).
+func (e *Engine) advanceCompactCursor(ctx context.Context, id lakestream.LogID, end int64) error {
+	cursorKey := e.keys.log(id) + "compacted"
+	for attempt := 0; ; attempt++ {
+		kv, found, err := e.meta.Get(ctx, cursorKey)
+		if err != nil {
+			return fmt.Errorf("%w: compaction cursor: %w", lakestream.ErrUnavailable, err)
+		}
+		if found {
+			if c, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil && c >= end {
+				return nil
+			}
+		}
+		ok, _, err := e.meta.Txn(ctx, []meta.Cmp{{Key: cursorKey, ModRevision: kv.ModRevision}},
+			[]meta.Op{meta.Put(cursorKey, strconv.AppendInt(nil, end, 10))})
+		if err != nil {
+			return fmt.Errorf("%w: compaction cursor: %w", lakestream.ErrUnavailable, err)
+		}
+		if ok {
+			return nil
+		}
+		if err := backoff(ctx, attempt+1); err != nil {
+			return err
+		}
+	}
 }
 
 func (e *Engine) compactHook(id lakestream.LogID, step string) error {

@@ -223,10 +223,13 @@ func decodeChunk(b []byte) (*loadedChunk, error) {
 }
 
 // loadChunk returns the decoded chunk an index entry points at, from the
-// cache or with one ranged GET.
+// cache or with one ranged GET (a whole-object GET for a Parquet file).
 func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk, error) {
+	if ie.Kind == kindParquet {
+		return l.loadParquetChunk(ctx, ie)
+	}
 	if ie.Kind != kindWAL {
-		return nil, fmt.Errorf("engine: log %d offsets %d..%d are in a %v chunk this engine cannot read yet", l.id, ie.First, ie.Last(), ie.Kind)
+		return nil, fmt.Errorf("engine: log %d offsets %d..%d are in a %v chunk this engine cannot read", l.id, ie.First, ie.Last(), ie.Kind)
 	}
 	loc := chunkLoc{ie.Object, ie.Offset}
 	if c := l.e.cache.get(loc); c != nil {

@@ -52,6 +52,14 @@ type Options struct {
 	// Default 10 min.
 	PendingIntentTTL time.Duration
 
+	// CompactAge: CompactToTable takes only WAL chunks written at least
+	// this long ago. Default 30 s.
+	CompactAge time.Duration
+	// CompactMaxBytes bounds the WAL payload bytes one CompactToTable call
+	// turns into table files (its first chunk is always taken). Default
+	// 64 MiB.
+	CompactMaxBytes int64
+
 	// Logger receives the engine's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -68,7 +76,7 @@ type hooks struct {
 	afterPut    func(object string) error
 	afterCommit func(object string) error
 	// compactStep is called after each step of a compaction ("put",
-	// "replace", "cursor").
+	// "replace", "cursor"; CompactToTable also "claim" and "commit").
 	compactStep func(log int64, step string) error
 }
 
@@ -124,6 +132,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PendingIntentTTL <= 0 {
 		o.PendingIntentTTL = 10 * time.Minute
+	}
+	if o.CompactAge <= 0 {
+		o.CompactAge = 30 * time.Second
+	}
+	if o.CompactMaxBytes <= 0 {
+		o.CompactMaxBytes = 64 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -23,7 +23,7 @@ const (
 	ColPublishDate      = "__publish_date"
 	ColLedgerID         = "__ledger_id"
 	ColEntryID          = "__entry_id"
-	ColBatchIndex       = "__batch_index"
+	ColBatchIndex       = "__batch_idx" // not __batch_index: pyarrow's dataset scanner reserves that name
 	ColBatchSize        = "__batch_size"
 	ColKey              = "__key"
 	ColKeyIsBase64      = "__key_is_base64"

@@ -42,7 +42,7 @@ type Message struct {
 	Partition  int32 // __partition
 	LedgerID   int64 // __ledger_id
 	EntryID    int64 // __entry_id
-	BatchIndex int32 // __batch_index, -1 when not batched or opaque
+	BatchIndex int32 // __batch_idx, -1 when not batched or opaque
 	BatchSize  int32 // __batch_size
 
 	Key            *string // __key, nil when absent

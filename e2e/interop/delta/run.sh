@@ -8,3 +8,5 @@ repo="$(cd "$here/../../.." && pwd)"
 py="$("$here/setup.sh" | tail -1)"
 cd "$repo"
 LAKEGATE_PYTHON="$py" go test -p 1 -count=1 -run 'TestDeltaRS' -v ./lakehouse/delta/
+# The engine's compaction into a Delta table (WAL → Parquet → _delta_log), read by delta-rs.
+LAKEGATE_PYTHON="$py" go test -p 1 -count=1 -run 'TestCompactToTableDeltaRS' -v ./engine/
