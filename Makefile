@@ -14,7 +14,7 @@ FUZZ_TARGETS := \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x
 
-.PHONY: run build test test-unit fuzz interop bench lint tools proto clean
+.PHONY: run build test test-unit fuzz interop bench bench-pulsar lint tools proto clean
 
 ## run: a standalone node on the embedded defaults (data in ./data)
 run: build
@@ -46,10 +46,16 @@ interop:
 	./e2e/interop/delta/run.sh
 	./e2e/interop/spark/run.sh
 
-## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs); ~1 min
+## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs) and the
+## upstream Go Pulsar perf tool against a standalone node (bench/pulsar-perf.sh); ~3–6 min
 bench: build
 	$(BIN)/lakegate bench engine $(BENCH_FLAGS)
 	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/
+	./bench/pulsar-perf.sh
+
+## bench-pulsar: only the perf-tool runs (~2–5 min)
+bench-pulsar:
+	./bench/pulsar-perf.sh
 
 lint:
 	$(GO) vet ./...
