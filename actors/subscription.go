@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -142,6 +143,10 @@ type SubscriptionConfig struct {
 	// ReadGenBase: read generations start above it, so that reads issued by
 	// a machine this one replaces are recognised as stale. Default 0.
 	ReadGenBase uint64
+	// PartitionIndex is the partition of the log's topic, -1 for a
+	// non-partitioned topic (treated as 0). Failover picks the active
+	// consumer with it. Default 0.
+	PartitionIndex int32
 	// LookAheadMaxEntries bounds the replay list of a Key_Shared
 	// subscription, in entries: while this many entries wait (their keys'
 	// consumers have no permits or are draining), the tail is not read
@@ -152,6 +157,15 @@ type SubscriptionConfig struct {
 type subConsumer struct {
 	id      uint64
 	permits int64
+	meta    ConsumerMeta
+}
+
+// ConsumerMeta is what SUBSCRIBE says about a consumer that Failover
+// ordering uses: consumers sort by (PriorityLevel, Name), a lower level
+// first (Pulsar's priority_level: 0 is the highest priority).
+type ConsumerMeta struct {
+	Name          string
+	PriorityLevel int32
 }
 
 type pendingEntry struct {
@@ -176,8 +190,12 @@ type Subscription struct {
 	cfg  SubscriptionConfig
 	acks AckState
 
-	consumers []*subConsumer // attach order; [0] is the active one for Exclusive/Failover
+	consumers []*subConsumer // attach order; [0] is the active one for Exclusive
 	rr        int            // round-robin cursor for Shared
+	// active is the Failover consumer entries go to (see electActive);
+	// valid when hasActive.
+	active    uint64
+	hasActive bool
 
 	readPos     int64  // next offset the tail read starts at
 	readGen     uint64 // generation of the read in flight; bumped to invalidate
@@ -244,17 +262,23 @@ func (s *Subscription) PendingEntries() int { return len(s.pending) }
 // and Key_Shared any number (Key_Shared consumers added this way use
 // AUTO_SPLIT; see AddKeySharedConsumer).
 func (s *Subscription) AddConsumer(id uint64, t SubType) ([]Action, error) {
-	return s.addConsumer(id, t, KeySharedPolicy{})
+	return s.addConsumer(id, t, KeySharedPolicy{}, ConsumerMeta{})
+}
+
+// AddConsumerWithMeta is AddConsumer with the consumer's name and priority
+// level, which order Failover consumers (see electActive).
+func (s *Subscription) AddConsumerWithMeta(id uint64, t SubType, m ConsumerMeta) ([]Action, error) {
+	return s.addConsumer(id, t, KeySharedPolicy{}, m)
 }
 
 // AddKeySharedConsumer attaches a Key_Shared consumer with its hash-range
 // policy. ErrConsumerAssign when its sticky ranges overlap another
 // consumer's or its mode differs from the other consumers'.
 func (s *Subscription) AddKeySharedConsumer(id uint64, p KeySharedPolicy) ([]Action, error) {
-	return s.addConsumer(id, SubKeyShared, p)
+	return s.addConsumer(id, SubKeyShared, p, ConsumerMeta{})
 }
 
-func (s *Subscription) addConsumer(id uint64, t SubType, p KeySharedPolicy) ([]Action, error) {
+func (s *Subscription) addConsumer(id uint64, t SubType, p KeySharedPolicy, m ConsumerMeta) ([]Action, error) {
 	if s.closed {
 		return nil, ErrSubscriptionClosed
 	}
@@ -272,12 +296,15 @@ func (s *Subscription) addConsumer(id uint64, t SubType, p KeySharedPolicy) ([]A
 			return nil, err
 		}
 	}
-	s.consumers = append(s.consumers, &subConsumer{id: id})
-	var out []Action
-	if t == SubFailover {
-		out = append(out, ActiveChange{ConsumerID: id, Active: len(s.consumers) == 1})
+	s.consumers = append(s.consumers, &subConsumer{id: id, meta: m})
+	if t != SubFailover {
+		return nil, nil
 	}
-	return out, nil
+	if out, changed := s.electActive(); changed {
+		return out, nil
+	}
+	// No change: only the newcomer learns who it is.
+	return []Action{ActiveChange{ConsumerID: id, Active: false}}, nil
 }
 
 // RemoveConsumer detaches a consumer; the entries it had not acknowledged
@@ -287,15 +314,60 @@ func (s *Subscription) RemoveConsumer(id uint64) []Action {
 	if i < 0 {
 		return nil
 	}
-	wasActive := i == 0
 	s.consumers = slices.Delete(s.consumers, i, i+1)
 	s.keys.remove(id)
 	s.requeue(func(p pendingEntry, _ int64) bool { return p.consumer == id }, false)
-	out := s.interruptTail()
-	if s.cfg.Type == SubFailover && wasActive && len(s.consumers) > 0 {
-		out = append(out, ActiveChange{ConsumerID: s.consumers[0].id, Active: true})
+	if s.cfg.Type == SubFailover {
+		if out, changed := s.electActive(); changed {
+			return out
+		}
 	}
+	out := s.interruptTail()
 	return append(out, s.dispatch(nil)...)
+}
+
+// electActive picks the active Failover consumer as Pulsar's
+// PersistentDispatcherSingleActiveConsumer does: consumers sorted by
+// (priority level, name) — attach order among equals —, only those of the
+// highest priority (lowest level) count, and the active one for partition i
+// is sorted[i % count] (i = 0 for a non-partitioned topic). When it
+// changes, every consumer is told (ActiveConsumerChange) and the entries
+// the previous active consumer had not acknowledged are redelivered to the
+// new one.
+func (s *Subscription) electActive() (out []Action, changed bool) {
+	if len(s.consumers) == 0 {
+		changed = s.hasActive
+		s.hasActive = false
+		return nil, changed
+	}
+	sorted := slices.Clone(s.consumers)
+	slices.SortStableFunc(sorted, func(a, b *subConsumer) int {
+		if a.meta.PriorityLevel != b.meta.PriorityLevel {
+			return cmp.Compare(a.meta.PriorityLevel, b.meta.PriorityLevel)
+		}
+		return cmp.Compare(a.meta.Name, b.meta.Name)
+	})
+	n := len(sorted)
+	for k, c := range sorted {
+		if c.meta.PriorityLevel != sorted[0].meta.PriorityLevel {
+			n = k
+			break
+		}
+	}
+	next := sorted[int(max(s.cfg.PartitionIndex, 0))%n].id
+	if s.hasActive && s.active == next {
+		return nil, false
+	}
+	if s.hasActive {
+		old := s.active
+		s.requeue(func(p pendingEntry, _ int64) bool { return p.consumer == old }, false)
+	}
+	s.active, s.hasActive = next, true
+	for _, c := range s.consumers {
+		out = append(out, ActiveChange{ConsumerID: c.id, Active: c.id == next})
+	}
+	out = append(out, s.interruptTail()...)
+	return append(out, s.dispatch(nil)...), true
 }
 
 // Flow adds permits (messages) to a consumer.
@@ -603,6 +675,12 @@ func (s *Subscription) removeReplay(off int64) {
 // permits. Exclusive and Failover deliver to the first consumer only.
 func (s *Subscription) pick() *subConsumer {
 	if len(s.consumers) == 0 {
+		return nil
+	}
+	if s.cfg.Type == SubFailover {
+		if i := s.find(s.active); s.hasActive && i >= 0 && s.consumers[i].permits > 0 {
+			return s.consumers[i]
+		}
 		return nil
 	}
 	if s.cfg.Type != SubShared {

@@ -31,6 +31,9 @@ type SubscriptionOptions struct {
 	Cursor lakestream.LogCursor
 	// ReadFrom is where dispatch starts; normally Cursor.MarkDeleteOffset()+1.
 	ReadFrom int64
+	// PartitionIndex is the topic partition of Log (-1: not partitioned);
+	// Failover elects its active consumer with it. Default 0.
+	PartitionIndex int32
 	// ReadMaxRecords bounds one tail read, in records. Default 100.
 	ReadMaxRecords int
 	// ReadMaxBytes bounds one tail read, in payload bytes. Default 4 MiB.
@@ -56,6 +59,7 @@ type (
 		id    uint64
 		typ   SubType
 		ks    KeySharedPolicy // Key_Shared only
+		meta  ConsumerMeta
 		sink  ConsumerSink
 		reply chan error
 	}
@@ -121,7 +125,7 @@ func StartSubscription(rt Runtime, opts SubscriptionOptions) *SubscriptionActor 
 		ctx:    ctx,
 		cancel: cancel,
 		sinks:  map[uint64]ConsumerSink{},
-		sm: NewSubscription(SubscriptionConfig{Type: opts.Type, ReadMaxRecords: opts.ReadMaxRecords},
+		sm: NewSubscription(SubscriptionConfig{Type: opts.Type, ReadMaxRecords: opts.ReadMaxRecords, PartitionIndex: opts.PartitionIndex},
 			opts.Cursor, opts.ReadFrom),
 	}
 	a := &SubscriptionActor{stopped: make(chan struct{})}
@@ -155,6 +159,13 @@ func (a *SubscriptionActor) call(msg any, reply chan error) error {
 func (a *SubscriptionActor) AddConsumer(id uint64, t SubType, sink ConsumerSink) error {
 	r := make(chan error, 1)
 	return a.call(addConsumerMsg{id: id, typ: t, sink: sink, reply: r}, r)
+}
+
+// AddConsumerWithMeta attaches a consumer with its sink, name and priority
+// level (which order Failover consumers).
+func (a *SubscriptionActor) AddConsumerWithMeta(id uint64, t SubType, m ConsumerMeta, sink ConsumerSink) error {
+	r := make(chan error, 1)
+	return a.call(addConsumerMsg{id: id, typ: t, meta: m, sink: sink, reply: r}, r)
 }
 
 // AddKeySharedConsumer attaches a Key_Shared consumer with its hash-range
@@ -277,7 +288,7 @@ func (h *subHandler) Receive(msg any) {
 		if m.typ == SubKeyShared {
 			acts, err = h.sm.AddKeySharedConsumer(m.id, m.ks)
 		} else {
-			acts, err = h.sm.AddConsumer(m.id, m.typ)
+			acts, err = h.sm.AddConsumerWithMeta(m.id, m.typ, m.meta)
 		}
 		if err == nil {
 			h.sinks[m.id] = m.sink
@@ -372,7 +383,7 @@ func (h *subHandler) seek(target int64) error {
 	}
 	h.opts.Cursor = cursor
 	h.sm = NewSubscription(SubscriptionConfig{Type: h.opts.Type, ReadMaxRecords: h.opts.ReadMaxRecords,
-		ReadGenBase: h.sm.ReadGen() + 1}, cursor, target)
+		PartitionIndex: h.opts.PartitionIndex, ReadGenBase: h.sm.ReadGen() + 1}, cursor, target)
 	return nil
 }
 

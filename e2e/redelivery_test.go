@@ -144,8 +144,9 @@ func TestFailoverHandsOverOnClose(t *testing.T) {
 	s := produce(t, cl, topic, true, 20)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := subscribe(t, cl, topic, "f", pulsar.Failover)
-	b := subscribe(t, cl, topic, "f", pulsar.Failover)
+	// Failover's active consumer is the first by name: name them.
+	a := subscribeNamed(t, cl, topic, "f", "a", pulsar.Failover)
+	b := subscribeNamed(t, cl, topic, "f", "b", pulsar.Failover)
 	defer b.Close()
 	for want := range 20 { // a is active: it gets all 20, in order
 		m, err := a.Receive(ctx)

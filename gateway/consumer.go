@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,15 @@ type consumer struct {
 	// detached is set when the subscription dropped the consumer (a seek);
 	// the client then subscribes again with the same consumer id.
 	detached atomic.Bool
+	// active holds ACTIVE_CONSUMER_CHANGE back until the consumer's first
+	// FLOW: pulsar-client-go registers a consumer only after SUBSCRIBE's
+	// SUCCESS arrives, on another goroutine, and drops changes for a
+	// consumer it does not know; its first FLOW comes after registration.
+	active struct {
+		sync.Mutex
+		flowed  bool
+		pending *bool // the latest change held back
+	}
 }
 
 // Deliver implements actors.ConsumerSink (runs on the actor's goroutine).
@@ -56,7 +66,27 @@ func (c *consumer) Disconnect() {
 
 // ActiveChange implements actors.ConsumerSink.
 func (c *consumer) ActiveChange(active bool) {
+	c.active.Lock()
+	defer c.active.Unlock()
+	if !c.active.flowed {
+		c.active.pending = &active
+		return
+	}
 	c.sess.send(protocol.ActiveConsumerChange(c.id, active))
+}
+
+// flowed releases the active change held back, on the first FLOW.
+func (c *consumer) flowed() {
+	c.active.Lock()
+	defer c.active.Unlock()
+	if c.active.flowed {
+		return
+	}
+	c.active.flowed = true
+	if p := c.active.pending; p != nil {
+		c.sess.send(protocol.ActiveConsumerChange(c.id, *p))
+		c.active.pending = nil
+	}
 }
 
 func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
@@ -107,7 +137,8 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		if subType == actors.SubKeyShared {
 			err = sub.AddKeySharedConsumer(cons.subID, ks, cons)
 		} else {
-			err = sub.AddConsumer(cons.subID, subType, cons)
+			meta := actors.ConsumerMeta{Name: c.GetConsumerName(), PriorityLevel: c.GetPriorityLevel()}
+			err = sub.AddConsumerWithMeta(cons.subID, subType, meta, cons)
 		}
 		if errors.Is(err, actors.ErrSubscriptionClosed) && attempt < 3 {
 			continue // raced with an unsubscribe or a reader's cleanup
@@ -193,12 +224,13 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		readFrom = start
 	}
 	sub := actors.StartSubscription(srv.rt, actors.SubscriptionOptions{
-		Name:     t.name.String() + "/" + name,
-		Type:     actors.SubType(c.GetSubType()),
-		Log:      t.log,
-		Cursor:   cursor,
-		ReadFrom: readFrom,
-		Logger:   srv.cfg.Logger,
+		Name:           t.name.String() + "/" + name,
+		Type:           actors.SubType(c.GetSubType()),
+		PartitionIndex: t.partition,
+		Log:            t.log,
+		Cursor:         cursor,
+		ReadFrom:       readFrom,
+		Logger:         srv.cfg.Logger,
 	})
 	t.mu.subs[name] = sub
 	return sub, nil
@@ -239,6 +271,7 @@ func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest boo
 
 func (s *session) handleFlow(c *pb.CommandFlow) {
 	if cons := s.consumers[c.GetConsumerId()]; cons != nil {
+		cons.flowed()
 		cons.sub.Flow(cons.subID, c.GetMessagePermits())
 	}
 }
@@ -252,8 +285,10 @@ func (s *session) handleAck(c *pb.CommandAck) {
 		return
 	}
 	ids := make([]actors.AckID, 0, len(c.GetMessageId()))
+	var invalid error // answered when the client asked for a response
 	for _, m := range c.GetMessageId() {
 		if int64(m.GetLedgerId()) != int64(cons.t.log.ID()) {
+			invalid = fmt.Errorf("%w: message id %d:%d is not of %s", ErrNotAllowed, m.GetLedgerId(), m.GetEntryId(), cons.t.name)
 			continue // not an id of this log
 		}
 		ids = append(ids, actors.AckID{EntryOffset: int64(m.GetEntryId()), AckSet: m.GetAckSet(), BatchSize: m.GetBatchSize()})
@@ -262,6 +297,7 @@ func (s *session) handleAck(c *pb.CommandAck) {
 	if c.RequestId != nil {
 		consumerID, requestID := c.GetConsumerId(), c.GetRequestId()
 		reply = func(err error) {
+			err = errors.Join(invalid, err)
 			if err != nil {
 				s.send(protocol.AckError(consumerID, requestID, serverError(err), err.Error()))
 				return

@@ -90,8 +90,18 @@ type topic struct {
 
 	mu struct {
 		sync.Mutex
-		producers    map[string]*producer // by name
-		exclusive    *producer            // the Exclusive producer, if any
+		producers map[string]*producer // by name
+		// exclusive is the producer holding exclusive access (modes
+		// Exclusive, WaitForExclusive once ready, ExclusiveWithFencing).
+		exclusive *producer
+		// waiting are the WaitForExclusive producers not ready yet, in
+		// arrival order; the first is promoted when producers empties.
+		waiting []*producer
+		// epoch is the topic epoch: incremented on each exclusive
+		// acquisition, echoed in PRODUCER_SUCCESS. Held in memory only
+		// (not persisted across restarts). Valid when hasEpoch.
+		epoch        uint64
+		hasEpoch     bool
 		nextProducer uint64
 		subs         map[string]*actors.SubscriptionActor
 	}
