@@ -312,30 +312,39 @@ func (a *admin) resetCursorByTime(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	ts, err := a.topics(ctx, ref)
+	err = a.resetEveryPartition(ctx, ref, name, func(t *topic) (int64, error) {
+		return t.log.FindOffsetByTime(ctx, time.UnixMilli(ms))
+	})
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
+	noContent(w)
+}
+
+// resetEveryPartition resets subscription name on every partition of ref to
+// the offset target picks per partition. Not found on any → errAdminNotFound.
+func (a *admin) resetEveryPartition(ctx context.Context, ref topicRef, name string, target func(*topic) (int64, error)) error {
+	ts, err := a.topics(ctx, ref)
+	if err != nil {
+		return err
+	}
 	found := false
 	for _, t := range ts {
-		target, err := t.log.FindOffsetByTime(ctx, time.UnixMilli(ms))
+		off, err := target(t)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return err
 		}
-		ok, err := t.resetCursor(ctx, name, target)
+		ok, err := t.resetCursor(ctx, name, off)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return err
 		}
 		found = found || ok
 	}
 	if !found {
-		writeAdminError(w, fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, ref.name))
-		return
+		return fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, ref.name)
 	}
-	noContent(w)
+	return nil
 }
 
 func (a *admin) resetCursorByID(w http.ResponseWriter, r *http.Request) {
@@ -357,27 +366,9 @@ func (a *admin) resetCursorByID(w http.ResponseWriter, r *http.Request) {
 	}
 	if ref.partitioned() && m.sentinel() {
 		// Earliest or latest: every partition.
-		ts, err := a.topics(ctx, ref)
+		err := a.resetEveryPartition(ctx, ref, name, func(t *topic) (int64, error) { return t.offsetOf(ctx, m) })
 		if err != nil {
 			writeAdminError(w, err)
-			return
-		}
-		found := false
-		for _, t := range ts {
-			target, err := t.offsetOf(ctx, m)
-			if err != nil {
-				writeAdminError(w, err)
-				return
-			}
-			ok, err := t.resetCursor(ctx, name, target)
-			if err != nil {
-				writeAdminError(w, err)
-				return
-			}
-			found = found || ok
-		}
-		if !found {
-			writeAdminError(w, fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, ref.name))
 			return
 		}
 		noContent(w)
