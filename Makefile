@@ -40,11 +40,16 @@ fuzz:
 BENCH_FLAGS ?= --logs 1,100,1000 --duration 5s --warmup 2s --verify
 BENCHTIME   ?= 5000x
 
-## interop: other-language readers against lakegate's output: delta-rs and Spark 3.5 + delta-spark
-## read our Delta tables; pinned packages go into .cache/venv, .cache/venv-spark, .cache/jars
+## interop: other languages against lakegate: delta-rs, Spark 3.5 + delta-spark and pyiceberg read
+## our tables (and the 100 000-message scenario of e2e/interop/tables), the Java and Python Pulsar
+## clients run their scenario matrices; pinned packages go into .cache/ (venvs, jars, m2)
 interop:
 	./e2e/interop/delta/run.sh
 	./e2e/interop/spark/run.sh
+	./e2e/interop/iceberg/run.sh
+	./e2e/interop/tables/run.sh
+	./e2e/interop/python/run.sh
+	./e2e/interop/java/run.sh
 
 ## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs) and the
 ## upstream Go Pulsar perf tool against a standalone node (bench/pulsar-perf.sh); ~3–6 min
@@ -52,10 +57,12 @@ bench: build
 	$(BIN)/lakegate bench engine $(BENCH_FLAGS)
 	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/
 	./bench/pulsar-perf.sh
+	./bench/pulsar-perf-java.sh
 
 ## bench-pulsar: only the perf-tool runs (~2–5 min)
 bench-pulsar:
 	./bench/pulsar-perf.sh
+	./bench/pulsar-perf-java.sh
 
 lint:
 	$(GO) vet ./...

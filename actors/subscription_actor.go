@@ -45,6 +45,9 @@ type SubscriptionOptions struct {
 	Logger       *slog.Logger
 }
 
+// closePersistTimeout bounds the cursor write when a consumer leaves.
+const closePersistTimeout = 5 * time.Second
+
 // SubscriptionActor is the handle of a running subscription actor. Its
 // methods are safe for concurrent use; the ones that return errors wait for
 // the actor's answer.
@@ -105,6 +108,9 @@ type SubscriptionInfo struct {
 	Type             SubType
 	Consumers        int
 	MarkDeleteOffset int64
+	// Unacked is the number of entries delivered to consumers and not yet
+	// wholly acknowledged.
+	Unacked int
 }
 
 // StartSubscription spawns the actor of one subscription. It owns
@@ -298,6 +304,16 @@ func (h *subHandler) Receive(msg any) {
 	case removeConsumerMsg:
 		acts := h.sm.RemoveConsumer(m.id)
 		delete(h.sinks, m.id)
+		// A consumer that leaves has its acknowledgements persisted now, not
+		// at the next persistence tick: after a clean close nothing it
+		// acknowledged is redelivered, even if this node dies right after.
+		if h.opts.Cursor.Durable() {
+			ctx, cancel := context.WithTimeout(h.ctx, closePersistTimeout)
+			if err := h.opts.Cursor.PersistState(ctx); err != nil && h.ctx.Err() == nil {
+				h.opts.Logger.Warn("persisting the cursor of a closing consumer", "sub", h.opts.Name, "err", err)
+			}
+			cancel()
+		}
 		m.reply <- nil
 		h.run(acts)
 	case flowMsg:
@@ -331,7 +347,7 @@ func (h *subHandler) Receive(msg any) {
 	case pokeMsg:
 		h.run(h.sm.Poke())
 	case infoMsg:
-		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset()}
+		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(), Unacked: h.sm.PendingEntries()}
 	case unsubscribeMsg:
 		if h.sm.Consumers() > 1 {
 			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)

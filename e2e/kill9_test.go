@@ -289,11 +289,12 @@ type lakegateProc struct {
 
 // startLakegate starts the binary on dir with every listener on a free
 // port and returns once it logged "lakegate node ready" (whose pulsar_url
-// and http attributes give the addresses). The process is killed at cleanup.
-func startLakegate(t *testing.T, bin, dir string) *lakegateProc {
+// and http attributes give the addresses). flags are added to the command
+// line. The process is killed at cleanup.
+func startLakegate(t *testing.T, bin, dir string, flags ...string) *lakegateProc {
 	t.Helper()
-	cmd := exec.Command(bin, "standalone", "--data-dir", dir,
-		"--pulsar-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"standalone", "--data-dir", dir,
+		"--pulsar-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, flags...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LAKEGATE_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -355,4 +356,70 @@ func logAttr(line, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestCloseThenKill9: acknowledgements of a consumer that closed cleanly
+// are persisted by the close itself, so a kill -9 right after it redelivers
+// none of them (without waiting for the periodic cursor persistence).
+func TestCloseThenKill9(t *testing.T) {
+	bin := buildLakegate(t)
+	dir := t.TempDir()
+	const n, ackBelow = 300, 200
+	topic := "persistent://public/default/close-kill9"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	node := startLakegate(t, bin, dir)
+	cl := binClient(t, node.pulsarURL)
+	opts := pulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "s", Type: pulsar.Exclusive,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, AckWithResponse: true,
+	}
+	cons, err := cl.Subscribe(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{
+			Payload: []byte("payload-" + strconv.Itoa(i)), Properties: map[string]string{"i": strconv.Itoa(i)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for want := range n {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := msgIndex(t, m); i != want {
+			t.Fatalf("got %d, want %d", i, want)
+		}
+		if want < ackBelow {
+			if err := cons.Ack(m); err != nil { // with a response: processed when it returns
+				t.Fatal(err)
+			}
+		}
+	}
+	cons.Close()
+	node.kill(t)
+	cl.Close()
+
+	node = startLakegate(t, bin, dir)
+	cl = binClient(t, node.pulsarURL)
+	cons, err = cl.Subscribe(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	m, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := msgIndex(t, m); i != ackBelow {
+		t.Fatalf("after close and kill -9 the first message is %d, want %d (acknowledged before the close: redelivered %d)", i, ackBelow, ackBelow-i)
+	}
 }

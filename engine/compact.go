@@ -13,11 +13,13 @@ import (
 
 // CompactStats reports one compaction of one log.
 type CompactStats struct {
-	Chunks  int   // chunks replaced
-	Files   int   // table files written (CompactToTable)
-	Records int64 // records in them
-	From    int64 // first offset of the replaced range
-	End     int64 // offset just past it
+	Chunks int // chunks replaced
+	Files  int // table files written (CompactToTable)
+	// FileBytes is the size of those files (CompactToTable).
+	FileBytes int64
+	Records   int64 // records in them
+	From      int64 // first offset of the replaced range
+	End       int64 // offset just past it
 }
 
 // ErrNothingToCompact is returned by CompactLog when fewer than two chunks

@@ -35,6 +35,9 @@ type Engine struct {
 		logs    map[lakestream.LogID]*logHandle
 		cursors map[*durableCursor]struct{} // open durable cursors
 	}
+
+	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
+	iceberg icebergState
 }
 
 var _ lakestream.LogStorage = (*Engine)(nil)
@@ -58,6 +61,9 @@ func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 		logsPerTxn: per,
 		cache:      newChunkCache(opts.CacheBytes),
 	}
+	e.metrics.init()
+	e.store = measuredStore{Store: store, m: &e.metrics}
+	e.meta = measuredMeta{Store: ms, m: &e.metrics}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.mu.logs = map[lakestream.LogID]*logHandle{}
 	e.mu.cursors = map[*durableCursor]struct{}{}
@@ -104,6 +110,9 @@ func (e *Engine) Close() error {
 	}
 	e.cancel()
 	e.bg.Wait()
+	if err := e.closeIceberg(); err != nil && firstErr == nil {
+		firstErr = err
+	}
 	return firstErr
 }
 

@@ -18,6 +18,9 @@ type GCStats struct {
 	Protected  int // of those, protected by a live pending intent
 	Deleted    int // deleted by this pass
 	Intents    int // dead intents removed
+	// TableOrphans are table files deleted because the compaction that
+	// wrote them died before claiming them (docs/gc.md, "Table files").
+	TableOrphans int
 }
 
 // CollectGarbage runs one mark-and-sweep pass over WAL objects (docs/gc.md):
@@ -70,11 +73,22 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 	}
 
 	refs := map[string]bool{}
+	claimed := map[string]bool{} // table files of the logs' current claims
 	lp := e.keys.logsPrefix()
 	if err := e.scan(ctx, lp, func(key string, value []byte) error {
 		// logs/<16 hex>/idx/<16 hex>; anything else (heads, cursors whose
 		// names contain "/idx/") is not an index entry.
 		rest := key[len(lp):]
+		if len(rest) == 16+6 && rest[16:] == "/table" {
+			var c tableClaim
+			if err := json.Unmarshal(value, &c); err != nil {
+				return fmt.Errorf("engine: gc: %s: %w", key, err)
+			}
+			for _, f := range c.Files {
+				claimed[c.Root+"/"+f.Path] = true
+			}
+			return nil
+		}
 		if len(rest) != 16+5+16 || rest[16:21] != "/idx/" {
 			return nil
 		}
@@ -86,6 +100,24 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 		return nil
 	}); err != nil {
 		return st, err
+	}
+
+	// Table files are never listed: the tables own them. A table file
+	// with a dead intent that no index entry and no claim names was
+	// written by a compaction that died (or lost its claim) before step 2,
+	// so no table references it: an orphan.
+	for obj, k := range dead {
+		if !strings.HasPrefix(obj, "tables/") || refs[obj] || claimed[obj] {
+			continue
+		}
+		if err := e.store.Delete(ctx, obj); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return st, fmt.Errorf("engine: gc delete %s: %w", obj, err)
+		}
+		st.TableOrphans++
+		e.metrics.gcDeleted.Add(1)
+		if _, _, err := e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(k)}); err == nil {
+			st.Intents++
+		}
 	}
 
 	for _, obj := range objects {

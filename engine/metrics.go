@@ -1,12 +1,21 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakegate/lakegate/engine/meta"
+	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/lakestream"
 )
 
 // Metrics are the engine's counters. Read them with Engine.Metrics; the
-// gateway exports them to Prometheus.
+// Prometheus families (docs/metrics.md) come from Engine.Collector.
 type Metrics struct {
 	Appends          int64 // entries acknowledged
 	AppendBytes      int64 // payload bytes acknowledged
@@ -22,7 +31,20 @@ type Metrics struct {
 	TxnNanos         int64
 	CursorPersists   int64
 	GCDeletedObjects int64
+	CompactionRuns   int64 // CompactToTable calls that compacted a range
+	CompactedRecords int64
+	CompactedBytes   int64 // table file bytes written by compaction
 }
+
+// compactionLagLogsMax bounds the logs whose compaction lag is tracked;
+// logs beyond it are not counted in lakegate_compaction_lag_records.
+const compactionLagLogsMax = 10000
+
+// Bucket layouts (seconds and bytes), shared by the engine's histograms.
+var (
+	latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 16) // 0.5 ms .. 16 s
+	sizeBuckets    = prometheus.ExponentialBuckets(1024, 4, 9)    // 1 KiB .. 64 MiB
+)
 
 type metrics struct {
 	appends, appendBytes          atomic.Int64
@@ -31,6 +53,74 @@ type metrics struct {
 	txns, txnConflicts, txnErrors atomic.Int64
 	txnNanos                      atomic.Int64
 	cursorPersists, gcDeleted     atomic.Int64
+
+	compactRuns, compactRecords, compactBytes atomic.Int64
+
+	flushSeconds *prometheus.HistogramVec // by result; WAL flush: intent + PUT + commit
+	flushBytes   prometheus.Histogram
+	objRequests  *prometheus.CounterVec   // by op, result
+	objSeconds   *prometheus.HistogramVec // by op
+	txnSeconds   prometheus.Histogram     // every metadata transaction
+	txnResults   *prometheus.CounterVec   // by result
+	compSeconds  prometheus.Histogram
+	compResults  *prometheus.CounterVec // by result
+
+	lag struct {
+		sync.Mutex
+		compactedEnd map[lakestream.LogID]int64 // table end per log compacted here
+	}
+}
+
+func (m *metrics) init() {
+	m.flushSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "lakegate_wal_flush_seconds", Buckets: latencyBuckets,
+		Help: "Time from the start of a WAL object's flush (pending intent, PUT) to the end of its commit, by result.",
+	}, []string{"result"})
+	m.flushBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "lakegate_wal_flush_bytes", Buckets: sizeBuckets,
+		Help: "Size of the WAL objects flushed, in bytes.",
+	})
+	m.objRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lakegate_object_requests_total",
+		Help: "Object store requests by op (put, get, delete) and result (ok, not_found, exists, error).",
+	}, []string{"op", "result"})
+	m.objSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "lakegate_object_request_seconds", Buckets: latencyBuckets,
+		Help: "Object store request latency by op.",
+	}, []string{"op"})
+	m.txnSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "lakegate_etcd_txn_seconds", Buckets: latencyBuckets,
+		Help: "Latency of metadata-store (etcd) transactions.",
+	})
+	m.txnResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lakegate_etcd_txns_total",
+		Help: "Metadata-store transactions by result (ok, conflict: a compare failed, error: failed or outcome unknown).",
+	}, []string{"result"})
+	m.compSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "lakegate_compaction_seconds", Buckets: latencyBuckets,
+		Help: "Duration of table compactions that compacted a range.",
+	})
+	m.compResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lakegate_compaction_runs_total",
+		Help: "Table compaction calls by result (compacted, nothing, conflict, error).",
+	}, []string{"result"})
+	// Pre-create the series a healthy node may never touch, so dashboards
+	// and alerts see zeros rather than absent series.
+	for _, op := range []string{"put", "get", "delete"} {
+		for _, r := range []string{"ok", "error"} {
+			m.objRequests.WithLabelValues(op, r)
+		}
+		m.objSeconds.WithLabelValues(op)
+	}
+	for _, r := range []string{"ok", "conflict", "error"} {
+		m.txnResults.WithLabelValues(r)
+	}
+	for _, r := range []string{"compacted", "nothing", "conflict", "error"} {
+		m.compResults.WithLabelValues(r)
+	}
+	m.flushSeconds.WithLabelValues("ok")
+	m.flushSeconds.WithLabelValues("error")
+	m.lag.compactedEnd = map[lakestream.LogID]int64{}
 }
 
 func (m *metrics) observePut(n int, d time.Duration) {
@@ -55,6 +145,88 @@ func (m *metrics) observeAppends(n int, bytes int64) {
 	m.appendBytes.Add(bytes)
 }
 
+// observeFlush records one WAL object's flush, from its start to the end of
+// its commit (err: the PUT failed).
+func (m *metrics) observeFlush(bytes int, d time.Duration, err error) {
+	r := "ok"
+	if err != nil {
+		r = "error"
+	}
+	m.flushSeconds.WithLabelValues(r).Observe(d.Seconds())
+	if err == nil {
+		m.flushBytes.Observe(float64(bytes))
+	}
+}
+
+// ObserveCompaction records one table compaction of log id: its outcome,
+// duration and, when it compacted a range, the records moved and the table
+// bytes written. CompactToTable calls it itself; a compaction scheduler
+// needs to call it only for compactions it runs by other means. A log
+// compacted once is tracked for lakegate_compaction_lag_records from then
+// on (at most compactionLagLogsMax logs).
+func (e *Engine) ObserveCompaction(id lakestream.LogID, st CompactStats, d time.Duration, err error) {
+	m := &e.metrics
+	switch {
+	case err == nil:
+		m.compResults.WithLabelValues("compacted").Inc()
+		m.compSeconds.Observe(d.Seconds())
+		m.compactRuns.Add(1)
+		m.compactRecords.Add(st.Records)
+		m.compactBytes.Add(st.FileBytes)
+	case errors.Is(err, ErrNothingToCompact):
+		m.compResults.WithLabelValues("nothing").Inc()
+	case errors.Is(err, lakestream.ErrConflict):
+		m.compResults.WithLabelValues("conflict").Inc()
+	default:
+		m.compResults.WithLabelValues("error").Inc()
+	}
+	if err == nil && st.End > 0 {
+		e.SetCompactedEnd(id, st.End)
+	}
+}
+
+// SetCompactedEnd records that log id is compacted into its table up to
+// offset end (exclusive); lakegate_compaction_lag_records counts the
+// records committed after it. A scheduler that learns a log's table end
+// (from the claim, after a restart) reports it here.
+func (e *Engine) SetCompactedEnd(id lakestream.LogID, end int64) {
+	m := &e.metrics
+	m.lag.Lock()
+	defer m.lag.Unlock()
+	if _, ok := m.lag.compactedEnd[id]; !ok && len(m.lag.compactedEnd) >= compactionLagLogsMax {
+		return
+	}
+	m.lag.compactedEnd[id] = max(m.lag.compactedEnd[id], end)
+}
+
+// compactionLag is the number of records committed, on the logs this
+// engine tracks, after their compacted end; and the number of such logs.
+func (e *Engine) compactionLag() (records int64, logs int) {
+	m := &e.metrics
+	m.lag.Lock()
+	ends := make(map[lakestream.LogID]int64, len(m.lag.compactedEnd))
+	for id, end := range m.lag.compactedEnd {
+		ends[id] = end
+	}
+	m.lag.Unlock()
+	for id, end := range ends {
+		e.mu.Lock()
+		l := e.mu.logs[id]
+		e.mu.Unlock()
+		if l == nil {
+			continue
+		}
+		l.mu.Lock()
+		next := l.mu.head.Next
+		l.mu.Unlock()
+		if next > end {
+			records += next - end
+		}
+		logs++
+	}
+	return records, logs
+}
+
 func (m *metrics) snapshot() Metrics {
 	return Metrics{
 		Appends: m.appends.Load(), AppendBytes: m.appendBytes.Load(),
@@ -62,5 +234,168 @@ func (m *metrics) snapshot() Metrics {
 		ObjectGets: m.gets.Load(), ObjectGetBytes: m.getBytes.Load(), CacheHits: m.cacheHits.Load(),
 		Txns: m.txns.Load(), TxnConflicts: m.txnConflicts.Load(), TxnErrors: m.txnErrors.Load(), TxnNanos: m.txnNanos.Load(),
 		CursorPersists: m.cursorPersists.Load(), GCDeletedObjects: m.gcDeleted.Load(),
+		CompactionRuns: m.compactRuns.Load(), CompactedRecords: m.compactRecords.Load(), CompactedBytes: m.compactBytes.Load(),
+	}
+}
+
+// measuredStore counts and times the engine's object-store requests.
+type measuredStore struct {
+	objstore.Store
+	m *metrics
+}
+
+func (s measuredStore) observe(op string, start time.Time, err error) {
+	r := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, objstore.ErrNotFound):
+		r = "not_found"
+	case errors.Is(err, objstore.ErrExists):
+		r = "exists"
+	default:
+		r = "error"
+	}
+	s.m.objRequests.WithLabelValues(op, r).Inc()
+	s.m.objSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (s measuredStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	start := time.Now()
+	err := s.Store.PutIfAbsent(ctx, key, data)
+	s.observe("put", start, err)
+	return err
+}
+
+func (s measuredStore) Put(ctx context.Context, key string, data []byte) error {
+	start := time.Now()
+	err := s.Store.Put(ctx, key, data)
+	s.observe("put", start, err)
+	return err
+}
+
+func (s measuredStore) Get(ctx context.Context, key string) ([]byte, error) {
+	start := time.Now()
+	b, err := s.Store.Get(ctx, key)
+	s.observe("get", start, err)
+	return b, err
+}
+
+func (s measuredStore) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	start := time.Now()
+	b, err := s.Store.GetRange(ctx, key, offset, length)
+	s.observe("get", start, err)
+	return b, err
+}
+
+func (s measuredStore) Delete(ctx context.Context, key string) error {
+	start := time.Now()
+	err := s.Store.Delete(ctx, key)
+	s.observe("delete", start, err)
+	return err
+}
+
+// measuredMeta times the engine's metadata transactions.
+type measuredMeta struct {
+	meta.Store
+	m *metrics
+}
+
+func (s measuredMeta) Txn(ctx context.Context, cmps []meta.Cmp, ops []meta.Op) (bool, int64, error) {
+	start := time.Now()
+	ok, rev, err := s.Store.Txn(ctx, cmps, ops)
+	s.m.txnSeconds.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		s.m.txnResults.WithLabelValues("error").Inc()
+	case !ok:
+		s.m.txnResults.WithLabelValues("conflict").Inc()
+	default:
+		s.m.txnResults.WithLabelValues("ok").Inc()
+	}
+	return ok, rev, err
+}
+
+// Collector exports the engine's metrics (docs/metrics.md). Each Engine
+// has its own; register it once per registry.
+func (e *Engine) Collector() prometheus.Collector { return engineCollector{e} }
+
+type engineCollector struct{ e *Engine }
+
+var (
+	engineCounterDescs = map[string]*prometheus.Desc{}
+	lagRecordsDesc     = prometheus.NewDesc("lakegate_compaction_lag_records",
+		"Records committed after the compacted end, summed over the logs compacted at least once by this node.", nil, nil)
+	lagLogsDesc = prometheus.NewDesc("lakegate_compaction_tracked_logs",
+		"Logs counted in lakegate_compaction_lag_records (at most 10000).", nil, nil)
+	cacheBytesDesc = prometheus.NewDesc("lakegate_engine_cache_bytes", "Bytes of decoded chunks held by the read cache.", nil, nil)
+)
+
+type counterValue struct {
+	name, help string
+	v          float64
+}
+
+func (c engineCollector) counters() []counterValue {
+	m := c.e.Metrics()
+	return []counterValue{
+		{"appends_total", "Entries acknowledged.", float64(m.Appends)},
+		{"append_bytes_total", "Payload bytes acknowledged.", float64(m.AppendBytes)},
+		{"object_puts_total", "Objects written by the engine (WAL, compacted chunks, table files).", float64(m.ObjectPuts)},
+		{"object_put_bytes_total", "Object bytes written by the engine.", float64(m.ObjectPutBytes)},
+		{"object_put_seconds_total", "Time spent in WAL object PUTs.", float64(m.ObjectPutNanos) / 1e9},
+		{"object_gets_total", "Chunk GETs (cache misses).", float64(m.ObjectGets)},
+		{"object_get_bytes_total", "Chunk bytes read from the store.", float64(m.ObjectGetBytes)},
+		{"cache_hits_total", "Chunk reads served from the cache.", float64(m.CacheHits)},
+		{"txns_total", "WAL commit transactions sent to the metadata store.", float64(m.Txns)},
+		{"txn_conflicts_total", "WAL commit transactions whose compare failed.", float64(m.TxnConflicts)},
+		{"txn_errors_total", "WAL commit transactions that failed or whose outcome was unknown.", float64(m.TxnErrors)},
+		{"txn_seconds_total", "Time spent in WAL commit transactions.", float64(m.TxnNanos) / 1e9},
+		{"cursor_persists_total", "Cursor states written.", float64(m.CursorPersists)},
+		{"gc_deleted_objects_total", "WAL objects deleted by GC.", float64(m.GCDeletedObjects)},
+		{"compacted_records_total", "Records moved into tables by compaction.", float64(m.CompactedRecords)},
+		{"compacted_bytes_total", "Table (Parquet) bytes written by compaction.", float64(m.CompactedBytes)},
+	}
+}
+
+func init() {
+	for _, cv := range (engineCollector{}).counterTemplates() {
+		engineCounterDescs[cv.name] = prometheus.NewDesc("lakegate_engine_"+cv.name, cv.help, nil, nil)
+	}
+}
+
+// counterTemplates lists the counters without values (for their descs).
+func (engineCollector) counterTemplates() []counterValue {
+	e := &Engine{}
+	return engineCollector{e}.counters()
+}
+
+func (c engineCollector) histograms() []prometheus.Collector {
+	m := &c.e.metrics
+	return []prometheus.Collector{m.flushSeconds, m.flushBytes, m.objRequests, m.objSeconds,
+		m.txnSeconds, m.txnResults, m.compSeconds, m.compResults}
+}
+
+func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range engineCounterDescs {
+		ch <- d
+	}
+	ch <- lagRecordsDesc
+	ch <- lagLogsDesc
+	ch <- cacheBytesDesc
+	for _, h := range c.histograms() {
+		h.Describe(ch)
+	}
+}
+
+func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, cv := range c.counters() {
+		ch <- prometheus.MustNewConstMetric(engineCounterDescs[cv.name], prometheus.CounterValue, cv.v)
+	}
+	records, logs := c.e.compactionLag()
+	ch <- prometheus.MustNewConstMetric(lagRecordsDesc, prometheus.GaugeValue, float64(records))
+	ch <- prometheus.MustNewConstMetric(lagLogsDesc, prometheus.GaugeValue, float64(logs))
+	ch <- prometheus.MustNewConstMetric(cacheBytesDesc, prometheus.GaugeValue, float64(c.e.CacheBytes()))
+	for _, h := range c.histograms() {
+		h.Collect(ch)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/lakehouse/iceberg"
 )
 
 // NodeConfig says where a node's data and metadata live.
@@ -59,7 +60,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("engine: data dir: %w", err)
 	}
 	if cfg.ObjectURL == "" {
-		cfg.ObjectURL = "file://" + filepath.ToSlash(filepath.Join(cfg.DataDir, "objects"))
+		cfg.ObjectURL = "file://" + filepath.ToSlash(cfg.DataDir)
 	}
 	if !cfg.Engine.RemoteStore {
 		for _, s := range []string{"s3://", "gs://", "azblob://"} {
@@ -67,6 +68,12 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 				cfg.Engine.RemoteStore = true
 			}
 		}
+	}
+	if cfg.Engine.IcebergCatalog.StoreURL == "" {
+		cfg.Engine.IcebergCatalog.StoreURL = cfg.ObjectURL
+	}
+	if k := cfg.Engine.IcebergCatalog.Kind; (k == "" || k == iceberg.KindSQL) && cfg.Engine.IcebergCatalog.URI == "" {
+		cfg.Engine.IcebergCatalog.URI = filepath.Join(cfg.DataDir, "iceberg", "catalog.db")
 	}
 	n := &Node{Config: cfg}
 	ok := false

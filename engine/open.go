@@ -49,5 +49,10 @@ func (c *nodeCatalog) Close() error {
 
 // Catalog returns the level-2 stream catalog over this node's engine.
 func (n *Node) Catalog() *catalog.Catalog {
-	return catalog.New(n.Meta, n.Engine, catalog.Options{Root: n.Engine.opts.MetaRoot})
+	return catalog.New(n.Meta, n.Engine, catalog.Options{
+		Root: n.Engine.opts.MetaRoot,
+		TableProvider: func(md lakestream.StreamMetadata) lakestream.Table {
+			return n.Engine.TableView(md, n.Config.ObjectURL)
+		},
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"time"
+
+	"github.com/lakegate/lakegate/lakehouse/iceberg"
 )
 
 // Options configure an Engine. The zero value of every field means its
@@ -39,7 +41,8 @@ type Options struct {
 	// and two writes; compares and writes are limited separately).
 	LogsPerTxn int
 	// CommitTimeout bounds PUT plus commit of one object; appends fail
-	// after it. Default 30 s.
+	// after it. The PUT is retried with backoff (50 ms doubling to 2 s)
+	// while it lasts (putretry.go, docs/storage.md). Default 30 s.
 	CommitTimeout time.Duration
 
 	// CacheBytes bounds the chunk read cache. Default 256 MiB.
@@ -59,6 +62,14 @@ type Options struct {
 	// turns into table files (its first chunk is always taken). Default
 	// 64 MiB.
 	CompactMaxBytes int64
+	// IcebergCatalog is the Iceberg catalog CompactToTable commits to for
+	// a TableTarget with Iceberg set (docs/iceberg.md): Kind "sql" (default;
+	// URI = the sqlite file) or "rest" (URI = the catalog's base URL),
+	// Props, and StoreURL = this engine's object store URL, from which table
+	// locations are built. Default (engine.StartNode): the sqlite file
+	// <DataDir>/iceberg/catalog.db and the node's ObjectURL. An engine from
+	// New with no StoreURL refuses Iceberg targets. Opened on first use.
+	IcebergCatalog iceberg.CatalogConfig
 
 	// Logger receives the engine's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -76,7 +87,8 @@ type hooks struct {
 	afterPut    func(object string) error
 	afterCommit func(object string) error
 	// compactStep is called after each step of a compaction ("put",
-	// "replace", "cursor"; CompactToTable also "claim" and "commit").
+	// "replace", "cursor"; CompactToTable also "claim", "commit" and
+	// "iceberg").
 	compactStep func(log int64, step string) error
 }
 

@@ -68,11 +68,12 @@ func entryRows(te tableEntry, partition int32, ledger int64) ([]lakehouse.Messag
 	return msgs, nil
 }
 
-// buildParquet writes one run as a Parquet file and returns its bytes and
+// buildParquet writes one run as a Parquet file (with typed columns typed,
+// nil for none) and returns its bytes and
 // the decoded chunk read back from them. The read-back is checked against
 // the run (every rebuilt entry byte-identical): a file that would not serve
 // reads exactly is never written.
-func buildParquet(ctx context.Context, run []tableEntry, partition int32, ledger, writeMs int64) ([]byte, *loadedChunk, lakehouse.FileStats, error) {
+func buildParquet(ctx context.Context, run []tableEntry, partition int32, ledger, writeMs int64, typed *lakehouse.TypedSchema) ([]byte, *loadedChunk, lakehouse.FileStats, error) {
 	var rows []lakehouse.Message
 	for _, te := range run {
 		msgs, err := entryRows(te, partition, ledger)
@@ -81,7 +82,7 @@ func buildParquet(ctx context.Context, run []tableEntry, partition int32, ledger
 		}
 		rows = append(rows, msgs...)
 	}
-	rb := lakehouse.NewRecordBuilder(nil, nil, lakehouse.RecordLimits{})
+	rb := lakehouse.NewRecordBuilder(nil, typed, lakehouse.RecordLimits{})
 	defer rb.Release()
 	recs := rb.AppendAll(rows)
 	defer func() {

@@ -1,6 +1,7 @@
 package engine
 
-// Compaction of WAL chunks into a stream's Delta table (docs/compaction.md).
+// Compaction of WAL chunks into a stream's Delta and Iceberg tables
+// (docs/compaction.md, docs/iceberg.md).
 
 import (
 	"context"
@@ -8,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakehouse"
@@ -26,7 +29,26 @@ type TableTarget struct {
 	// Partition is the topic partition the log holds (-1: not
 	// partitioned); it becomes the __partition column.
 	Partition int32
+	// Delta commits the files to the Delta table at Root (docs/delta.md).
+	Delta bool
+	// Iceberg commits the same files to the Iceberg table Ident, located at
+	// Root in the store, through Options.IcebergCatalog (docs/iceberg.md).
+	// At least one of Delta and Iceberg must be set.
+	Iceberg bool
+	// Ident is the Iceberg table identifier, namespace levels then name:
+	// [tenant, namespace, topic]. Required with Iceberg.
+	Ident []string
+	// Schema is the stream's latest value schema: AVRO, JSON and primitive
+	// schemas add typed columns (docs/table-schema.md); the zero value
+	// adds none.
+	Schema lakestream.SchemaConfig
 }
+
+// Table formats of a claim (tableClaim.Formats).
+const (
+	formatDelta   = "delta"
+	formatIceberg = "iceberg"
+)
 
 // maxFilesPerRange bounds the table files (one per publish day in the
 // range, so usually one) of one CompactToTable call.
@@ -49,6 +71,24 @@ type tableClaim struct {
 	Files   []claimFile `json:"files"`
 	Intents []string    `json:"intents,omitempty"`
 	Indexed bool        `json:"indexed"`
+	// Formats are the tables the range is committed to ("delta",
+	// "iceberg"); absent in claims written before Iceberg: Delta only.
+	Formats []string `json:"formats,omitempty"`
+	// Ident is the Iceberg table identifier (with "iceberg").
+	Ident []string `json:"ident,omitempty"`
+}
+
+// has reports whether the claim commits to format f.
+func (c tableClaim) has(f string) bool {
+	if c.Formats == nil {
+		return f == formatDelta
+	}
+	for _, g := range c.Formats {
+		if g == f {
+			return true
+		}
+	}
+	return false
 }
 
 // claimFile is one table file of a claim.
@@ -69,16 +109,39 @@ type claimFile struct {
 // when no chunk is eligible and lakestream.ErrConflict when another
 // compaction of the log raced it (retry later). Any error leaves the log
 // readable and the table without duplicate rows; calling again resumes.
+// It records its outcome with ObserveCompaction (docs/metrics.md).
 func (e *Engine) CompactToTable(ctx context.Context, id lakestream.LogID, t TableTarget) (CompactStats, error) {
+	start := time.Now()
+	st, err := e.compactToTable(ctx, id, t)
+	e.ObserveCompaction(id, st, time.Since(start), err)
+	return st, err
+}
+
+// compactToTable is CompactToTable without the metrics.
+func (e *Engine) compactToTable(ctx context.Context, id lakestream.LogID, t TableTarget) (CompactStats, error) {
 	var st CompactStats
 	if t.Root == "" || strings.HasPrefix(t.Root, "/") || strings.HasSuffix(t.Root, "/") {
 		return st, fmt.Errorf("%w: table root %q", lakestream.ErrInvalidArgument, t.Root)
 	}
-	l, err := e.log(ctx, id)
-	if err != nil {
-		return st, err
+	if !t.Delta && !t.Iceberg {
+		return st, fmt.Errorf("%w: table %s: no format (set Delta and/or Iceberg)", lakestream.ErrInvalidArgument, t.Root)
 	}
-	tbl, err := delta.Open(ctx, e.store, t.Root, delta.WithClock(e.opts.Now))
+	var formats []string
+	if t.Delta {
+		formats = append(formats, formatDelta)
+	}
+	if t.Iceberg {
+		if len(t.Ident) < 2 || slices.Contains(t.Ident, "") {
+			return st, fmt.Errorf("%w: table %s: Iceberg identifier %q", lakestream.ErrInvalidArgument, t.Root, t.Ident)
+		}
+		formats = append(formats, formatIceberg)
+		// A catalog that cannot open fails the call before any work, not
+		// a claimed range at step 3b.
+		if _, err := e.icebergCatalog(ctx); err != nil {
+			return st, err
+		}
+	}
+	l, err := e.log(ctx, id)
 	if err != nil {
 		return st, err
 	}
@@ -96,7 +159,7 @@ func (e *Engine) CompactToTable(ctx context.Context, id lakestream.LogID, t Tabl
 			if prev.Root != t.Root {
 				return st, fmt.Errorf("%w: log %d has an unfinished compaction into %s", lakestream.ErrConflict, id, prev.Root)
 			}
-			return e.finishClaim(ctx, l, tbl, prev, kv.ModRevision, nil)
+			return e.finishClaim(ctx, l, prev, kv.ModRevision, nil)
 		}
 		// A crash after step 4 left the cursor behind.
 		if err := e.advanceCompactCursor(ctx, id, prev.End); err != nil {
@@ -176,8 +239,17 @@ func (e *Engine) CompactToTable(ctx context.Context, id lakestream.LogID, t Tabl
 	}
 	old, ents = old[:n], ents[:chunkEnds[n-1]]
 
+	// The typed columns of the files (shared by every log of the table).
+	typed, err := e.tableSchema(ctx, t.Root, t.Schema)
+	if err != nil {
+		return st, err
+	}
+
 	// Step 1: the files, each under a pending intent.
-	c := tableClaim{From: old[0].First, End: old[n-1].End(), Root: t.Root}
+	c := tableClaim{From: old[0].First, End: old[n-1].End(), Root: t.Root, Formats: formats}
+	if t.Iceberg {
+		c.Ident = slices.Clone(t.Ident)
+	}
 	type built struct {
 		object string
 		data   []byte
@@ -194,7 +266,7 @@ func (e *Engine) CompactToTable(ctx context.Context, id lakestream.LogID, t Tabl
 			ie.MaxPublishMs = max(ie.MaxPublishMs, te.publishMs)
 			ie.WriteMs = max(ie.WriteMs, te.writeMs)
 		}
-		data, chunk, fst, err := buildParquet(ctx, run, t.Partition, int64(id), ie.WriteMs)
+		data, chunk, fst, err := buildParquet(ctx, run, t.Partition, int64(id), ie.WriteMs, typed)
 		if err != nil {
 			return st, err
 		}
@@ -236,7 +308,14 @@ func (e *Engine) CompactToTable(ctx context.Context, id lakestream.LogID, t Tabl
 	if err != nil {
 		return st, fmt.Errorf("engine: table claim: %w", err)
 	}
-	ok, rev, err := e.meta.Txn(ctx, []meta.Cmp{{Key: claimKey, ModRevision: kv.ModRevision}}, []meta.Op{meta.Put(claimKey, value)})
+	// The previous claim's leftover intents go with it (a crash between
+	// its steps 5 and 6): GC may then take any table file whose intent
+	// outlives every claim for an orphan (docs/gc.md, "Table files").
+	claimOps := []meta.Op{meta.Put(claimKey, value)}
+	for _, k := range prev.Intents {
+		claimOps = append(claimOps, meta.Delete(k))
+	}
+	ok, rev, err := e.meta.Txn(ctx, []meta.Cmp{{Key: claimKey, ModRevision: kv.ModRevision}}, claimOps)
 	if err != nil {
 		return st, fmt.Errorf("%w: table claim: %w", lakestream.ErrUnavailable, err)
 	}
@@ -250,15 +329,19 @@ func (e *Engine) CompactToTable(ctx context.Context, id lakestream.LogID, t Tabl
 	for _, f := range files {
 		chunks[f.object] = f.chunk
 	}
-	return e.finishClaim(ctx, l, tbl, c, rev, chunks)
+	return e.finishClaim(ctx, l, c, rev, chunks)
 }
 
-// finishClaim runs steps 3–5 of a claimed range: Delta commit, index
-// replacement, cursor. It is what a crashed compaction resumes. chunks are
-// the decoded files by object key, to cache (nil on resume).
-func (e *Engine) finishClaim(ctx context.Context, l *logHandle, tbl *delta.Table, c tableClaim, claimRev int64, chunks map[string]*loadedChunk) (CompactStats, error) {
+// finishClaim runs steps 3–5 of a claimed range: Delta commit, Iceberg
+// commit, index replacement, cursor — with the claim's formats, not the
+// caller's. It is what a crashed compaction resumes. chunks are the decoded
+// files by object key, to cache (nil on resume).
+func (e *Engine) finishClaim(ctx context.Context, l *logHandle, c tableClaim, claimRev int64, chunks map[string]*loadedChunk) (CompactStats, error) {
 	id := l.id
 	st := CompactStats{Records: c.End - c.From, From: c.From, End: c.End, Files: len(c.Files)}
+	for _, f := range c.Files {
+		st.FileBytes += f.Size
+	}
 	news := make([]indexEntry, len(c.Files))
 	for i, f := range c.Files {
 		ie, err := decodeIndexEntry(f.Index)
@@ -269,10 +352,27 @@ func (e *Engine) finishClaim(ctx context.Context, l *logHandle, tbl *delta.Table
 	}
 
 	// Step 3: commit to Delta; idempotent by the txn version.
-	if err := e.commitClaim(ctx, tbl, id, c); err != nil {
-		return st, err
+	if c.has(formatDelta) {
+		tbl, err := delta.Open(ctx, e.store, c.Root, delta.WithClock(e.opts.Now))
+		if err != nil {
+			return st, err
+		}
+		if err := e.commitClaim(ctx, tbl, id, c); err != nil {
+			return st, err
+		}
 	}
 	if err := e.compactHook(id, "commit"); err != nil {
+		return st, err
+	}
+
+	// Step 3b: commit to Iceberg; idempotent by the lakegate.log.<id>.end
+	// table property.
+	if c.has(formatIceberg) {
+		if err := e.commitIceberg(ctx, id, c); err != nil {
+			return st, err
+		}
+	}
+	if err := e.compactHook(id, "iceberg"); err != nil {
 		return st, err
 	}
 
@@ -349,7 +449,25 @@ func (e *Engine) commitClaim(ctx context.Context, tbl *delta.Table, id lakestrea
 			Tags: map[string]string{"lakegate.log": strconv.FormatInt(int64(id), 10)},
 		}
 	}
+	// The table's typed columns, as stored now: a superset of those of
+	// the claim's files (they only grow), added to the Delta schema when
+	// missing (merged per attempt: never dropping another writer's).
+	typed, err := e.loadTableSchema(ctx, c.Root)
+	if err != nil {
+		return err
+	}
+	schema, err := deltaSchemaOf(typed)
+	if err != nil {
+		return err
+	}
 	req := delta.CommitRequest{AppID: tableAppID(id), TxnVersion: c.End, Adds: adds, Operation: "WRITE"}
+	if typed != nil {
+		for _, f := range schema.Fields {
+			if _, ok := f.Metadata[typedMetaType]; ok {
+				req.AddColumns = append(req.AddColumns, f)
+			}
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		_, _, err := tbl.Commit(ctx, req)
 		switch {
@@ -359,10 +477,6 @@ func (e *Engine) commitClaim(ctx context.Context, tbl *delta.Table, id lakestrea
 			e.opts.Logger.Warn("engine: delta checkpoint", "table", c.Root, "err", err)
 			return nil
 		case errors.Is(err, delta.ErrNoTable) && attempt == 0:
-			schema, serr := delta.FromArrow(lakehouse.Schema(nil))
-			if serr != nil {
-				return serr
-			}
 			if cerr := tbl.Create(ctx, schema, []string{lakehouse.ColPartition, lakehouse.ColPublishDate}, nil); cerr != nil {
 				return fmt.Errorf("engine: create table %s: %w", c.Root, cerr)
 			}

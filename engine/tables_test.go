@@ -256,7 +256,7 @@ func checkTable(t testing.TB, store objstore.Store, root string, end int64) {
 	}
 }
 
-var orders = TableTarget{Root: "tables/public/default/orders", Partition: 3}
+var orders = TableTarget{Root: "tables/public/default/orders", Partition: 3, Delta: true}
 
 // compactAll runs CompactToTable until nothing is eligible.
 func compactAll(t testing.TB, e *Engine, id lakestream.LogID) (ranges int) {

@@ -80,6 +80,7 @@ type flush struct {
 	refs    []wal.ChunkRef
 	putDone chan struct{}
 	putErr  error
+	started time.Time // when put began (lakegate_wal_flush_seconds)
 }
 
 func newWALWriter(e *Engine) *walWriter {
@@ -226,6 +227,7 @@ func (w *walWriter) batchLoop() {
 // other puts; the commit loop waits for putDone.
 func (w *walWriter) put(f *flush) {
 	defer close(f.putDone)
+	f.started = time.Now()
 	f.writeMs = w.opts.Now().UnixMilli()
 	b := wal.NewBuilder()
 	for _, id := range f.logs {
@@ -251,7 +253,7 @@ func (w *walWriter) put(f *flush) {
 		return
 	}
 	start := time.Now()
-	if err := w.e.store.PutIfAbsent(ctx, f.object, f.data); err != nil {
+	if err := w.putObject(ctx, f); err != nil { // retried until ctx ends (putretry.go)
 		f.putErr = fmt.Errorf("engine: put %s: %w", f.object, err)
 		return
 	}
@@ -283,6 +285,7 @@ func (w *walWriter) failAll(f *flush, err error) {
 
 func (w *walWriter) commitFlush(f *flush) {
 	if f.putErr != nil {
+		w.e.metrics.observeFlush(len(f.data), time.Since(f.started), f.putErr)
 		w.failAll(f, fmt.Errorf("%w: %w", lakestream.ErrUnavailable, f.putErr))
 		w.dropIntent(f)
 		return
@@ -311,6 +314,7 @@ func (w *walWriter) commitFlush(f *flush) {
 		}()
 	}
 	groups.Wait()
+	w.e.metrics.observeFlush(len(f.data), time.Since(f.started), nil)
 	if h := w.opts.hooks.afterCommit; h != nil {
 		if err := h(f.object); err != nil {
 			return

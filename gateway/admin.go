@@ -100,7 +100,9 @@ func adminStatus(err error) int {
 	case errors.Is(err, lakestream.ErrNoSuchStream),
 		errors.Is(err, lakestream.ErrNoSuchNamespace),
 		errors.Is(err, lakestream.ErrNoSuchLog),
-		errors.Is(err, lakestream.ErrNoSuchCursor):
+		errors.Is(err, lakestream.ErrNoSuchCursor),
+		errors.Is(err, lakestream.ErrNotMaterialized),
+		errors.Is(err, ErrNoSchema):
 		return http.StatusNotFound
 	case errors.Is(err, lakestream.ErrAlreadyExists),
 		errors.Is(err, lakestream.ErrNamespaceNotEmpty),
@@ -181,6 +183,24 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("POST "+p+"/{topic}/terminate", a.terminate)
 	mux.HandleFunc("PUT "+p+"/{topic}/unload", a.unload)
 	mux.HandleFunc("GET "+p+"/{topic}/ledger/{ledger}/entry/{entry}", a.getEntry)
+	mux.HandleFunc("GET "+p+"/{topic}/deduplicationEnabled", a.getDeduplication)
+	mux.HandleFunc("POST "+p+"/{topic}/deduplicationEnabled", a.setDeduplication)
+	mux.HandleFunc("DELETE "+p+"/{topic}/deduplicationEnabled", a.removeDeduplication)
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/deduplication", a.getNamespaceDeduplication)
+	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{ns}/deduplication", a.setNamespaceDeduplication)
+	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication", a.removeNamespaceDeduplication)
+	mux.HandleFunc("GET "+p+"/{topic}/table", a.tableInfo) // lakegate extensions: tables (admin_tables.go)
+	mux.HandleFunc("GET "+p+"/{topic}/tablePolicy", a.getTopicTablePolicy)
+	mux.HandleFunc("POST "+p+"/{topic}/tablePolicy", a.setTopicTablePolicy)
+	mux.HandleFunc("DELETE "+p+"/{topic}/tablePolicy", a.removeTopicTablePolicy)
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", a.getNamespaceTablePolicy)
+	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", a.setNamespaceTablePolicy)
+	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", a.removeNamespaceTablePolicy)
+	// Schemas (admin_schemas.go).
+	const sp = "/admin/v2/schemas/{tenant}/{ns}/{topic}"
+	mux.HandleFunc("GET "+sp+"/schema", a.schemaOf)
+	mux.HandleFunc("GET "+sp+"/schema/{version}", a.schemaOf)
+	mux.HandleFunc("GET "+sp+"/schemas", a.allSchemas)
 
 	const np = "/admin/v2/non-persistent/{tenant}/{ns}"
 	emptyList := func(w http.ResponseWriter, r *http.Request) {

@@ -3,8 +3,10 @@ package gateway
 // Admin REST: topic stats and partitioned stats, in Pulsar's JSON shape.
 //
 // What is measured and what is not:
-//   - rates (msgRateIn/Out, throughput) are 0: the gateway keeps no rate
-//     windows yet;
+//   - rates (msgRateIn/Out, throughput) are per second over the interval
+//     since the previous stats request at least 1 s before (rateMeter),
+//     counted on this node: publishers by their receipts, consumers by the
+//     messages delivered to them;
 //   - msgInCounter / bytesInCounter count every record / payload byte
 //     appended since the log was created (not since this node started);
 //   - storageSize is the payload bytes of the readable entries (no index or
@@ -13,10 +15,12 @@ package gateway
 //     running subscription it counts the records above its mark-delete
 //     point, individually acknowledged ones included (the actor owns the
 //     cursor and exposes only its mark-delete offset);
-//   - publishers carry producerName, producerId, accessMode and address;
-//     metadata and clientVersion are not kept by the gateway (empty);
-//   - consumers[] has one entry per connected consumer, without names or
-//     metadata (the subscription actor only counts its consumers);
+//   - publishers carry producerName, producerId, accessMode, address,
+//     clientVersion and metadata;
+//   - consumers[] lists the consumers connected to this node with their
+//     name, address, clientVersion, metadata and rates (availablePermits
+//     and unackedMessages are the subscription actor's, not reported per
+//     consumer: 0);
 //   - a subscription whose cursor is not loaded has type "" (the type is a
 //     property of connected consumers, not stored).
 
@@ -25,8 +29,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol/pb"
 )
 
 type publisherStatsJSON struct {
@@ -43,6 +49,10 @@ type publisherStatsJSON struct {
 
 type consumerStatsJSON struct {
 	ConsumerName     string            `json:"consumerName"`
+	Address          string            `json:"address"`
+	ClientVersion    string            `json:"clientVersion"`
+	MsgOutCounter    int64             `json:"msgOutCounter"`
+	BytesOutCounter  int64             `json:"bytesOutCounter"`
 	MsgRateOut       float64           `json:"msgRateOut"`
 	MsgThroughputOut float64           `json:"msgThroughputOut"`
 	AvailablePermits int               `json:"availablePermits"`
@@ -84,6 +94,25 @@ type partitionedStatsJSON struct {
 	topicStatsJSON
 	Metadata   partitionedMetadata       `json:"metadata"`
 	Partitions map[string]topicStatsJSON `json:"partitions"`
+}
+
+// keyValues turns a Pulsar key-value list into a map (nil when empty).
+func keyValues(kvs []*pb.KeyValue) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.GetKey()] = kv.GetValue()
+	}
+	return m
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // bytesFrom is the payload bytes from the entry holding offset from to the
@@ -140,15 +169,26 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 	}
 	st.BacklogSize = st.StorageSize
 
+	now := time.Now()
 	t.mu.Lock()
 	for _, p := range t.mu.producers {
-		st.Publishers = append(st.Publishers, publisherStatsJSON{
-			AccessMode:   p.mode.String(),
-			ProducerID:   p.id,
-			ProducerName: p.name,
-			Address:      p.sess.conn.RemoteAddr().String(),
-			Metadata:     map[string]string{},
-		})
+		msgRate, byteRate, msgs, bytes := p.in.rates(now)
+		ps := publisherStatsJSON{
+			AccessMode:      p.mode.String(),
+			ProducerID:      p.id,
+			ProducerName:    p.name,
+			MsgRateIn:       msgRate,
+			MsgThroughputIn: byteRate,
+			Address:         p.sess.conn.RemoteAddr().String(),
+			ClientVersion:   p.sess.clientVersion,
+			Metadata:        orEmptyMap(p.meta),
+		}
+		if msgs > 0 {
+			ps.AverageMsgSize = float64(bytes) / float64(msgs)
+		}
+		st.Publishers = append(st.Publishers, ps)
+		st.MsgRateIn += msgRate
+		st.MsgThroughputIn += byteRate
 	}
 	t.mu.Unlock()
 
@@ -163,6 +203,8 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 		}
 		if ok {
 			st.Subscriptions[name] = ss
+			st.MsgRateOut += ss.MsgRateOut
+			st.MsgThroughputOut += ss.MsgThroughputOut
 		}
 	}
 	return st, nil
@@ -203,8 +245,16 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 		return ss, false, err
 	}
 	ss.IsDurable = durable
-	for range info.Consumers {
-		ss.Consumers = append(ss.Consumers, consumerStatsJSON{Metadata: map[string]string{}})
+	now := time.Now()
+	for _, c := range t.endWatchers(name) {
+		msgRate, byteRate, msgs, bytes := c.out.rates(now)
+		ss.Consumers = append(ss.Consumers, consumerStatsJSON{
+			ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(), ClientVersion: c.sess.clientVersion,
+			MsgRateOut: msgRate, MsgThroughputOut: byteRate, MsgOutCounter: msgs, BytesOutCounter: bytes,
+			Metadata: orEmptyMap(c.meta),
+		})
+		ss.MsgRateOut += msgRate
+		ss.MsgThroughputOut += byteRate
 	}
 	from := info.MarkDeleteOffset + 1
 	if from < next {
@@ -280,6 +330,10 @@ func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
 		agg.MsgInCounter += st.MsgInCounter
 		agg.BytesInCounter += st.BytesInCounter
 		agg.StorageSize += st.StorageSize
+		agg.MsgRateIn += st.MsgRateIn
+		agg.MsgRateOut += st.MsgRateOut
+		agg.MsgThroughputIn += st.MsgThroughputIn
+		agg.MsgThroughputOut += st.MsgThroughputOut
 		agg.BacklogSize += st.BacklogSize
 		agg.LastPublishTimestamp = max(agg.LastPublishTimestamp, st.LastPublishTimestamp)
 		agg.Publishers = append(agg.Publishers, st.Publishers...)
@@ -290,6 +344,8 @@ func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
 			}
 			sum.MsgBacklog += ss.MsgBacklog
 			sum.BacklogSize += ss.BacklogSize
+			sum.MsgRateOut += ss.MsgRateOut
+			sum.MsgThroughputOut += ss.MsgThroughputOut
 			sum.Consumers = append(sum.Consumers, ss.Consumers...)
 			if sum.Type == "" {
 				sum.Type = ss.Type

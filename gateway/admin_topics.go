@@ -457,8 +457,8 @@ func (a *admin) lastMessageID(w http.ResponseWriter, r *http.Request) {
 }
 
 // terminate fences the log: every later append fails (producers get
-// TopicTerminatedError). Consumers are not told the topic ended
-// (no REACHED_END_OF_TOPIC yet): they wait at the tail.
+// TopicTerminatedError), new producers are refused, and consumers are sent
+// REACHED_END_OF_TOPIC once they have read everything (end_of_topic.go).
 func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	t, err := a.singleTopic(r, "terminate")
 	if err == nil {
@@ -467,6 +467,11 @@ func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeAdminError(w, err)
 		return
+	}
+	if end, err := t.log.NextOffset(r.Context()); err == nil {
+		t.markTerminated(end) // consumers that read everything are told now
+	} else {
+		t.terminated.Store(true)
 	}
 	id, err := t.lastMessageID(r.Context())
 	if err != nil {

@@ -32,6 +32,13 @@ type consumer struct {
 	// detached is set when the subscription dropped the consumer (a seek);
 	// the client then subscribes again with the same consumer id.
 	detached atomic.Bool
+	// end: what the consumer read of a terminated topic (end_of_topic.go).
+	end consumerEnd
+	// name and meta are the client's consumer name and metadata, out its
+	// delivered messages and bytes (admin stats).
+	name string
+	meta map[string]string
+	out  rateMeter
 	// active holds ACTIVE_CONSUMER_CHANGE back until the consumer's first
 	// FLOW: pulsar-client-go registers a consumer only after SUBSCRIBE's
 	// SUCCESS arrives, on another goroutine, and drops changes for a
@@ -54,7 +61,13 @@ func (c *consumer) Deliver(d actors.Deliver) {
 		c.sess.log.Error("encoding MESSAGE", "err", err)
 		return
 	}
-	c.sess.enqueue(b)
+	if c.sess.enqueue(b) {
+		m := c.sess.srv.metrics
+		c.out.add(int(d.Entry.Records), len(d.Entry.Payload))
+		m.dispatchedMsgs.Add(float64(d.Entry.Records))
+		m.dispatchedBytes.Add(float64(len(d.Entry.Payload)))
+	}
+	c.delivered(d.Entry.Offset, d.Entry.Records)
 }
 
 // Disconnect implements actors.ConsumerSink: CLOSE_CONSUMER makes the
@@ -92,6 +105,7 @@ func (c *consumer) flowed() {
 func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	req := c.GetRequestId()
 	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
+		old.t.removeEndWatcher(old)
 		delete(s.consumers, old.id) // dropped by a seek: subscribing again
 	} else if old != nil {
 		// A retried SUBSCRIBE for a consumer already attached here.
@@ -121,7 +135,8 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		}
 	}
 	durable := c.Durable == nil || c.GetDurable()
-	cons := &consumer{id: c.GetConsumerId(), subID: consumerSeq.Add(1), sess: s, t: t, subName: c.GetSubscription(), durable: durable}
+	cons := &consumer{id: c.GetConsumerId(), subID: consumerSeq.Add(1), sess: s, t: t, subName: c.GetSubscription(), durable: durable,
+		name: c.GetConsumerName(), meta: keyValues(c.GetMetadata())}
 	subType := actors.SubType(c.GetSubType())
 	ks, err := keySharedPolicy(c.GetKeySharedMeta())
 	if err != nil {
@@ -151,7 +166,11 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		break
 	}
 	s.consumers[cons.id] = cons
+	t.addEndWatcher(cons)
 	s.send(protocol.Success(req))
+	if end, ok := t.endOffset(); ok && cons.reachedEnd(end) {
+		t.notifyEnd(cons.subName)
+	}
 }
 
 // consumerSeq numbers consumers for their subscription actors (subID).
@@ -238,8 +257,10 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 
 // readerStart is where a non-durable subscription starts reading: the
 // first offset for earliest, the head for latest, else the entry the id
-// names (a batch index makes the client filter inside the entry) or the
-// one after it (a whole-entry id: the client has it already).
+// names, whole entry or batch index alike. As with Pulsar's broker (which
+// steps its non-durable cursor one entry back), the client filters: the
+// Java, C++ and Go clients drop the start entry itself unless the reader
+// is startMessageIdInclusive, and batch indexes before the start.
 func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest bool) (int64, error) {
 	if m == nil {
 		if latest {
@@ -253,8 +274,6 @@ func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest boo
 		return t.log.FirstOffset(ctx)
 	case id.IsLatest():
 		return t.log.NextOffset(ctx)
-	case id.BatchIndex >= 0:
-		return id.EntryID, nil
 	}
 	h, err := t.log.EntryHeader(ctx, id.EntryID)
 	if errors.Is(err, lakestream.ErrOffsetOutOfRange) {
@@ -266,7 +285,7 @@ func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest boo
 	if err != nil {
 		return 0, err
 	}
-	return h.End(), nil
+	return h.Offset, nil
 }
 
 func (s *session) handleFlow(c *pb.CommandFlow) {
@@ -326,6 +345,7 @@ func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) 
 // close detaches the consumer; a non-durable subscription left without
 // consumers is closed. Reader goroutine only.
 func (c *consumer) close() {
+	c.t.removeEndWatcher(c)
 	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
 		return
@@ -365,6 +385,7 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 		delete(cons.t.mu.subs, cons.subName)
 	}
 	cons.t.mu.Unlock()
+	cons.t.removeEndWatcher(cons)
 	delete(s.consumers, cons.id)
 	s.send(protocol.Success(c.GetRequestId()))
 }

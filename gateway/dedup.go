@@ -28,12 +28,21 @@ package gateway
 // sequence_id and highest_sequence_id of every entry's metadata), so the
 // state survives restarts and crashes exactly.
 //
+// Failed appends: appends are pipelined, so an append can fail (store or
+// etcd unavailable) while a later one of the same producer succeeds,
+// leaving the failed sequence id below the highest durable one. The
+// state remembers such failures (per producer name, the highest sequence
+// ids of failed appends, at most dedupFailedMax, lowest evicted first) and
+// appends their resends instead of answering them as duplicates, which
+// would acknowledge a message that was never stored. An append whose
+// outcome was indeterminate counts as failed: its resend may then be
+// stored twice, never lost. (Pulsar instead fences the topic on a write
+// failure; e2e TestEtcdClusterMemberLoss found the loss.)
+//
 // Limits (documented, not yet handled): the state is per gateway node (two
-// nodes serving one partition would not share it); a failed append
-// followed by a successful later one of the same producer leaves the
-// failed sequence id below the highest, so its resend is answered as a
-// duplicate (Pulsar avoids this by fencing the topic on write failures);
-// a continuously busy topic (never without appends in flight) takes no
+// nodes serving one partition would not share it); the failures above are
+// remembered in memory only (a resend after a gateway restart is judged by
+// the durable state alone); a continuously busy topic (never without appends in flight) takes no
 // snapshot until a producer closes, so the replay on load may be long.
 
 import (
@@ -61,6 +70,10 @@ const (
 	dedupReplayRecordsMax = 1000
 	// dedupReplayBytesMax bounds one read of the replay on load, in bytes.
 	dedupReplayBytesMax = 4 << 20
+	// dedupFailedMax bounds the failed appends remembered per producer
+	// name (a client resends at most its pending queue, 1000 messages by
+	// default in the Go client).
+	dedupFailedMax = 10000
 )
 
 // internalCursorPrefix starts the names of cursors the gateway keeps for
@@ -79,13 +92,14 @@ type dedupState struct {
 
 	mu struct {
 		sync.Mutex
-		persisted map[string]int64         // producer name → highest durable sequence id
-		inflight  map[string]map[int64]int // producer name → highest seq ids of appends in flight (counts)
-		changed   chan struct{}            // closed and replaced whenever an append ends
-		appended  int                      // appends since the last snapshot
-		lastEnd   int64                    // end offset of the highest completed append
-		pending   int                      // appends in flight, all producers
-		snapshot  bool                     // a snapshot is being written
+		persisted map[string]int64              // producer name → highest durable sequence id
+		inflight  map[string]map[int64]int      // producer name → highest seq ids of appends in flight (counts)
+		failed    map[string]map[int64]struct{} // producer name → highest seq ids of failed appends (not known durable)
+		changed   chan struct{}                 // closed and replaced whenever an append ends
+		appended  int                           // appends since the last snapshot
+		lastEnd   int64                         // end offset of the highest completed append
+		pending   int                           // appends in flight, all producers
+		snapshot  bool                          // a snapshot is being written
 	}
 }
 
@@ -104,6 +118,7 @@ func loadDedup(ctx context.Context, t *topic, logger *slog.Logger) (*dedupState,
 	d := &dedupState{cursor: cur, topic: t.name.String(), logger: logger}
 	d.mu.persisted = map[string]int64{}
 	d.mu.inflight = map[string]map[int64]int{}
+	d.mu.failed = map[string]map[int64]struct{}{}
 	d.mu.changed = make(chan struct{})
 	maps.Copy(d.mu.persisted, cur.Properties())
 	start := cur.MarkDeleteOffset() + 1
@@ -164,8 +179,10 @@ func (d *dedupState) admit(ctx context.Context, name string, seq, highest int64)
 	for {
 		d.mu.Lock()
 		if p, ok := d.mu.persisted[name]; ok && highest <= p {
-			d.mu.Unlock()
-			return true, nil
+			if _, failed := d.mu.failed[name][highest]; !failed {
+				d.mu.Unlock()
+				return true, nil
+			}
 		}
 		covered := false
 		for h := range d.mu.inflight[name] {
@@ -206,6 +223,14 @@ func (d *dedupState) finish(name string, highest int64, h lakestream.EntryHeader
 		}
 	}
 	d.mu.pending--
+	if err != nil {
+		d.rememberFailedLocked(name, highest)
+	} else if f := d.mu.failed[name]; f != nil {
+		delete(f, highest)
+		if len(f) == 0 {
+			delete(d.mu.failed, name)
+		}
+	}
 	if err == nil {
 		if p, ok := d.mu.persisted[name]; !ok || highest > p {
 			d.mu.persisted[name] = highest
@@ -217,6 +242,27 @@ func (d *dedupState) finish(name string, highest int64, h lakestream.EntryHeader
 	d.mu.changed = make(chan struct{})
 	if d.mu.appended >= dedupSnapshotEntries {
 		d.snapshotLocked()
+	}
+}
+
+// rememberFailedLocked records that the append of name up to highest
+// failed, evicting the lowest remembered failure beyond dedupFailedMax.
+func (d *dedupState) rememberFailedLocked(name string, highest int64) {
+	if d.mu.failed == nil {
+		d.mu.failed = map[string]map[int64]struct{}{}
+	}
+	f := d.mu.failed[name]
+	if f == nil {
+		f = map[int64]struct{}{}
+		d.mu.failed[name] = f
+	}
+	f[highest] = struct{}{}
+	if len(f) > dedupFailedMax {
+		lowest := highest
+		for h := range f {
+			lowest = min(lowest, h)
+		}
+		delete(f, lowest)
 	}
 }
 

@@ -19,6 +19,13 @@
 //	schema.go    GET_SCHEMA, GET_OR_CREATE_SCHEMA, producer/consumer schemas:
 //	             versioned registry in stream properties, compatibility rules
 //	dedup.go     producer deduplication (stream property lakegate.dedup)
+//	admin_dedup.go  topic and namespace deduplication policies over the admin
+//	             REST API (stream / namespace property lakegate.dedup)
+//	admin_schemas.go  GET of the schema registry's versions over the admin
+//	             REST API (/admin/v2/schemas/...)
+//	end_of_topic.go  REACHED_END_OF_TOPIC for consumers of a terminated topic
+//	txn.go       transactions unsupported: every transaction request answered
+//	             with NotAllowedError
 //	errors.go    sentinel errors and THE mapping to Pulsar ServerError codes
 //
 // Concurrency: a session's reader goroutine owns its producer and consumer

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -34,6 +36,10 @@ type producer struct {
 	mode pb.ProducerAccessMode
 	// schemaVersion is the version of the producer's schema (nil without one).
 	schemaVersion []byte
+	// meta is the client's producer metadata, in its published messages
+	// and bytes (admin stats).
+	meta map[string]string
+	in   rateMeter
 
 	// requestID is the PRODUCER request's id: a WaitForExclusive producer
 	// gets its second PRODUCER_SUCCESS under it.
@@ -58,6 +64,8 @@ type producer struct {
 
 type pendingSend struct {
 	seq, highestSeq uint64
+	start           time.Time // SEND read (lakegate_publish_latency_seconds)
+	records, bytes  int
 	dup             bool          // a duplicate (dedup on): not appended, receipt (-1,-1)
 	done            chan struct{} // closed when h/err are set
 	h               lakestream.EntryHeader
@@ -95,6 +103,9 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	t, err := s.srv.resolveTopic(ctx, c.GetTopic(), true)
+	if err == nil && t.terminated.Load() {
+		err = fmt.Errorf("%w: topic %s was terminated", lakestream.ErrFenced, t.name)
+	}
 	if err != nil {
 		s.sendError(req, err)
 		return
@@ -111,7 +122,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		name = fmt.Sprintf("lakegate-%d", s.srv.nameSeq.Add(1))
 	}
 	p := &producer{
-		id: c.GetProducerId(), name: name, t: t, sess: s, mode: mode, schemaVersion: schemaVersion,
+		id: c.GetProducerId(), name: name, t: t, sess: s, mode: mode, schemaVersion: schemaVersion, meta: keyValues(c.GetMetadata()),
 		requestID: req,
 		queue:     make(chan *pendingSend, s.srv.cfg.ProducerPendingMax),
 	}
@@ -338,7 +349,8 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 // a fresh buffer per frame) and queues its receipt. It blocks while the
 // producer has ProducerPendingMax SENDs in flight.
 func (p *producer) submit(c *pb.CommandSend, entry []byte, records int, publishMs int64) {
-	ps := &pendingSend{seq: c.GetSequenceId(), highestSeq: c.GetHighestSequenceId(), done: make(chan struct{})}
+	ps := &pendingSend{seq: c.GetSequenceId(), highestSeq: c.GetHighestSequenceId(), done: make(chan struct{}),
+		start: time.Now(), records: records, bytes: len(entry)}
 	select {
 	case p.queue <- ps:
 	case <-p.sess.done:
@@ -400,8 +412,12 @@ func (p *producer) receiptLoop() {
 			return
 		}
 		if ps.err != nil {
+			if errors.Is(ps.err, lakestream.ErrFenced) {
+				p.t.terminated.Store(true)
+			}
 			p.sess.log.Warn("append failed", "topic", p.t.name.String(), "producer", p.name, "seq", ps.seq, "err", ps.err)
 			p.sess.send(protocol.SendError(p.id, ps.seq, serverError(ps.err), ps.err.Error()))
+			p.sess.srv.metrics.publishErrors.Inc()
 			continue
 		}
 		if ps.dup {
@@ -411,6 +427,11 @@ func (p *producer) receiptLoop() {
 		}
 		id := protocol.NewMessageID(int64(p.t.log.ID()), ps.h.Offset, -1, p.t.partition)
 		p.sess.send(protocol.SendReceipt(p.id, ps.seq, ps.highestSeq, id))
+		m := p.sess.srv.metrics
+		m.publishLatency.Observe(time.Since(ps.start).Seconds())
+		p.in.add(ps.records, ps.bytes)
+		m.publishedMsgs.Add(float64(ps.records))
+		m.publishedBytes.Add(float64(ps.bytes))
 	}
 	// Like Pulsar's broker, answer CLOSE_PRODUCER only after the receipts
 	// of every SEND accepted before it: a client closing with sends in

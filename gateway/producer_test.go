@@ -29,6 +29,11 @@ func (c *fakeCatalog) OpenLog(ctx context.Context, id lakestream.StreamIdentifie
 	return c.log, nil
 }
 
+// LoadNamespace: a topic load reads the namespace's deduplication policy.
+func (c *fakeCatalog) LoadNamespace(ctx context.Context, name string) (lakestream.Namespace, error) {
+	return lakestream.Namespace{Name: name}, nil
+}
+
 // orderedLog is a Log whose appends take their offset when enqueued and
 // complete only when the test releases them.
 type orderedLog struct {

@@ -322,6 +322,14 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	t, err := s.srv.resolveTopic(ctx, c.GetTopic(), true)
+	if err == nil && c.GetSchema().GetType() == pb.Schema_None {
+		// BYTES: what the Java client's multi-schema producers (its
+		// dead-letter and retry-letter producers) register for untyped
+		// messages. Accepted like a producer without schema, with no
+		// version (Pulsar's SchemaVersion.Empty).
+		s.send(protocol.GetOrCreateSchemaResponse(req, nil))
+		return
+	}
 	if err == nil && !registrableSchema(c.GetSchema()) {
 		err = fmt.Errorf("%w: GET_OR_CREATE_SCHEMA without a typed schema", ErrNotAllowed)
 	}

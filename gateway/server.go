@@ -48,6 +48,10 @@ type Config struct {
 	ServerVersion string
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// MetricsSubscriptionsMax caps the per-subscription series (backlog,
+	// unacked) one /metrics scrape exports; the rest are counted in
+	// lakegate_subscription_series_dropped. Default 1000.
+	MetricsSubscriptionsMax int
 }
 
 func (c *Config) defaults() {
@@ -72,6 +76,9 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.MetricsSubscriptionsMax <= 0 {
+		c.MetricsSubscriptionsMax = defaultMetricsSubscriptionsMax
+	}
 }
 
 // Server is the Pulsar binary-protocol listener. Safe for concurrent use.
@@ -85,6 +92,7 @@ type Server struct {
 	wg        sync.WaitGroup // accept loop and sessions
 	nameSeq   atomic.Uint64
 	sessionID atomic.Uint64
+	metrics   *gatewayMetrics
 
 	mu struct {
 		sync.Mutex
@@ -111,9 +119,9 @@ func Listen(addr string, cfg Config) (*Server, error) {
 			cfg.AdvertisedAddr = net.JoinHostPort("localhost", fmt.Sprint(a.Port))
 		}
 	}
-	s := &Server{cfg: cfg, ln: ln, rt: cfg.Runtime}
+	s := &Server{cfg: cfg, ln: ln, rt: cfg.Runtime, metrics: newGatewayMetrics()}
 	if s.rt == nil {
-		s.rt = actors.NewRuntime(nil)
+		s.rt = actors.NewRuntime(cfg.Logger.With("component", "actors"))
 		s.ownsRT = true
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -141,6 +149,7 @@ func (s *Server) accept() {
 			}
 			return // listener closed
 		}
+		s.metrics.connectionsTotal.Inc()
 		sess := newSession(s, conn)
 		s.mu.Lock()
 		if s.mu.closed {
@@ -208,6 +217,10 @@ func (s *Server) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Closing reports whether Close has begun (the node is draining: /readyz
+// fails).
+func (s *Server) Closing() bool { return s.closed() }
 
 func (s *Server) autoCreate() bool { return !s.cfg.DisableTopicAutoCreation }
 

@@ -34,6 +34,7 @@ type session struct {
 
 	connected       bool
 	protocolVersion int32
+	clientVersion   string // from CONNECT
 	producers       map[uint64]*producer
 	consumers       map[uint64]*consumer
 }
@@ -248,8 +249,12 @@ func (s *session) handle(f protocol.Frame) error {
 		c := cmd.GetConsumerStats()
 		s.send(protocol.ConsumerStatsError(c.GetRequestId(), pb.ServerError_NotAllowedError, "not implemented yet"))
 	default:
-		// A command we know but do not serve (transactions, auth refresh,
-		// topic watchers...): the client cannot proceed; close.
+		if s.handleTxn(cmd) { // txn.go: answered with NotAllowedError
+			return nil
+		}
+		// A command we know but do not serve (auth refresh, topic
+		// watchers, broker-to-broker commands...): the client cannot
+		// proceed; close.
 		return fmt.Errorf("%w: unsupported command %s", errCloseConnection, t)
 	}
 	return nil
@@ -261,12 +266,17 @@ func (s *session) handleConnect(c *pb.CommandConnect) error {
 	}
 	s.connected = true
 	s.protocolVersion = min(c.GetProtocolVersion(), protocol.ProtocolVersion)
-	s.log = s.log.With("client", c.GetClientVersion())
+	s.clientVersion = c.GetClientVersion()
+	s.log = s.log.With("client", s.clientVersion)
 	s.send(protocol.Connected(s.srv.cfg.ServerVersion, s.protocolVersion, int32(s.srv.cfg.MaxMessageSize), &pb.FeatureFlags{}))
 	return nil
 }
 
 func (s *session) handleLookup(c *pb.CommandLookupTopic) {
+	if isTxnCoordinatorTopic(c.GetTopic()) {
+		s.send(protocol.LookupError(c.GetRequestId(), pb.ServerError_NotAllowedError, errTxnUnsupported.Error()))
+		return
+	}
 	if _, err := ParseTopicName(c.GetTopic()); err != nil {
 		s.send(protocol.LookupError(c.GetRequestId(), serverError(err), err.Error()))
 		return
@@ -276,6 +286,10 @@ func (s *session) handleLookup(c *pb.CommandLookupTopic) {
 }
 
 func (s *session) handlePartitionedMetadata(c *pb.CommandPartitionedTopicMetadata) {
+	if isTxnCoordinatorTopic(c.GetTopic()) {
+		s.send(protocol.PartitionedMetadataError(c.GetRequestId(), pb.ServerError_NotAllowedError, errTxnUnsupported.Error()))
+		return
+	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	create := c.MetadataAutoCreationEnabled == nil || c.GetMetadataAutoCreationEnabled()

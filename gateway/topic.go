@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakestream"
@@ -34,6 +35,11 @@ const partitionSuffix = "-partition-"
 func ParseTopicName(s string) (TopicName, error) {
 	rest, ok := strings.CutPrefix(s, "persistent://")
 	if !ok {
+		if strings.HasPrefix(s, "non-persistent://") {
+			// NotAllowedError, not InvalidTopicName: the C++ and Python
+			// clients retry InvalidTopicName until their operation timeout.
+			return TopicName{}, fmt.Errorf("%w: %q: non-persistent topics are not supported by lakegate (every topic is persistent)", ErrNotAllowed, s)
+		}
 		if strings.Contains(s, "://") {
 			return TopicName{}, fmt.Errorf("%w: %q: only persistent:// topics are supported", ErrInvalidTopicName, s)
 		}
@@ -87,6 +93,14 @@ type topic struct {
 	log       lakestream.Log
 	partition int32       // -1 for a non-partitioned topic
 	dedup     *dedupState // nil unless deduplication is on (dedup.go)
+	// terminated: the log is known to be fenced (admin terminate through
+	// this gateway, or an append that failed with ErrFenced); new
+	// producers are refused with TopicTerminatedError. A log fenced by
+	// another node is learnt at the first append.
+	terminated atomic.Bool
+	// end: the end offset of a terminated topic and the consumers told
+	// when they reach it (end_of_topic.go).
+	end topicEnd
 
 	mu struct {
 		sync.Mutex
@@ -161,7 +175,9 @@ func (s *Server) resolveTopic(ctx context.Context, name string, create bool) (*t
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
 	if md, err := s.cfg.Catalog.LoadStream(ctx, id); err != nil {
 		return nil, err
-	} else if md.Properties[dedupProperty] == "true" {
+	} else if on, err := s.dedupEnabled(ctx, md); err != nil { // admin_dedup.go
+		return nil, err
+	} else if on {
 		if t.dedup, err = loadDedup(ctx, t, s.cfg.Logger); err != nil {
 			return nil, err
 		}

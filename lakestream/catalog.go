@@ -243,6 +243,49 @@ type Table interface {
 	// (Arrow IPC stream bytes, one element per batch), oldest first.
 	// ErrNotMaterialized until the lakehouse layer has committed rows.
 	Scan(ctx context.Context) ([][]byte, error)
+	// Info describes the stream's tables: where they are, their versions,
+	// row counts and how far behind the logs they are. ErrNotMaterialized
+	// when no table has been committed yet.
+	Info(ctx context.Context) (TableInfo, error)
+}
+
+// TableInfo describes the tables of one stream.
+type TableInfo struct {
+	// Location is the table root URI, shared by every format (the Parquet
+	// files under it are the same for all).
+	Location string
+	Formats  []TableFormatInfo
+	// Partitions are the stream's logs with their compacted position.
+	Partitions []TablePartitionInfo
+}
+
+// TableFormatInfo is one format's view of a stream's table.
+type TableFormatInfo struct {
+	Format TableFormat
+	// URI locates this format's metadata (the Delta table root; the
+	// Iceberg metadata file).
+	URI string
+	// Identifier is the catalog identifier ("" when the format has none).
+	Identifier string
+	// Version is the Delta version or the Iceberg snapshot id.
+	Version int64
+	// FormatVersion is the table-format protocol version (Delta
+	// "reader/writer", Iceberg "2").
+	FormatVersion string
+	Rows          int64
+	Files         int
+	// LastCommitMs is the commit time of Version (Unix ms; 0 unknown).
+	LastCommitMs int64
+}
+
+// TablePartitionInfo is how far one log of a stream is in its table.
+type TablePartitionInfo struct {
+	Partition int // -1: not partitioned
+	Log       LogID
+	// CompactedEnd is the offset just past the last record in the table.
+	CompactedEnd int64
+	// LogEnd is the offset just past the log's last record.
+	LogEnd int64
 }
 
 // Stream is a handle on one stream.

@@ -81,8 +81,14 @@ func Error(requestID uint64, code pb.ServerError, msg string) *pb.BaseCommand {
 
 // ProducerSuccess answers PRODUCER. lastSequenceID is -1 when no
 // deduplication state exists. ready=false tells a WaitForExclusive producer
-// to wait for a second ProducerSuccess. schemaVersion may be nil.
+// to wait for a second ProducerSuccess. schemaVersion may be nil (a topic
+// without schema): schema_version is then sent present and empty, as the
+// Java broker does, because the Java client reads it unconditionally
+// (a PRODUCER_SUCCESS without it fails the producer's creation).
 func ProducerSuccess(requestID uint64, producerName string, lastSequenceID int64, schemaVersion []byte, ready bool) *pb.BaseCommand {
+	if schemaVersion == nil {
+		schemaVersion = []byte{}
+	}
 	c := base(pb.BaseCommand_PRODUCER_SUCCESS)
 	c.ProducerSuccess = &pb.CommandProducerSuccess{
 		RequestId:      proto.Uint64(requestID),
@@ -279,8 +285,13 @@ func GetSchemaError(requestID uint64, code pb.ServerError, msg string) *pb.BaseC
 }
 
 // GetOrCreateSchemaResponse answers GET_OR_CREATE_SCHEMA with the version
-// assigned to the schema.
+// assigned to the schema. A nil version (an untyped BYTES schema) is sent
+// present and empty, Pulsar's SchemaVersion.Empty: the Java client reads
+// the field unconditionally.
 func GetOrCreateSchemaResponse(requestID uint64, version []byte) *pb.BaseCommand {
+	if version == nil {
+		version = []byte{}
+	}
 	c := base(pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE)
 	c.GetOrCreateSchemaResponse = &pb.CommandGetOrCreateSchemaResponse{
 		RequestId:     proto.Uint64(requestID),

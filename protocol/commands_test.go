@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"testing"
@@ -172,6 +173,21 @@ func TestConstructorFields(t *testing.T) {
 	}
 	if got := GetLastMessageIDResponse(1, NewMessageID(3, 4, 5, -1), nil).GetLastMessageIdResponse; got.GetLastMessageId().GetBatchIndex() != 5 || got.ConsumerMarkDeletePosition != nil {
 		t.Errorf("last message id %v", got)
+	}
+	// The Java client reads schema_version unconditionally: present (empty)
+	// even without a schema, after an encode/decode round trip.
+	ps := ProducerSuccess(1, "p", -1, nil, true)
+	var buf []byte
+	buf, err := AppendFrame(buf, Frame{Cmd: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFrame(bufio.NewReader(bytes.NewReader(buf)), DefaultMaxFrameSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Cmd.GetProducerSuccess(); got.SchemaVersion == nil || len(got.SchemaVersion) != 0 {
+		t.Errorf("producer success without schema: schema_version %v, want present and empty", got.SchemaVersion)
 	}
 	if got := LookupResponse(1, "pulsar://a:6650", "pulsar+ssl://a:6651", true, false).LookupTopicResponse; got.GetResponse() != pb.CommandLookupTopicResponse_Connect || got.GetBrokerServiceUrlTls() != "pulsar+ssl://a:6651" {
 		t.Errorf("lookup %v", got)

@@ -22,7 +22,7 @@ import (
 // in step. Precedence: default < file (--config) < environment < flags.
 type Config struct {
 	DataDir string `yaml:"dataDir" default:"data" doc:"Directory for the embedded etcd member and, unless objects is set, the objects."`
-	Objects string `yaml:"objects" doc:"Object store URL (file://, s3://, gs://, azblob://). Default file://<dataDir>/objects."`
+	Objects string `yaml:"objects" doc:"Object store URL (file://, s3://, gs://, azblob://). Default file://<dataDir> (WAL objects under wal/, tables under tables/)."`
 
 	Etcd struct {
 		Endpoints []string `yaml:"endpoints" doc:"External etcd endpoints (comma-separated in env and flags). Empty runs an embedded single member in <dataDir>/etcd (standalone only)."`
@@ -50,10 +50,27 @@ type Config struct {
 		Linger             time.Duration `yaml:"linger" default:"0s" doc:"Flush a WAL object this long after its first entry. 0 = 2ms local, 250ms for s3/gs/azblob."`
 		MaxPendingBytes    int64         `yaml:"maxPendingBytes" default:"67108864" doc:"Payload bytes accepted but not yet acknowledged; appends wait beyond it."`
 		MaxInflightFlushes int           `yaml:"maxInflightFlushes" default:"4" doc:"WAL objects PUT concurrently (commits stay in order)."`
-		CommitTimeout      time.Duration `yaml:"commitTimeout" default:"30s" doc:"Bound on PUT plus commit of one WAL object; appends fail after it."`
+		CommitTimeout      time.Duration `yaml:"commitTimeout" default:"30s" doc:"Bound on PUT (retried with backoff on store errors and throttling) plus commit of one WAL object; appends fail after it (docs/storage.md)."`
 		CacheBytes         int64         `yaml:"cacheBytes" default:"268435456" doc:"Bytes of decoded chunks kept for reads."`
 		CursorPersist      time.Duration `yaml:"cursorPersistInterval" default:"1s" doc:"How often changed subscription cursors are written to etcd."`
 	} `yaml:"engine"`
+
+	Tables struct {
+		Formats      []string      `yaml:"formats" default:"delta,iceberg" doc:"Cluster default of the table formats every stream is compacted into (delta, iceberg, or none); namespace and stream policies override it. Every node should agree."`
+		Compaction   bool          `yaml:"compaction" default:"true" doc:"Run the compaction worker on this node (turning WAL chunks into table files)."`
+		Age          time.Duration `yaml:"age" default:"30s" doc:"WAL chunks are compacted once this old. Table freshness is at most age + max(interval, scanInterval) + one compaction."`
+		Interval     time.Duration `yaml:"interval" default:"5s" doc:"How long a log with nothing old enough waits before it is checked again."`
+		ScanInterval time.Duration `yaml:"scanInterval" default:"10s" doc:"How often the catalog is listed for streams and their materialization policy."`
+		MaxInflight  int           `yaml:"maxInflight" default:"2" doc:"Compactions running at once on this node."`
+		MaxBytes     int64         `yaml:"maxBytes" default:"67108864" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day)."`
+		Iceberg      struct {
+			Kind       string `yaml:"kind" default:"sql" doc:"Iceberg catalog: sql (sqlite file, one node only) or rest (shared by every node of a cluster)."`
+			URI        string `yaml:"uri" doc:"sql: the sqlite file (default <dataDir>/iceberg/catalog.db); rest: the catalog's base URL."`
+			Warehouse  string `yaml:"warehouse" doc:"rest: the warehouse to ask the catalog for."`
+			Credential string `yaml:"credential" doc:"rest: OAuth client credential (id:secret); prefer the environment variable."`
+			Token      string `yaml:"token" doc:"rest: bearer token; prefer the environment variable."`
+		} `yaml:"iceberg"`
+	} `yaml:"tables"`
 }
 
 // configField is one leaf of Config.
@@ -226,6 +243,28 @@ func (c *Config) validate() error {
 	}
 	if c.DataDir == "" && (c.Objects == "" || len(c.Etcd.Endpoints) == 0) {
 		return errors.New("config dataDir: empty, and objects or etcd.endpoints is not set")
+	}
+	for _, f := range c.Tables.Formats {
+		switch strings.ToLower(f) {
+		case "delta", "iceberg":
+		case "none":
+			if len(c.Tables.Formats) > 1 {
+				return errors.New("config tables.formats: none excludes every other format")
+			}
+		default:
+			return fmt.Errorf("config tables.formats: %q is not one of delta, iceberg, none", f)
+		}
+	}
+	switch c.Tables.Iceberg.Kind {
+	case "sql", "rest":
+	default:
+		return fmt.Errorf("config tables.iceberg.kind: %q is not one of sql, rest", c.Tables.Iceberg.Kind)
+	}
+	if c.Tables.Iceberg.Kind == "rest" && c.Tables.Iceberg.URI == "" {
+		return errors.New("config tables.iceberg.uri: the rest catalog needs its URL")
+	}
+	if c.Tables.MaxInflight < 1 {
+		return errors.New("config tables.maxInflight: must be at least 1")
 	}
 	if c.Engine.MaxInflightFlushes < 1 {
 		return errors.New("config engine.maxInflightFlushes: must be at least 1")

@@ -3,7 +3,10 @@
 //	lakegate standalone [--data-dir DIR] [--pulsar-addr :6650] [--http-addr :8080]
 //	lakegate serve --config FILE      (cluster node; external etcd)
 //	lakegate config docs              (prints docs/configuration.md)
+//	lakegate config check --config F  (validates a configuration, prints the result)
 //	lakegate bench engine [flags]     (storage-engine benchmark driver)
+//	lakegate table scan <topic>       (prints a topic's table rows)
+//	lakegate admin <command> [flags]  (admin REST client: topics, subscriptions, tables)
 //	lakegate version
 package main
 
@@ -22,7 +25,10 @@ commands:
                objects under the data dir)
   serve        run a cluster node against external etcd and an object store
   bench        run benchmarks (bench engine -h for flags)
+  table scan   print a topic's table rows (csv, json, parquet; table scan -h)
+  admin        topics, subscriptions and tables of a running node (admin --help)
   config docs  print every configuration key, its env variable, flag and default
+  config check validate a configuration (file, env, flags) as serve would and print it
   version      print the version
 `)
 }
@@ -40,11 +46,18 @@ func main() {
 		err = runServe(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "admin":
+		err = runAdmin(os.Args[2:], os.Environ(), os.Stdout)
+	case "table":
+		err = runTable(os.Args[2:], os.Stdout)
 	case "config":
-		if len(os.Args) == 3 && os.Args[2] == "docs" {
+		switch {
+		case len(os.Args) == 3 && os.Args[2] == "docs":
 			fmt.Print(configDocs())
-		} else {
-			err = fmt.Errorf("usage: lakegate config docs")
+		case len(os.Args) >= 3 && os.Args[2] == "check":
+			err = configCheck(os.Args[3:], os.Environ(), os.Stdout)
+		default:
+			err = fmt.Errorf("usage: lakegate config docs | lakegate config check [--config FILE] [flags]")
 		}
 	case "version":
 		fmt.Println("lakegate", version)

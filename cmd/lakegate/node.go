@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/lakestream"
@@ -65,6 +66,9 @@ func runNode(c *Config) error {
 			CommitTimeout:         c.Engine.CommitTimeout,
 			CacheBytes:            c.Engine.CacheBytes,
 			CursorPersistInterval: c.Engine.CursorPersist,
+			CompactAge:            c.Tables.Age,
+			CompactMaxBytes:       c.Tables.MaxBytes,
+			IcebergCatalog:        icebergCatalogConfig(c),
 			Logger:                log,
 		},
 	}
@@ -79,7 +83,16 @@ func runNode(c *Config) error {
 	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
 		return fmt.Errorf("creating namespace public/default: %w", err)
 	}
-	gw, err := gateway.Listen(c.Pulsar.Addr, gateway.Config{Catalog: cat, AdvertisedAddr: c.Pulsar.AdvertisedAddr, Logger: log})
+	rt := actors.NewRuntime(log)
+	defer rt.Shutdown()
+	worker, err := startTables(ctx, c, n, cat, rt, log)
+	if err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	if worker != nil {
+		defer worker.Stop() // before the node closes (defers are LIFO)
+	}
+	gw, err := gateway.Listen(c.Pulsar.Addr, gateway.Config{Catalog: cat, AdvertisedAddr: c.Pulsar.AdvertisedAddr, Logger: log, Runtime: rt})
 	if err != nil {
 		return fmt.Errorf("pulsar listener: %w", err)
 	}
@@ -94,7 +107,8 @@ func runNode(c *Config) error {
 	if err != nil {
 		return fmt.Errorf("http listener: %w", err)
 	}
-	srv := &http.Server{Handler: httpHandler(n, gw), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpHandler(n, gw, cat), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn)}
 	go srv.Serve(ln)
 	defer srv.Close()
 

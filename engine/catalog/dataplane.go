@@ -212,3 +212,7 @@ type notMaterialized struct{ id lakestream.StreamIdentifier }
 func (t notMaterialized) Scan(context.Context) ([][]byte, error) {
 	return nil, fmt.Errorf("%w: stream %s", lakestream.ErrNotMaterialized, t.id)
 }
+
+func (t notMaterialized) Info(context.Context) (lakestream.TableInfo, error) {
+	return lakestream.TableInfo{}, fmt.Errorf("%w: stream %s", lakestream.ErrNotMaterialized, t.id)
+}

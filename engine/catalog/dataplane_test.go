@@ -256,6 +256,10 @@ func (t fakeTable) Scan(context.Context) ([][]byte, error) {
 	return [][]byte{[]byte(t.md.ID.String())}, nil
 }
 
+func (t fakeTable) Info(context.Context) (lakestream.TableInfo, error) {
+	return lakestream.TableInfo{Location: t.md.ID.String()}, nil
+}
+
 func testTable(t *testing.T, mk storeFactory) {
 	ctx := context.Background()
 	f := newFixture(t, mk)

@@ -1,6 +1,8 @@
 // Package testservers starts the servers that tests run against: SeaweedFS
 // as an S3 service and Azurite as an Azure Blob service (external
-// processes), and fake-gcs-server as a GCS service (in process). Every server listens on loopback on ports chosen
+// processes), fake-gcs-server as a GCS service (in process), and a
+// cluster of real etcd member processes (StartEtcdCluster; the etcd server
+// of go.mod built from ./etcdmember into .cache/bin on first use). Every server listens on loopback on ports chosen
 // free at start, so test packages can run in parallel, and is stopped by the
 // test's cleanup.
 //

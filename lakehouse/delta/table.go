@@ -207,6 +207,11 @@ type CommitRequest struct {
 	// NewSchema, when set, is written as a new metaData (same id, partition
 	// columns and configuration). It must keep the partition columns.
 	NewSchema *Schema
+	// AddColumns, when set, are top-level fields added to the current
+	// schema unless a field of that name exists: merged against the table
+	// state of each attempt, so concurrent writers adding columns never
+	// drop each other's. Ignored when NewSchema is set.
+	AddColumns []Field
 	// Operation for commitInfo (default "WRITE").
 	Operation string
 }
@@ -300,11 +305,27 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 		ReadVersion:         &s.version,
 	}
 	acts := []action{{CommitInfo: &ci}}
-	if req.NewSchema != nil {
+	newSchema := req.NewSchema
+	if newSchema == nil && len(req.AddColumns) > 0 {
+		merged := Schema{Fields: append([]Field(nil), s.schema.Fields...)}
+		for _, f := range req.AddColumns {
+			if _, ok := merged.Field(f.Name); !ok {
+				merged.Fields = append(merged.Fields, f)
+			}
+		}
+		if len(merged.Fields) > len(s.schema.Fields) {
+			if err := merged.Validate(); err != nil {
+				return nil, err
+			}
+			newSchema = &merged
+		}
+	}
+	ci.IsBlindAppend = newSchema == nil
+	if newSchema != nil {
 		md := *s.metadata
-		md.SchemaString = req.NewSchema.JSON()
+		md.SchemaString = newSchema.JSON()
 		for _, c := range md.PartitionColumns {
-			if _, ok := req.NewSchema.Field(c); !ok {
+			if _, ok := newSchema.Field(c); !ok {
 				return nil, fmt.Errorf("%w: new schema drops partition column %q", ErrInvalid, c)
 			}
 		}

@@ -445,3 +445,36 @@ func TestConflictRetry(t *testing.T) {
 		t.Fatalf("commit after a protocol upgrade: %v", err)
 	}
 }
+
+// TestAddColumnsMerges: AddColumns adds only missing fields, against the
+// state the commit lands on, so a stale writer never drops a column another
+// writer added.
+func TestAddColumnsMerges(t *testing.T) {
+	store := openStore(t, "mem")
+	tb := mustOpen(t, store, root)
+	mustCreate(t, tb)
+	stale := mustOpen(t, store, root)
+	mustSnapshot(t, stale) // caches the version without the columns
+	a := Field{Name: "a", Type: Primitive(TypeString), Nullable: true}
+	b := Field{Name: "b", Type: Primitive(TypeLong), Nullable: true}
+	mustCommit(t, tb, CommitRequest{AddColumns: []Field{a, b}})
+	// The stale handle adds only a: the commit replays b's version first.
+	mustCommit(t, stale, CommitRequest{AppID: "l", TxnVersion: 1, AddColumns: []Field{a},
+		Adds: []AddFile{putDataFile(t, store, root, "a", "f1", 0, 3, false)}})
+	s := mustSnapshot(t, mustOpen(t, store, root))
+	want := append(append([]Field{}, testSchema.Fields...), a, b)
+	if !reflect.DeepEqual(s.Schema.Fields, want) {
+		t.Fatalf("schema after merge: %+v, want %+v", s.Schema.Fields, want)
+	}
+	v := s.Version
+	// Nothing new: no metaData; the commit is a blind append.
+	v2 := mustCommit(t, tb, CommitRequest{AppID: "l", TxnVersion: 2, AddColumns: []Field{b},
+		Adds: []AddFile{putDataFile(t, store, root, "a", "f2", 3, 3, false)}})
+	data, err := store.Get(ctxT(t), fmt.Sprintf("%s/_delta_log/%020d.json", root, v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2 != v+1 || strings.Contains(string(data), `"metaData"`) || !strings.Contains(string(data), `"isBlindAppend":true`) {
+		t.Fatalf("commit %d adding nothing new:\n%s", v2, data)
+	}
+}

@@ -1,0 +1,196 @@
+package actors
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// CompactionJob is one log whose committed WAL chunks are to be compacted
+// into its stream's tables.
+type CompactionJob struct {
+	Stream    lakestream.StreamIdentifier
+	Partition int // topic partition of Log (-1: not partitioned)
+	Log       lakestream.LogID
+	Delta     bool // commit the files to the stream's Delta table
+	Iceberg   bool // and/or to its Iceberg table
+	// Schema is the stream's latest value schema (typed columns).
+	Schema lakestream.SchemaConfig
+}
+
+// CompactionResult is what one compaction call did.
+type CompactionResult struct {
+	Records int64 // records moved into the table (0: nothing was eligible)
+	Bytes   int64 // table file bytes written
+	// More reports that eligible chunks remain (the call stopped at its
+	// size bound): the job is due again at once.
+	More bool
+}
+
+// CompactionPolicy tunes CompactionSchedule.
+type CompactionPolicy struct {
+	// Interval is how long a log that had nothing eligible waits before
+	// it is tried again. Default 5 s.
+	Interval time.Duration
+	// MaxInflight bounds the compactions running at once. Default 2.
+	MaxInflight int
+	// BackoffMin and BackoffMax bound the delay after a failed call; it
+	// doubles per consecutive failure. Defaults 1 s and 1 min.
+	BackoffMin, BackoffMax time.Duration
+}
+
+func (p CompactionPolicy) withDefaults() CompactionPolicy {
+	if p.Interval <= 0 {
+		p.Interval = 5 * time.Second
+	}
+	if p.MaxInflight <= 0 {
+		p.MaxInflight = 2
+	}
+	if p.BackoffMin <= 0 {
+		p.BackoffMin = time.Second
+	}
+	if p.BackoffMax < p.BackoffMin {
+		p.BackoffMax = max(time.Minute, p.BackoffMin)
+	}
+	return p
+}
+
+// CompactionSchedule is the pure state of the compaction worker: which logs
+// are known, when each is due, which are running. It never blocks and
+// holds no goroutines; the worker feeds it the catalog and the results.
+type CompactionSchedule struct {
+	policy   CompactionPolicy
+	jobs     map[lakestream.LogID]*scheduledJob
+	inflight int
+}
+
+type scheduledJob struct {
+	job      CompactionJob
+	dueAt    time.Time
+	running  bool
+	failures int
+	removed  bool // no longer in the catalog; dropped when it finishes
+}
+
+// NewCompactionSchedule returns an empty schedule.
+func NewCompactionSchedule(p CompactionPolicy) *CompactionSchedule {
+	return &CompactionSchedule{policy: p.withDefaults(), jobs: map[lakestream.LogID]*scheduledJob{}}
+}
+
+// SetJobs replaces the set of logs to compact (a catalog scan). New logs
+// are due at once; known ones keep their due time and take the new
+// formats; logs no longer listed are dropped (after their running call).
+func (s *CompactionSchedule) SetJobs(now time.Time, jobs []CompactionJob) {
+	seen := make(map[lakestream.LogID]bool, len(jobs))
+	for _, j := range jobs {
+		seen[j.Log] = true
+		if sj, ok := s.jobs[j.Log]; ok {
+			sj.job, sj.removed = j, false
+			continue
+		}
+		s.jobs[j.Log] = &scheduledJob{job: j, dueAt: now}
+	}
+	for id, sj := range s.jobs {
+		if seen[id] {
+			continue
+		}
+		if sj.running {
+			sj.removed = true
+		} else {
+			delete(s.jobs, id)
+		}
+	}
+}
+
+// Jobs returns the number of logs known.
+func (s *CompactionSchedule) Jobs() int { return len(s.jobs) }
+
+// Inflight returns the number of running calls.
+func (s *CompactionSchedule) Inflight() int { return s.inflight }
+
+// Start returns the jobs due at now, oldest due first, up to the free
+// in-flight slots, and marks them running.
+func (s *CompactionSchedule) Start(now time.Time) []CompactionJob {
+	free := s.policy.MaxInflight - s.inflight
+	if free <= 0 {
+		return nil
+	}
+	var due []*scheduledJob
+	for _, sj := range s.jobs {
+		if !sj.running && !sj.removed && !sj.dueAt.After(now) {
+			due = append(due, sj)
+		}
+	}
+	// Oldest due first; ties by log id, so the order is deterministic.
+	slices.SortFunc(due, func(a, b *scheduledJob) int {
+		if c := a.dueAt.Compare(b.dueAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.job.Log, b.job.Log)
+	})
+	if len(due) > free {
+		due = due[:free]
+	}
+	out := make([]CompactionJob, len(due))
+	for i, sj := range due {
+		sj.running = true
+		out[i] = sj.job
+	}
+	s.inflight += len(due)
+	return out
+}
+
+// Done records the end of a running job's call: due again at once when
+// More, after Interval when nothing was left, after a doubling backoff on
+// error. It reports the backoff applied (0 without error). Unknown or not
+// running logs are ignored.
+func (s *CompactionSchedule) Done(now time.Time, id lakestream.LogID, r CompactionResult, err error) time.Duration {
+	sj, ok := s.jobs[id]
+	if !ok || !sj.running {
+		return 0
+	}
+	sj.running = false
+	s.inflight--
+	if sj.removed {
+		delete(s.jobs, id)
+		return 0
+	}
+	if err != nil {
+		d := s.policy.BackoffMin << min(sj.failures, 16)
+		if d > s.policy.BackoffMax || d <= 0 {
+			d = s.policy.BackoffMax
+		}
+		sj.failures++
+		sj.dueAt = now.Add(d)
+		return d
+	}
+	sj.failures = 0
+	if r.More {
+		sj.dueAt = now
+	} else {
+		sj.dueAt = now.Add(s.policy.Interval)
+	}
+	return 0
+}
+
+// NextDue returns the earliest due time of a job that is not running, and
+// false when there is none (or no in-flight slot is free: the next Done
+// wakes the worker).
+func (s *CompactionSchedule) NextDue() (time.Time, bool) {
+	if s.inflight >= s.policy.MaxInflight {
+		return time.Time{}, false
+	}
+	var next time.Time
+	found := false
+	for _, sj := range s.jobs {
+		if sj.running || sj.removed {
+			continue
+		}
+		if !found || sj.dueAt.Before(next) {
+			next, found = sj.dueAt, true
+		}
+	}
+	return next, found
+}

@@ -1,0 +1,327 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// TableCompactor compacts the eligible committed WAL chunks of one log into
+// its stream's tables (the engine's CompactToTable behind it). A call that
+// finds nothing eligible returns a zero result and no error. A conflict
+// with another node compacting the same log is an error like any other: the
+// job backs off and tries again.
+type TableCompactor interface {
+	CompactLog(ctx context.Context, j CompactionJob) (CompactionResult, error)
+}
+
+// CompactionWorkerOptions configure StartCompactionWorker.
+type CompactionWorkerOptions struct {
+	Catalog   lakestream.StreamCatalog
+	Compactor TableCompactor
+	Policy    CompactionPolicy
+	// ScanInterval is how often the catalog is listed for streams and
+	// their materialization policy. Default 10 s.
+	ScanInterval time.Duration
+	// CallTimeout bounds one compaction call. Default 5 min.
+	CallTimeout time.Duration
+	// OnResult, when set, is called after every compaction call (metrics).
+	// It runs on the worker's goroutine and must not block.
+	OnResult func(j CompactionJob, r CompactionResult, err error, took time.Duration)
+	Logger   *slog.Logger
+}
+
+// CompactionWorker runs compactions by age for every materialized stream
+// of a catalog: an actor driving a CompactionSchedule, with the catalog scan
+// and the compaction calls on their own goroutines.
+type CompactionWorker struct {
+	ref    Ref
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{}
+}
+
+type (
+	compactTickMsg struct{ gen uint64 }
+	compactScanMsg struct {
+		jobs []CompactionJob
+		err  error
+	}
+	compactDoneMsg struct {
+		job  CompactionJob
+		res  CompactionResult
+		err  error
+		took time.Duration
+	}
+	compactKickMsg  struct{}
+	compactStatsMsg struct{ reply chan CompactionWorkerStats }
+)
+
+// CompactionWorkerStats is a snapshot of the worker's state.
+type CompactionWorkerStats struct {
+	Logs     int   // logs scheduled
+	Inflight int   // calls running
+	Runs     int64 // calls finished
+	Failures int64 // calls that failed
+	Records  int64 // records compacted
+	Scans    int64 // catalog scans finished
+}
+
+// StartCompactionWorker starts the worker; it scans the catalog at once.
+func StartCompactionWorker(rt Runtime, o CompactionWorkerOptions) *CompactionWorker {
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = 10 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &CompactionWorker{cancel: cancel, done: make(chan struct{})}
+	h := &compactionHandler{w: w, o: o, ctx: ctx, sched: NewCompactionSchedule(o.Policy)}
+	w.ref = rt.Spawn(h, 64)
+	h.self = w.ref
+	w.ref.Send(compactKickMsg{})
+	return w
+}
+
+// Kick makes the worker scan the catalog now (instead of at the next scan
+// interval) and run whatever is due.
+func (w *CompactionWorker) Kick() { w.ref.Send(compactKickMsg{}) }
+
+// Stats returns the worker's counters.
+func (w *CompactionWorker) Stats(ctx context.Context) (CompactionWorkerStats, error) {
+	reply := make(chan CompactionWorkerStats, 1)
+	w.ref.Send(compactStatsMsg{reply})
+	select {
+	case s := <-reply:
+		return s, nil
+	case <-w.done:
+		return CompactionWorkerStats{}, errors.New("actors: compaction worker stopped")
+	case <-ctx.Done():
+		return CompactionWorkerStats{}, ctx.Err()
+	}
+}
+
+// Stop cancels running calls (they leave their log resumable) and waits for
+// the worker's goroutines.
+func (w *CompactionWorker) Stop() {
+	w.cancel()
+	w.ref.Stop()
+	<-w.done
+	w.wg.Wait()
+}
+
+type compactionHandler struct {
+	w     *CompactionWorker
+	o     CompactionWorkerOptions
+	ctx   context.Context
+	self  Ref
+	sched *CompactionSchedule
+	stats CompactionWorkerStats
+
+	scanning bool
+	lastScan time.Time
+	timer    *time.Timer
+	timerGen uint64
+}
+
+func (h *compactionHandler) Receive(msg any) {
+	now := time.Now()
+	switch m := msg.(type) {
+	case compactKickMsg:
+		h.startScan()
+	case compactScanMsg:
+		h.scanning = false
+		h.lastScan = now
+		if m.err != nil {
+			h.o.Logger.Warn("compaction: catalog scan failed", "err", m.err)
+		} else {
+			h.stats.Scans++
+			h.sched.SetJobs(now, m.jobs)
+		}
+	case compactDoneMsg:
+		h.stats.Runs++
+		h.stats.Records += m.res.Records
+		if m.err != nil {
+			h.stats.Failures++
+		}
+		backoff := h.sched.Done(now, m.job.Log, m.res, m.err)
+		if m.err != nil && h.ctx.Err() == nil {
+			h.o.Logger.Warn("compaction failed", "stream", m.job.Stream.String(), "partition", m.job.Partition,
+				"log", m.job.Log, "err", m.err, "retry_in", backoff)
+		} else if m.res.Records > 0 {
+			h.o.Logger.Debug("compacted", "stream", m.job.Stream.String(), "partition", m.job.Partition,
+				"log", m.job.Log, "records", m.res.Records, "took", m.took)
+		}
+		if h.o.OnResult != nil {
+			h.o.OnResult(m.job, m.res, m.err, m.took)
+		}
+	case compactTickMsg:
+		if m.gen != h.timerGen {
+			return
+		}
+	case compactStatsMsg:
+		s := h.stats
+		s.Logs, s.Inflight = h.sched.Jobs(), h.sched.Inflight()
+		m.reply <- s
+		return
+	default:
+		return
+	}
+	if h.ctx.Err() != nil {
+		return
+	}
+	if !h.scanning && now.Sub(h.lastScan) >= h.o.ScanInterval {
+		h.startScan()
+	}
+	for _, j := range h.sched.Start(now) {
+		h.startCall(j)
+	}
+	h.arm(now)
+}
+
+func (h *compactionHandler) Stopped() {
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	close(h.w.done)
+}
+
+// arm sets the timer for the next due job or scan, whichever is first.
+func (h *compactionHandler) arm(now time.Time) {
+	next := h.lastScan.Add(h.o.ScanInterval)
+	if due, ok := h.sched.NextDue(); ok && due.Before(next) {
+		next = due
+	}
+	d := max(next.Sub(now), time.Millisecond)
+	h.timerGen++
+	gen := h.timerGen
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.timer = time.AfterFunc(d, func() { h.self.Send(compactTickMsg{gen}) })
+}
+
+func (h *compactionHandler) startScan() {
+	if h.scanning || h.ctx.Err() != nil {
+		return
+	}
+	h.scanning = true
+	h.w.wg.Add(1)
+	go func() {
+		defer h.w.wg.Done()
+		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
+		defer cancel()
+		jobs, err := ScanCompactionJobs(ctx, h.o.Catalog)
+		h.self.Send(compactScanMsg{jobs, err})
+	}()
+}
+
+func (h *compactionHandler) startCall(j CompactionJob) {
+	h.w.wg.Add(1)
+	go func() {
+		defer h.w.wg.Done()
+		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
+		defer cancel()
+		start := time.Now()
+		r, err := h.o.Compactor.CompactLog(ctx, j)
+		h.self.Send(compactDoneMsg{job: j, res: r, err: err, took: time.Since(start)})
+	}()
+}
+
+// ScanCompactionJobs lists every log of every active or sealed stream whose
+// resolved materialization policy is enabled, with the formats it names.
+func ScanCompactionJobs(ctx context.Context, cat lakestream.StreamCatalog) ([]CompactionJob, error) {
+	nss, err := cat.ListNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []CompactionJob
+	for _, ns := range nss {
+		ids, err := cat.ListStreams(ctx, ns)
+		if errors.Is(err, lakestream.ErrNoSuchNamespace) {
+			continue // dropped meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			md, err := cat.LoadStream(ctx, id)
+			if errors.Is(err, lakestream.ErrNoSuchStream) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if md.State != lakestream.StreamActive && md.State != lakestream.StreamSealed {
+				continue
+			}
+			p, err := cat.ResolveMaterialization(ctx, id)
+			if errors.Is(err, lakestream.ErrNoSuchStream) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if p.Enabled == nil || !*p.Enabled {
+				continue
+			}
+			useDelta, useIceberg, err := TableFormats(ctx, cat, p.Catalogs)
+			if err != nil {
+				return nil, fmt.Errorf("stream %s: %w", id, err)
+			}
+			if !useDelta && !useIceberg {
+				continue
+			}
+			for i, log := range md.LogIDs {
+				part := -1
+				if md.Partitioning.NumPartitions > 0 {
+					part = i
+				}
+				jobs = append(jobs, CompactionJob{Stream: id, Partition: part, Log: log, Delta: useDelta, Iceberg: useIceberg, Schema: md.Schema})
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// TableFormats resolves a policy's catalog names to the formats to commit:
+// "delta" and "iceberg" name the built-in tables (case-insensitive), any
+// other name a registered table catalog of that type; none names both.
+func TableFormats(ctx context.Context, cat lakestream.StreamCatalog, names []string) (useDelta, useIceberg bool, err error) {
+	if len(names) == 0 {
+		return true, true, nil
+	}
+	for _, n := range names {
+		switch strings.ToUpper(n) {
+		case string(lakestream.TableDelta):
+			useDelta = true
+			continue
+		case string(lakestream.TableIceberg):
+			useIceberg = true
+			continue
+		}
+		tc, err := cat.GetTableCatalog(ctx, n)
+		if err != nil {
+			return false, false, fmt.Errorf("table catalog %q: %w", n, err)
+		}
+		switch tc.Type {
+		case lakestream.TableDelta:
+			useDelta = true
+		case lakestream.TableIceberg:
+			useIceberg = true
+		default:
+			return false, false, fmt.Errorf("%w: table catalog %q has type %q", lakestream.ErrInvalidArgument, n, tc.Type)
+		}
+	}
+	return useDelta, useIceberg, nil
+}

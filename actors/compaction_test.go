@@ -1,0 +1,130 @@
+package actors
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+func job(id lakestream.LogID) CompactionJob {
+	return CompactionJob{Stream: lakestream.StreamIdentifier{Namespace: "t/ns", Name: "s"}, Log: id, Delta: true}
+}
+
+func logsOf(js []CompactionJob) []lakestream.LogID {
+	var out []lakestream.LogID
+	for _, j := range js {
+		out = append(out, j.Log)
+	}
+	return out
+}
+
+func TestCompactionScheduleBoundsInflightAndOrdersByDueTime(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := NewCompactionSchedule(CompactionPolicy{Interval: 5 * time.Second, MaxInflight: 2})
+	s.SetJobs(t0, []CompactionJob{job(3), job(1), job(2)})
+	got := logsOf(s.Start(t0))
+	if len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("first start = %v, want [1 2] (due together: by log id)", got)
+	}
+	if more := s.Start(t0); len(more) != 0 {
+		t.Fatalf("started %v beyond MaxInflight", logsOf(more))
+	}
+	if _, ok := s.NextDue(); ok {
+		t.Fatal("NextDue with no free slot should report none")
+	}
+	// Log 1 compacted something and may have more: due again at once, but
+	// log 3 has waited longer.
+	s.Done(t0.Add(time.Second), 1, CompactionResult{Records: 10, More: true}, nil)
+	if got := logsOf(s.Start(t0.Add(time.Second))); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("start after done = %v, want [3]", got)
+	}
+	// Nothing eligible: back after Interval.
+	s.Done(t0.Add(2*time.Second), 2, CompactionResult{}, nil)
+	s.Done(t0.Add(2*time.Second), 3, CompactionResult{}, nil)
+	if got := logsOf(s.Start(t0.Add(2 * time.Second))); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("start = %v, want [1]", got)
+	}
+	s.Done(t0.Add(3*time.Second), 1, CompactionResult{}, nil)
+	due, ok := s.NextDue()
+	if !ok || !due.Equal(t0.Add(7*time.Second)) {
+		t.Fatalf("NextDue = %v %v, want %v", due, ok, t0.Add(7*time.Second))
+	}
+	if got := s.Start(t0.Add(6 * time.Second)); len(got) != 0 {
+		t.Fatalf("started %v before the interval passed", logsOf(got))
+	}
+	if got := logsOf(s.Start(t0.Add(7 * time.Second))); len(got) != 2 {
+		t.Fatalf("start at interval = %v, want logs 2 and 3", got)
+	}
+}
+
+func TestCompactionScheduleBacksOffOnErrors(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := NewCompactionSchedule(CompactionPolicy{BackoffMin: time.Second, BackoffMax: 5 * time.Second})
+	s.SetJobs(t0, []CompactionJob{job(1)})
+	now := t0
+	var delays []time.Duration
+	for range 5 {
+		if got := s.Start(now); len(got) != 1 {
+			t.Fatalf("at %v: started %d jobs, want 1", now.Sub(t0), len(got))
+		}
+		d := s.Done(now, 1, CompactionResult{}, errors.New("store down"))
+		delays = append(delays, d)
+		if got := s.Start(now.Add(d - time.Millisecond)); len(got) != 0 {
+			t.Fatal("started before the backoff passed")
+		}
+		now = now.Add(d)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	for i := range want {
+		if delays[i] != want[i] {
+			t.Fatalf("backoffs = %v, want %v", delays, want)
+		}
+	}
+	s.Start(now)
+	if d := s.Done(now, 1, CompactionResult{}, nil); d != 0 {
+		t.Fatalf("success returned backoff %v", d)
+	}
+	s.Start(now.Add(time.Hour))
+	if d := s.Done(now.Add(time.Hour), 1, CompactionResult{}, errors.New("again")); d != time.Second {
+		t.Fatalf("backoff after a success = %v, want it reset to 1s", d)
+	}
+}
+
+func TestCompactionScheduleFollowsTheCatalog(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := NewCompactionSchedule(CompactionPolicy{MaxInflight: 4})
+	s.SetJobs(t0, []CompactionJob{job(1), job(2)})
+	s.Start(t0) // both running
+	s.SetJobs(t0, []CompactionJob{job(2), job(3)})
+	if s.Jobs() != 3 {
+		t.Fatalf("jobs = %d, want 3 (log 1 kept until its call ends)", s.Jobs())
+	}
+	if got := logsOf(s.Start(t0)); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("start = %v, want [3]", got)
+	}
+	s.Done(t0, 1, CompactionResult{More: true}, nil)
+	if s.Jobs() != 2 || s.Inflight() != 2 {
+		t.Fatalf("after the removed log finished: jobs %d inflight %d, want 2 and 2", s.Jobs(), s.Inflight())
+	}
+	if got := s.Start(t0); len(got) != 0 {
+		t.Fatalf("a removed log was started again: %v", logsOf(got))
+	}
+	// A formats change reaches the next call.
+	j := job(2)
+	j.Iceberg = true
+	s.SetJobs(t0, []CompactionJob{j, job(3)})
+	s.Done(t0, 2, CompactionResult{More: true}, nil)
+	got := s.Start(t0)
+	if len(got) != 1 || !got[0].Iceberg {
+		t.Fatalf("start = %+v, want log 2 with Iceberg", got)
+	}
+	// Unknown and not-running logs are ignored.
+	s.Done(t0, 99, CompactionResult{}, nil)
+	s.Done(t0, 3, CompactionResult{}, nil)
+	s.Done(t0, 3, CompactionResult{}, nil)
+	if s.Inflight() != 1 {
+		t.Fatalf("inflight = %d, want 1", s.Inflight())
+	}
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs the pyiceberg interop check: makes the venv (setup.sh), then the Go
+# test that compacts a log into Delta and Iceberg tables on file:// (sqlite
+# catalog) and has pyiceberg load the table through SqlCatalog and compare
+# the row count and payload checksum. Exits non-zero on any difference.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
+py="$("$here/setup.sh" | tail -1)"
+cd "$repo"
+LAKEGATE_PYICEBERG="$py" go test -p 1 -count=1 -run 'TestCompactToTablePyIceberg' -v ./engine/

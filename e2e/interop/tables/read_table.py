@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Read a lakegate topic table with another engine and summarize it.
+
+usage: read_table.py READER TABLE [--typed COL,COL,...] [options]
+
+READER is one of
+  deltars    delta-rs (the deltalake package): TABLE is the table directory
+  spark      Spark 3.5 + delta-spark, spark.read.format("delta"): TABLE is the
+             table directory; the Delta jars come from --jars or
+             LAKEGATE_SPARK_JARS (comma-separated)
+  pyiceberg  pyiceberg's SqlCatalog: TABLE is the identifier (a.b.c), with
+             --catalog-uri (sqlite:///…) and --warehouse (file:///…)
+
+Prints one JSON line: {"reader", "rows", "digest", "partitions": {p: rows},
+"typed": {col: {"non_null", "sum"}}}. digest is the sum modulo 2^64 of the
+first 8 bytes (big-endian) of SHA-256 of every row's __payload: equal digests
+and row counts mean the same multiset of payloads. Exits 2 when the table
+cannot be read.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+
+MASK = (1 << 64) - 1
+
+
+def digest_of(payloads):
+    d = 0
+    n = 0
+    for p in payloads:
+        d = (d + int.from_bytes(hashlib.sha256(p).digest()[:8], "big")) & MASK
+        n += 1
+    return d, n
+
+
+def summarize_arrow(tbl, typed):
+    """Summary of a pyarrow Table."""
+    import pyarrow.compute as pc
+    payloads = tbl.column("__payload").to_pylist()
+    d, n = digest_of(payloads)
+    parts = {}
+    for p in tbl.column("__partition").to_pylist():
+        parts[str(p)] = parts.get(str(p), 0) + 1
+    out = {"rows": n, "digest": format(d, "016x"), "partitions": parts, "typed": {}}
+    for c in typed:
+        col = tbl.column(c)
+        s = pc.sum(col).as_py() if col.type != "string" else None
+        out["typed"][c] = {"non_null": len(col) - col.null_count, "sum": s}
+    return out
+
+
+def read_deltars(table, typed):
+    from deltalake import DeltaTable
+    dt = DeltaTable(table)
+    return summarize_arrow(dt.to_pyarrow_table(), typed)
+
+
+def read_pyiceberg(ident, typed, catalog_uri, warehouse):
+    from pyiceberg.catalog.sql import SqlCatalog
+    cat = SqlCatalog("lakegate", uri=catalog_uri, warehouse=warehouse)
+    t = cat.load_table(ident)
+    return summarize_arrow(t.scan().to_arrow(), typed)
+
+
+def read_spark(table, typed, jars):
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    tmp = tempfile.mkdtemp(prefix="lakegate-spark-")
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("lakegate-tables")
+        .config("spark.jars", jars)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.local.dir", tmp)
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        df = spark.read.format("delta").load(table)
+        d, n = digest_of(bytes(r[0]) for r in df.select("__payload").toLocalIterator())
+        parts = {str(r[0]): r[1] for r in df.groupBy("__partition").count().collect()}
+        out = {"rows": n, "digest": format(d, "016x"), "partitions": parts, "typed": {}}
+        for c in typed:
+            dtype = dict(df.dtypes)[c]
+            agg = [F.count(F.col(c))]
+            if dtype != "string":
+                agg.append(F.sum(F.col(c)))
+            r = df.agg(*agg).collect()[0]
+            out["typed"][c] = {"non_null": r[0], "sum": r[1] if dtype != "string" else None}
+        return out
+    finally:
+        spark.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("reader", choices=["deltars", "spark", "pyiceberg"])
+    ap.add_argument("table")
+    ap.add_argument("--typed", default="")
+    ap.add_argument("--jars", default=os.environ.get("LAKEGATE_SPARK_JARS", ""))
+    ap.add_argument("--catalog-uri", default="")
+    ap.add_argument("--warehouse", default="")
+    a = ap.parse_args()
+    typed = [c for c in a.typed.split(",") if c]
+    try:
+        if a.reader == "deltars":
+            out = read_deltars(a.table, typed)
+        elif a.reader == "spark":
+            out = read_spark(a.table, typed, a.jars)
+        else:
+            out = read_pyiceberg(a.table, typed, a.catalog_uri, a.warehouse)
+    except Exception as e:  # noqa: BLE001 — reported as one JSON line
+        print(json.dumps({"reader": a.reader, "error": f"{type(e).__name__}: {e}"[:4000]}))
+        return 2
+    out["reader"] = a.reader
+    print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

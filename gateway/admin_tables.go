@@ -1,0 +1,223 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// tableInfoJSON is the answer of GET …/{topic}/table: a lakegate extension
+// of the admin API describing the topic's tables (docs/compaction.md).
+type tableInfoJSON struct {
+	Topic      string               `json:"topic"`
+	Location   string               `json:"location"`
+	Formats    []tableFormatJSON    `json:"formats"`
+	Partitions []tablePartitionJSON `json:"partitions"`
+}
+
+type tableFormatJSON struct {
+	Format        string `json:"format"`
+	URI           string `json:"uri"`
+	Identifier    string `json:"identifier,omitempty"`
+	Version       int64  `json:"version"`
+	FormatVersion string `json:"formatVersion"`
+	Rows          int64  `json:"rows"`
+	Files         int    `json:"files"`
+	LastCommitMs  int64  `json:"lastCommitTimestamp"`
+}
+
+type tablePartitionJSON struct {
+	Partition    int   `json:"partition"`
+	Log          int64 `json:"log"`
+	CompactedEnd int64 `json:"compactedEndOffset"`
+	LogEnd       int64 `json:"logEndOffset"`
+	// Lag is the records of the log not yet in the table.
+	Lag int64 `json:"lag"`
+}
+
+// tableInfo answers GET …/{topic}/table for a topic (partitioned or not;
+// a partition's name answers for its whole topic).
+func (a *admin) tableInfo(w http.ResponseWriter, r *http.Request) {
+	tn, err := ParseTopicName("persistent://" + r.PathValue("tenant") + "/" + r.PathValue("ns") + "/" + r.PathValue("topic"))
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	id := fullStreamID(tn)
+	s, err := a.cat.Stream(ctx, id)
+	if errors.Is(err, lakestream.ErrNoSuchStream) && tn.Partition >= 0 {
+		id = tn.StreamID()
+		s, err = a.cat.Stream(ctx, id)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	info, err := s.Table().Info(ctx)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	out := tableInfoJSON{Topic: "persistent://" + id.Namespace + "/" + id.Name, Location: info.Location,
+		Formats: []tableFormatJSON{}, Partitions: []tablePartitionJSON{}}
+	for _, f := range info.Formats {
+		out.Formats = append(out.Formats, tableFormatJSON{Format: string(f.Format), URI: f.URI, Identifier: f.Identifier,
+			Version: f.Version, FormatVersion: f.FormatVersion, Rows: f.Rows, Files: f.Files, LastCommitMs: f.LastCommitMs})
+	}
+	for _, p := range info.Partitions {
+		out.Partitions = append(out.Partitions, tablePartitionJSON{Partition: p.Partition, Log: int64(p.Log),
+			CompactedEnd: p.CompactedEnd, LogEnd: p.LogEnd, Lag: max(0, p.LogEnd-p.CompactedEnd)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// tablePolicyJSON is the body of the table-policy endpoints (a lakegate
+// extension): whether a topic (or every topic of a namespace) becomes
+// tables, and in which formats.
+//
+//	GET    …/persistent/{t}/{ns}/{topic}/tablePolicy   → the topic's own policy, or the applied one with ?applied=true
+//	POST   …/persistent/{t}/{ns}/{topic}/tablePolicy   body {"enabled": true, "formats": ["DELTA", "ICEBERG"]}
+//	DELETE …/persistent/{t}/{ns}/{topic}/tablePolicy   (inherit the namespace's, then the cluster default)
+//	GET|POST|DELETE /admin/v2/namespaces/{t}/{ns}/tablePolicy
+//
+// Unset fields inherit. The compaction worker picks a change up at its next
+// catalog scan (tables.scanInterval).
+type tablePolicyJSON struct {
+	Enabled *bool    `json:"enabled,omitempty"`
+	Formats []string `json:"formats,omitempty"`
+}
+
+func policyJSON(p *lakestream.TableMaterializationPolicy) *tablePolicyJSON {
+	if p == nil {
+		return nil
+	}
+	return &tablePolicyJSON{Enabled: p.Enabled, Formats: p.Catalogs}
+}
+
+// readTablePolicy parses and checks a policy body.
+func (a *admin) readTablePolicy(r *http.Request) (*lakestream.TableMaterializationPolicy, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("%w: the body must be a policy like {\"enabled\": true, \"formats\": [\"DELTA\"]}", errAdminBadRequest)
+	}
+	var pj tablePolicyJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pj); err != nil {
+		return nil, fmt.Errorf("%w: table policy: %v", errAdminBadRequest, err)
+	}
+	p := &lakestream.TableMaterializationPolicy{Enabled: pj.Enabled}
+	for _, f := range pj.Formats {
+		switch strings.ToUpper(f) {
+		case string(lakestream.TableDelta), string(lakestream.TableIceberg):
+			p.Catalogs = append(p.Catalogs, strings.ToUpper(f))
+		default:
+			// A registered table catalog's name is accepted as is.
+			if _, err := a.cat.GetTableCatalog(r.Context(), f); err != nil {
+				return nil, fmt.Errorf("%w: table policy: format %q is not DELTA, ICEBERG or a registered table catalog", errAdminBadRequest, f)
+			}
+			p.Catalogs = append(p.Catalogs, f)
+		}
+	}
+	return p, nil
+}
+
+// topicTableStream resolves the stream of a topic path (a partition's name
+// answers for its topic).
+func (a *admin) topicTableStream(r *http.Request) (lakestream.StreamIdentifier, error) {
+	ref, err := a.refOf(r)
+	if err != nil {
+		return lakestream.StreamIdentifier{}, err
+	}
+	return ref.md.ID, nil
+}
+
+func (a *admin) getTopicTablePolicy(w http.ResponseWriter, r *http.Request) {
+	id, err := a.topicTableStream(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if queryBool(r, "applied") {
+		p, err := a.cat.ResolveMaterialization(r.Context(), id)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, policyJSON(&p))
+		return
+	}
+	md, err := a.cat.LoadStream(r.Context(), id)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, policyJSON(md.Materialization))
+}
+
+func (a *admin) setTopicTablePolicy(w http.ResponseWriter, r *http.Request) {
+	id, err := a.topicTableStream(r)
+	if err == nil {
+		var p *lakestream.TableMaterializationPolicy
+		if p, err = a.readTablePolicy(r); err == nil {
+			err = a.cat.SetStreamMaterialization(r.Context(), id, p)
+		}
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *admin) removeTopicTablePolicy(w http.ResponseWriter, r *http.Request) {
+	id, err := a.topicTableStream(r)
+	if err == nil {
+		err = a.cat.SetStreamMaterialization(r.Context(), id, nil)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *admin) getNamespaceTablePolicy(w http.ResponseWriter, r *http.Request) {
+	ns, err := a.cat.LoadNamespace(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("ns"))
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, policyJSON(ns.Materialization))
+}
+
+func (a *admin) setNamespaceTablePolicy(w http.ResponseWriter, r *http.Request) {
+	p, err := a.readTablePolicy(r)
+	if err == nil {
+		err = a.cat.SetNamespaceMaterialization(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("ns"), p)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *admin) removeNamespaceTablePolicy(w http.ResponseWriter, r *http.Request) {
+	if err := a.cat.SetNamespaceMaterialization(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("ns"), nil); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,204 @@
+package gateway
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakegate/lakegate/actors"
+)
+
+// Gateway metrics (docs/metrics.md). Counters and histograms have no
+// per-topic labels; only the per-subscription gauges do, and they are
+// capped at Config.MetricsSubscriptionsMax series per scrape.
+
+// defaultMetricsSubscriptionsMax is the default cap on subscription series.
+const defaultMetricsSubscriptionsMax = 1000
+
+// metricsScrapeTimeout bounds the log reads one scrape makes for backlogs.
+const metricsScrapeTimeout = 5 * time.Second
+
+type gatewayMetrics struct {
+	publishedMsgs    prometheus.Counter
+	publishedBytes   prometheus.Counter
+	publishErrors    prometheus.Counter
+	publishLatency   prometheus.Histogram
+	dispatchedMsgs   prometheus.Counter
+	dispatchedBytes  prometheus.Counter
+	connectionsTotal prometheus.Counter
+}
+
+func newGatewayMetrics() *gatewayMetrics {
+	return &gatewayMetrics{
+		publishedMsgs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_published_messages_total",
+			Help: "Messages (records, counting each message of a batch) acknowledged to producers with SEND_RECEIPT.",
+		}),
+		publishedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_published_bytes_total",
+			Help: "Entry payload bytes acknowledged to producers.",
+		}),
+		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_publish_errors_total",
+			Help: "SENDs answered with SEND_ERROR after their append failed.",
+		}),
+		publishLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "lakegate_publish_latency_seconds",
+			Help:    "Time from reading a SEND to queueing its SEND_RECEIPT.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. 16 s
+		}),
+		dispatchedMsgs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_dispatched_messages_total",
+			Help: "Messages (records) delivered to consumers, redeliveries included.",
+		}),
+		dispatchedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_dispatched_bytes_total",
+			Help: "Entry payload bytes delivered to consumers.",
+		}),
+		connectionsTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_connections_opened_total",
+			Help: "Client connections accepted.",
+		}),
+	}
+}
+
+func (m *gatewayMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.publishedMsgs, m.publishedBytes, m.publishErrors, m.publishLatency,
+		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal}
+}
+
+// subscriptionInfo is sub.Info bounded by ctx: an actor held up (a
+// consumer's full outbound queue) must not hang the scrape. The goroutine
+// left behind on timeout ends when the actor answers or stops.
+func subscriptionInfo(ctx context.Context, sub *actors.SubscriptionActor) (actors.SubscriptionInfo, error) {
+	type result struct {
+		info actors.SubscriptionInfo
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		i, err := sub.Info()
+		ch <- result{i, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.info, r.err
+	case <-ctx.Done():
+		return actors.SubscriptionInfo{}, ctx.Err()
+	}
+}
+
+var (
+	connectionsDesc = prometheus.NewDesc("lakegate_connections", "Open client connections.", nil, nil)
+	producersDesc   = prometheus.NewDesc("lakegate_producers", "Producers attached to this gateway.", nil, nil)
+	consumersDesc   = prometheus.NewDesc("lakegate_consumers", "Consumers attached to this gateway.", nil, nil)
+	topicsDesc      = prometheus.NewDesc("lakegate_topics_served", "Topics (partitions) open on this gateway.", nil, nil)
+	backlogDesc     = prometheus.NewDesc("lakegate_subscription_backlog_messages",
+		"Messages after the subscription's mark-delete position (Pulsar msgBacklog), per subscription served here; capped series.",
+		[]string{"topic", "subscription"}, nil)
+	unackedDesc = prometheus.NewDesc("lakegate_subscription_unacked_entries",
+		"Entries delivered to consumers and not yet wholly acknowledged, per subscription served here; capped series.",
+		[]string{"topic", "subscription"}, nil)
+	droppedDesc = prometheus.NewDesc("lakegate_subscription_series_dropped",
+		"Subscriptions left out of the per-subscription gauges by the series cap (Config.MetricsSubscriptionsMax).", nil, nil)
+)
+
+// Collector exports the gateway's metrics (docs/metrics.md); register it
+// once per registry.
+func (s *Server) Collector() prometheus.Collector { return gatewayCollector{s} }
+
+type gatewayCollector struct{ s *Server }
+
+func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.s.metrics.collectors() {
+		m.Describe(ch)
+	}
+	for _, d := range []*prometheus.Desc{connectionsDesc, producersDesc, consumersDesc, topicsDesc, backlogDesc, unackedDesc, droppedDesc} {
+		ch <- d
+	}
+}
+
+// subRef is one live subscription found by a scrape.
+type subRef struct {
+	t    *topic
+	name string
+	sub  *actors.SubscriptionActor
+}
+
+func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	for _, m := range s.metrics.collectors() {
+		m.Collect(ch)
+	}
+	s.mu.Lock()
+	conns := len(s.mu.sessions)
+	topics := make([]*topic, 0, len(s.mu.topics))
+	for _, t := range s.mu.topics {
+		topics = append(topics, t)
+	}
+	s.mu.Unlock()
+
+	var producers int
+	var subs []subRef
+	for _, t := range topics {
+		t.mu.Lock()
+		producers += len(t.mu.producers)
+		for name := range t.mu.subs {
+			if sub := t.liveSubLocked(name); sub != nil {
+				subs = append(subs, subRef{t, name, sub})
+			}
+		}
+		t.mu.Unlock()
+	}
+	// A stable choice of series under the cap: by topic, then name.
+	sort.Slice(subs, func(i, j int) bool {
+		if a, b := subs[i].t.name.String(), subs[j].t.name.String(); a != b {
+			return a < b
+		}
+		return subs[i].name < subs[j].name
+	})
+	ctx, cancel := context.WithTimeout(s.ctx, metricsScrapeTimeout)
+	defer cancel()
+	var consumers, dropped int
+	next := map[*topic]int64{}
+	for i, r := range subs {
+		if ctx.Err() != nil {
+			dropped += len(subs) - i // out of time: the rest are not exported
+			break
+		}
+		info, err := subscriptionInfo(ctx, r.sub)
+		if err != nil {
+			continue // stopped meanwhile, or busy past the scrape timeout
+		}
+		consumers += info.Consumers
+		if i >= s.cfg.MetricsSubscriptionsMax {
+			dropped++
+			continue
+		}
+		n, ok := next[r.t]
+		if !ok {
+			if n, err = r.t.log.NextOffset(ctx); err != nil {
+				s.cfg.Logger.Warn("metrics: reading a log head", "topic", r.t.name.String(), "err", err)
+				n = -1
+			}
+			next[r.t] = n
+		}
+		topic := r.t.name.String()
+		ch <- prometheus.MustNewConstMetric(unackedDesc, prometheus.GaugeValue, float64(info.Unacked), topic, r.name)
+		var backlog int64
+		if from := info.MarkDeleteOffset + 1; n >= 0 && from < n {
+			if backlog, err = r.t.log.MessageCount(ctx, from, n); err != nil {
+				s.cfg.Logger.Warn("metrics: counting a backlog", "topic", topic, "subscription", r.name, "err", err)
+				continue
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(backlog), topic, r.name)
+	}
+	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(conns))
+	ch <- prometheus.MustNewConstMetric(producersDesc, prometheus.GaugeValue, float64(producers))
+	ch <- prometheus.MustNewConstMetric(consumersDesc, prometheus.GaugeValue, float64(consumers))
+	ch <- prometheus.MustNewConstMetric(topicsDesc, prometheus.GaugeValue, float64(len(topics)))
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.GaugeValue, float64(dropped))
+}
