@@ -336,8 +336,12 @@ func (h *subHandler) Receive(msg any) {
 	case readDoneMsg:
 		if m.err != nil {
 			h.sm.OnReadFailed(m.gen)
-			if h.ctx.Err() == nil && !errors.Is(m.err, context.Canceled) {
-				h.opts.Logger.Warn("subscription read failed; retrying", "sub", h.opts.Name, "err", m.err)
+			if h.ctx.Err() == nil {
+				// Retry on any error: the machine issues no read by itself
+				// until its next input, which may never come.
+				if !errors.Is(m.err, context.Canceled) {
+					h.opts.Logger.Warn("subscription read failed; retrying", "sub", h.opts.Name, "err", m.err)
+				}
 				self := h.self
 				time.AfterFunc(h.opts.RetryBackoff, func() { self.Send(pokeMsg{}) })
 			}
@@ -457,8 +461,13 @@ func (h *subHandler) startRead(gen uint64, f func(context.Context) ([]lakestream
 	self := h.self
 	go func() {
 		es, err := f(ctx)
+		// Whether the read was cancelled (CancelRead or stop) must be known
+		// before cancel() below, which cancels ctx in every case: testing
+		// ctx.Err() after it would drop every failed read, leaving the
+		// machine waiting for a result that never comes.
+		cancelled := ctx.Err() != nil
 		cancel()
-		if ctx.Err() != nil && err != nil {
+		if cancelled && err != nil {
 			return // cancelled: the machine no longer waits for it
 		}
 		self.Send(readDoneMsg{gen: gen, tail: tail, entries: es, err: err})

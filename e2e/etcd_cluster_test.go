@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -340,9 +339,10 @@ func TestEtcdClusterMemberLoss(t *testing.T) {
 				l.mu.Lock()
 				last := l.last
 				l.mu.Unlock()
-				if f := etcdTestClientLog.f; f != nil {
-					t.Logf("client log: %s", f.Name())
+				for _, line := range etcdTestClientLog.consumerLines() {
+					t.Logf("client: %s", line)
 				}
+				etcdDiagnoseLog(t, n1, n2, ctx)
 				t.Fatalf("phase %s: sentinel %s (id %v) not received; phase counts %v, missing e.g. %v, last received %s",
 					phase, key, l.ackedID(key), c, firstN(missing, 5), last)
 			}
@@ -480,24 +480,63 @@ func TestEtcdClusterMemberLoss(t *testing.T) {
 	<-consDone
 }
 
-// etcdTestClientLog is where the Pulsar clients of the fault tests log
-// (Info), so that a failure can show how the clients reconnected.
-var etcdTestClientLog struct {
-	mu sync.Mutex
-	f  *os.File
+// clientLogRing keeps the last lines the Pulsar clients of the fault tests
+// logged (Info), so that a failure can show how they reconnected.
+type clientLogRing struct {
+	mu    sync.Mutex
+	lines []string
 }
 
-func etcdTestClientLogger() plog.Logger {
-	etcdTestClientLog.mu.Lock()
-	defer etcdTestClientLog.mu.Unlock()
-	if etcdTestClientLog.f == nil {
-		f, err := os.CreateTemp("", "lakegate-e2e-client-*.log")
-		if err != nil {
-			return plog.DefaultNopLogger()
-		}
-		etcdTestClientLog.f = f
+const clientLogLinesMax = 300
+
+func (r *clientLogRing) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, strings.TrimRight(string(b), "\n"))
+	if len(r.lines) > clientLogLinesMax {
+		r.lines = r.lines[len(r.lines)-clientLogLinesMax:]
 	}
-	return plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(etcdTestClientLog.f, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	return len(b), nil
+}
+
+// consumerLines returns the kept lines about consumers, and warnings.
+func (r *clientLogRing) consumerLines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, l := range r.lines {
+		if strings.Contains(strings.ToLower(l), "consumer") || strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+var etcdTestClientLog clientLogRing
+
+func etcdTestClientLogger() plog.Logger {
+	return plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(&etcdTestClientLog, &slog.HandlerOptions{Level: slog.LevelInfo})))
+}
+
+// etcdDiagnoseLog logs, per node, what log 1 (the test topic's) looks like.
+func etcdDiagnoseLog(t *testing.T, n1, n2 *etcdNode, ctx context.Context) {
+	for i, n := range []*etcdNode{n1, n2} {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, err := n.node.Engine.Log(dctx, 1)
+		if err != nil {
+			t.Logf("diag node%d: log: %v", i+1, err)
+			cancel()
+			continue
+		}
+		last, lerr := l.LastOffset(dctx)
+		es, rerr := l.ReadEntries(dctx, 802, 5, 1<<20)
+		var offs []int64
+		for _, e := range es {
+			offs = append(offs, e.Offset)
+		}
+		t.Logf("diag node%d: last offset %d (%v); read at 802: offsets %v (%v)", i+1, last, lerr, offs, rerr)
+		cancel()
+	}
 }
 
 func firstN(s []string, n int) []string { return s[:min(n, len(s))] }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
@@ -62,7 +63,16 @@ func (e *Engine) closeIceberg() error {
 // commitIceberg adds the claim's files to its Iceberg table with the
 // property lakegate.log.<id>.end = c.End in one catalog commit; a table
 // already at or past c.End for the log is left alone (a resumed claim).
-func (e *Engine) commitIceberg(ctx context.Context, id lakestream.LogID, c tableClaim) error {
+func (e *Engine) commitIceberg(ctx context.Context, id lakestream.LogID, c tableClaim) (err error) {
+	// A panic inside the Iceberg library or the object-store drivers under
+	// it (gocloud's azureblob writer dereferences nil when an upload fails)
+	// fails this commit, not the node: the claim resumes later.
+	defer func() {
+		if r := recover(); r != nil {
+			e.opts.Logger.Error("engine: Iceberg commit panicked", "log", id, "table", c.Root, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: log %d: Iceberg commit to %s failed: panic: %v", lakestream.ErrUnavailable, id, c.Root, r)
+		}
+	}()
 	cat, err := e.icebergCatalog(ctx)
 	if err != nil {
 		return err

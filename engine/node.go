@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/engine/objstore"
@@ -34,6 +36,9 @@ type NodeConfig struct {
 	// Engine options (NodeID, flush sizes, …). RemoteStore is set from the
 	// ObjectURL's scheme when left false.
 	Engine Options
+	// GCInterval is how often the node runs CollectGarbage (docs/gc.md);
+	// negative: never. Default 1 min.
+	GCInterval time.Duration
 }
 
 // Node is a running storage node: stores, embedded etcd (if any) and the
@@ -44,6 +49,10 @@ type Node struct {
 	Meta     meta.Store
 	Embedded *meta.Embedded // nil with external etcd
 	Config   NodeConfig
+
+	gcStop   chan struct{} // closed by Close; nil when GC does not run
+	gcDone   chan struct{}
+	stopOnce sync.Once
 }
 
 // StartNode opens the stores named by cfg and starts an engine on them.
@@ -103,13 +112,58 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if n.Engine, err = New(n.Store, n.Meta, cfg.Engine); err != nil {
 		return nil, err
 	}
+	if cfg.GCInterval == 0 {
+		cfg.GCInterval = time.Minute
+		n.Config.GCInterval = cfg.GCInterval
+	}
+	if cfg.GCInterval > 0 {
+		n.gcStop, n.gcDone = make(chan struct{}), make(chan struct{})
+		go n.collectGarbage(cfg.GCInterval, n.gcStop, n.gcDone)
+	}
 	ok = true
 	return n, nil
+}
+
+// collectGarbage runs a GC pass every interval until Close. Several nodes
+// collecting at once is safe (docs/gc.md).
+func (n *Node) collectGarbage(interval time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	log := n.Engine.opts.Logger
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(interval, time.Minute))
+		go func() { // a pass stops when the node closes
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		st, err := n.Engine.CollectGarbage(ctx)
+		cancel()
+		switch {
+		case err != nil && !errors.Is(err, context.Canceled):
+			log.Warn("engine: garbage collection failed", "err", err)
+		case st.Deleted+st.TableOrphans > 0:
+			log.Info("engine: garbage collected", "wal_objects", st.Deleted, "table_orphans", st.TableOrphans,
+				"kept", st.Referenced, "protected", st.Protected)
+		}
+	}
 }
 
 // Close stops the engine, then the stores. Acknowledged data is durable
 // before Close returns.
 func (n *Node) Close() error {
+	if n.gcStop != nil {
+		n.stopOnce.Do(func() { close(n.gcStop) })
+		<-n.gcDone
+	}
 	var errs []error
 	if n.Engine != nil {
 		errs = append(errs, n.Engine.Close())

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,9 +180,15 @@ func (t *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
 	return info, nil
 }
 
-// StoreURI is the URI of key in the store at storeURL, without the URL's
-// query (endpoints, credentials options).
+// StoreURI is the URI of key in the store at storeURL: the URL's prefix
+// parameter applied, its other parameters (endpoints, credentials options)
+// left out.
 func StoreURI(storeURL, key string) string {
-	base, _, _ := strings.Cut(storeURL, "?")
+	base, query, _ := strings.Cut(storeURL, "?")
+	if q, err := url.ParseQuery(query); err == nil {
+		if p := strings.Trim(q.Get("prefix"), "/"); p != "" {
+			key = p + "/" + key
+		}
+	}
 	return strings.TrimSuffix(base, "/") + "/" + key
 }

@@ -53,10 +53,17 @@ type consumer struct {
 // Deliver implements actors.ConsumerSink (runs on the actor's goroutine).
 func (c *consumer) Deliver(d actors.Deliver) {
 	id := protocol.NewMessageID(int64(c.t.log.ID()), d.Entry.Offset, -1, c.t.partition)
-	b, err := protocol.AppendFrame(nil, protocol.Frame{
+	f := protocol.Frame{
 		Cmd:   protocol.Message(c.id, id, d.RedeliveryCount, d.AckSet),
 		Entry: d.Entry.Payload,
-	})
+	}
+	if c.sess.entryMetadata {
+		// As a broker with the entry-metadata interceptors: the index of
+		// the entry's last message (so a message's index is its record
+		// offset, the table's __offset) and the time the entry was stored.
+		f.BrokerEntryMetadata = protocol.EntryMetadata(d.Entry.WriteTimeMs, d.Entry.End()-1)
+	}
+	b, err := protocol.AppendFrame(nil, f)
 	if err != nil {
 		c.sess.log.Error("encoding MESSAGE", "err", err)
 		return

@@ -35,6 +35,9 @@ type session struct {
 	connected       bool
 	protocolVersion int32
 	clientVersion   string // from CONNECT
+	// entryMetadata: the client parses broker entry metadata (CONNECT's
+	// feature flags); MESSAGEs then carry it (consumer.Deliver).
+	entryMetadata bool
 	producers       map[uint64]*producer
 	consumers       map[uint64]*consumer
 }
@@ -267,6 +270,7 @@ func (s *session) handleConnect(c *pb.CommandConnect) error {
 	s.connected = true
 	s.protocolVersion = min(c.GetProtocolVersion(), protocol.ProtocolVersion)
 	s.clientVersion = c.GetClientVersion()
+	s.entryMetadata = c.GetFeatureFlags().GetSupportsBrokerEntryMetadata()
 	s.log = s.log.With("client", s.clientVersion)
 	s.send(protocol.Connected(s.srv.cfg.ServerVersion, s.protocolVersion, int32(s.srv.cfg.MaxMessageSize), &pb.FeatureFlags{}))
 	return nil

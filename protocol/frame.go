@@ -251,6 +251,17 @@ func ParseBrokerEntryMetadata(raw []byte) (*pb.BrokerEntryMetadata, error) {
 	return m, nil
 }
 
+// EntryMetadata encodes the BrokerEntryMetadata a broker with Pulsar's
+// entry-metadata interceptors attaches to an entry: the time it was stored
+// (Unix ms) and the index of its last message.
+func EntryMetadata(brokerTimestampMs, index int64) []byte {
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.BrokerEntryMetadata{
+		BrokerTimestamp: proto.Uint64(uint64(max(brokerTimestampMs, 0))),
+		Index:           proto.Uint64(uint64(max(index, 0))),
+	}) // cannot fail for two varints
+	return b
+}
+
 // MarshalMetadata encodes m deterministically, for building entries.
 func MarshalMetadata(m *pb.MessageMetadata) ([]byte, error) {
 	return proto.MarshalOptions{Deterministic: true}.Marshal(m)

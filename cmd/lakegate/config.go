@@ -53,6 +53,7 @@ type Config struct {
 		CommitTimeout      time.Duration `yaml:"commitTimeout" default:"30s" doc:"Bound on PUT (retried with backoff on store errors and throttling) plus commit of one WAL object; appends fail after it (docs/storage.md)."`
 		CacheBytes         int64         `yaml:"cacheBytes" default:"268435456" doc:"Bytes of decoded chunks kept for reads."`
 		CursorPersist      time.Duration `yaml:"cursorPersistInterval" default:"1s" doc:"How often changed subscription cursors are written to etcd."`
+		GCInterval         time.Duration `yaml:"gcInterval" default:"1m" doc:"How often unreferenced WAL objects and orphaned table files are deleted (docs/gc.md); 0 turns it off."`
 	} `yaml:"engine"`
 
 	Tables struct {

@@ -56,6 +56,7 @@ func runNode(c *Config) error {
 	defer stop()
 	cfg := engine.NodeConfig{
 		DataDir: c.DataDir, ObjectURL: c.Objects,
+		GCInterval:    gcInterval(c.Engine.GCInterval),
 		EtcdEndpoints: c.Etcd.Endpoints, EtcdClientPort: c.Etcd.Port, EtcdPrefix: c.Etcd.Prefix,
 		Engine: engine.Options{
 			NodeID:                c.Engine.NodeID,
@@ -123,4 +124,12 @@ func runNode(c *Config) error {
 	<-ctx.Done()
 	log.Info("shutting down: flushing appends and persisting cursors")
 	return nil
+}
+
+// gcInterval maps the config's 0 (off) to the engine's negative.
+func gcInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -1,6 +1,7 @@
 package iceberg
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -28,7 +29,10 @@ import (
 //	                                     anonymous=true → placeholder keys)
 //	gs://B[?prefix=P]                    gs://B/P  (STORAGE_EMULATOR_HOST → gcs.endpoint)
 //	azblob://C[?prefix=P]                abfs://C@<AZURE_STORAGE_ACCOUNT>.dfs.core.windows.net/P
-//	                                     (AZURE_STORAGE_KEY → shared-key auth)
+//	                                     (AZURE_STORAGE_KEY → shared-key auth; an
+//	                                     emulator — localemu=true or
+//	                                     AZURE_STORAGE_IS_LOCAL_EMULATOR — gets a
+//	                                     connection string to DOMAIN/ACCOUNT)
 //
 // Credentials come from the environment as the object store's own drivers
 // take them. A mem:// store (in-process) and unknown schemes are
@@ -115,7 +119,27 @@ func StoreLocation(storeURL string) (string, map[string]string, error) {
 		if u.Host == "" || account == "" {
 			return "", nil, fmt.Errorf("%w: azblob url %q needs a container and AZURE_STORAGE_ACCOUNT", ErrInvalid, storeURL)
 		}
-		if key := os.Getenv("AZURE_STORAGE_KEY"); key != "" {
+		key := os.Getenv("AZURE_STORAGE_KEY")
+		localEmu := q.Get("localemu") == "true" || os.Getenv("AZURE_STORAGE_IS_LOCAL_EMULATOR") == "true"
+		switch {
+		case localEmu:
+			// An emulator (Azurite) serves http://DOMAIN/ACCOUNT, which
+			// iceberg-go v0.7.0 builds only from a connection string (its
+			// endpoint property yields ACCOUNT.DOMAIN).
+			domain, protocol := q.Get("domain"), q.Get("protocol")
+			if domain == "" {
+				domain = os.Getenv("AZURE_STORAGE_DOMAIN")
+			}
+			if protocol == "" {
+				protocol = cmp.Or(os.Getenv("AZURE_STORAGE_PROTOCOL"), "http")
+			}
+			if domain == "" || key == "" {
+				return "", nil, fmt.Errorf("%w: azblob emulator url %q needs a domain and AZURE_STORAGE_KEY", ErrInvalid, storeURL)
+			}
+			props[iceio.ADLSConnectionStringPrefix+account] = fmt.Sprintf(
+				"DefaultEndpointsProtocol=%s;AccountName=%s;AccountKey=%s;BlobEndpoint=%s://%s/%s;",
+				protocol, account, key, protocol, domain, account)
+		case key != "":
 			props[iceio.ADLSSharedKeyAccountName] = account
 			props[iceio.ADLSSharedKeyAccountKey] = key
 		}
