@@ -38,8 +38,8 @@ type session struct {
 	// entryMetadata: the client parses broker entry metadata (CONNECT's
 	// feature flags); MESSAGEs then carry it (consumer.Deliver).
 	entryMetadata bool
-	producers       map[uint64]*producer
-	consumers       map[uint64]*consumer
+	producers     map[uint64]*producer
+	consumers     map[uint64]*consumer
 }
 
 func newSession(srv *Server, conn net.Conn) *session {
