@@ -4,22 +4,12 @@
 # requirements hash matches is left as is. Prints the venv's python path last,
 # so callers can do: LAKEGATE_PYTHON=$(e2e/interop/delta/setup.sh | tail -1)
 set -euo pipefail
+# shellcheck source=../venv.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../venv.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 venv="${LAKEGATE_DELTA_VENV:-$repo/.cache/venv}"
 req="$here/requirements.txt"
-python="${PYTHON:-python3}"
 
-want="$(sha256sum "$req" | cut -d' ' -f1)"
-stamp="$venv/.lakegate-delta-requirements"
-if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-  echo "setup.sh: $venv is up to date" >&2
-else
-  if [[ ! -x "$venv/bin/python" ]]; then
-    "$python" -m venv "$venv"
-  fi
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-  "$venv/bin/python" -c 'import deltalake, pyarrow' 
-  echo "$want" > "$stamp"
-fi
+pinned_venv "$venv" "$req" delta 'import deltalake, pyarrow'
 echo "$venv/bin/python"

@@ -13,27 +13,17 @@
 #   out=$(e2e/interop/spark/setup.sh); LAKEGATE_SPARK_PYTHON=$(sed -n 1p <<<"$out") ...
 # (run.sh does exactly this).
 set -euo pipefail
+# shellcheck source=../venv.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../venv.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 venv="${LAKEGATE_SPARK_VENV:-$repo/.cache/venv-spark}"
 jars="${LAKEGATE_SPARK_JARS_DIR:-$repo/.cache/jars}"
 req="$here/requirements.txt"
-python="${PYTHON:-python3}"
 DELTA_VERSION=3.3.2
 DEP_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
-want="$(sha256sum "$req" | cut -d' ' -f1)"
-stamp="$venv/.lakegate-spark-requirements"
-if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-  echo "setup.sh: $venv is up to date" >&2
-else
-  if [[ ! -x "$venv/bin/python" ]]; then
-    "$python" -m venv "$venv"
-  fi
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2
-  "$venv/bin/python" -c 'import pyspark' >&2
-  echo "$want" > "$stamp"
-fi
+pinned_venv "$venv" "$req" spark 'import pyspark'
 
 mkdir -p "$jars"
 paths=()
