@@ -17,25 +17,11 @@ import (
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/internal/compactor"
 	"github.com/lakegate/lakegate/internal/testservers"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
 )
-
-// nodeCompactor runs compaction jobs on an engine (what `lakegate
-// standalone` wires up in cmd/lakegate/tables.go).
-type nodeCompactor struct{ e *engine.Engine }
-
-func (c nodeCompactor) CompactLog(ctx context.Context, j actors.CompactionJob) (actors.CompactionResult, error) {
-	st, err := c.e.CompactToTable(ctx, j.Log, engine.TableTarget{
-		Root: engine.TableRoot(j.Stream), Partition: int32(j.Partition),
-		Delta: j.Delta, Iceberg: j.Iceberg, Ident: engine.IcebergIdent(j.Stream), Schema: j.Schema,
-	})
-	if errors.Is(err, engine.ErrNothingToCompact) {
-		return actors.CompactionResult{}, nil
-	}
-	return actors.CompactionResult{Records: st.Records, More: st.Records > 0}, err
-}
 
 // TestTablesOnEveryStore runs the shared scenario — produce, consume,
 // compact by age into Delta and Iceberg, collect the WAL, read the table,
@@ -85,7 +71,7 @@ func storeScenario(t *testing.T, storeURL string) {
 	}
 	defer gw.Close()
 	worker := actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
-		Catalog: cat, Compactor: nodeCompactor{n.Engine}, ScanInterval: 200 * time.Millisecond,
+		Catalog: cat, Compactor: compactor.Engine{E: n.Engine}, ScanInterval: 200 * time.Millisecond,
 		Policy: actors.CompactionPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
 		Logger: testLogger(),
 	})

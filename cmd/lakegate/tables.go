@@ -2,35 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/internal/compactor"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
 )
-
-// engineCompactor runs the compaction worker's jobs on the engine.
-type engineCompactor struct{ e *engine.Engine }
-
-func (c engineCompactor) CompactLog(ctx context.Context, j actors.CompactionJob) (actors.CompactionResult, error) {
-	t := engine.TableTarget{
-		Root: engine.TableRoot(j.Stream), Partition: int32(j.Partition),
-		Delta: j.Delta, Iceberg: j.Iceberg, Ident: engine.IcebergIdent(j.Stream), Schema: j.Schema,
-	}
-	st, err := c.e.CompactToTable(ctx, j.Log, t)
-	if errors.Is(err, engine.ErrNothingToCompact) {
-		return actors.CompactionResult{}, nil
-	}
-	if err != nil {
-		return actors.CompactionResult{}, err
-	}
-	// One call stops at its size bound: try again at once; an empty call
-	// then puts the log back on the interval.
-	return actors.CompactionResult{Records: st.Records, More: st.Records > 0}, nil
-}
 
 // defaultMaterialization is the cluster default policy for the configured
 // formats.
@@ -57,7 +37,7 @@ func startTables(ctx context.Context, c *Config, n *engine.Node, cat lakestream.
 	}
 	return actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
 		Catalog:      cat,
-		Compactor:    engineCompactor{n.Engine},
+		Compactor:    compactor.Engine{E: n.Engine},
 		Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
 		ScanInterval: c.Tables.ScanInterval,
 		Logger:       log,
