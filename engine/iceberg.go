@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
 )
@@ -63,7 +64,7 @@ func (e *Engine) closeIceberg() error {
 // commitIceberg adds the claim's files to its Iceberg table with the
 // property lakegate.log.<id>.end = c.End in one catalog commit; a table
 // already at or past c.End for the log is left alone (a resumed claim).
-func (e *Engine) commitIceberg(ctx context.Context, id lakestream.LogID, c tableClaim) (err error) {
+func (e *Engine) commitIceberg(ctx context.Context, id lakestream.LogID, c tableClaim, typed *lakehouse.TypedSchema) (err error) {
 	// A panic inside the Iceberg library or the object-store drivers under
 	// it (gocloud's azureblob writer dereferences nil when an upload fails)
 	// fails this commit, not the node: the claim resumes later.
@@ -80,10 +81,6 @@ func (e *Engine) commitIceberg(ctx context.Context, id lakestream.LogID, c table
 	files := make([]string, len(c.Files))
 	for i, f := range c.Files {
 		files[i] = f.Path
-	}
-	typed, err := e.loadTableSchema(ctx, c.Root)
-	if err != nil {
-		return err
 	}
 	_, err = cat.Commit(ctx, iceberg.CommitRequest{Ident: c.Ident, Root: c.Root, LogID: int64(id), End: c.End, Files: files, Typed: typed})
 	switch {

@@ -351,13 +351,20 @@ func (e *Engine) finishClaim(ctx context.Context, l *logHandle, c tableClaim, cl
 		news[i] = ie
 	}
 
+	// The table's typed columns, as stored now: a superset of those of
+	// the claim's files (they only grow); both formats add what they lack.
+	typed, err := e.loadTableSchema(ctx, c.Root)
+	if err != nil {
+		return st, err
+	}
+
 	// Step 3: commit to Delta; idempotent by the txn version.
 	if c.has(formatDelta) {
 		tbl, err := delta.Open(ctx, e.store, c.Root, delta.WithClock(e.opts.Now))
 		if err != nil {
 			return st, err
 		}
-		if err := e.commitClaim(ctx, tbl, id, c); err != nil {
+		if err := e.commitClaim(ctx, tbl, id, c, typed); err != nil {
 			return st, err
 		}
 	}
@@ -368,7 +375,7 @@ func (e *Engine) finishClaim(ctx context.Context, l *logHandle, c tableClaim, cl
 	// Step 3b: commit to Iceberg; idempotent by the lakegate.log.<id>.end
 	// table property.
 	if c.has(formatIceberg) {
-		if err := e.commitIceberg(ctx, id, c); err != nil {
+		if err := e.commitIceberg(ctx, id, c, typed); err != nil {
 			return st, err
 		}
 	}
@@ -441,7 +448,7 @@ func (e *Engine) finishClaim(ctx context.Context, l *logHandle, c tableClaim, cl
 
 // commitClaim adds the claim's files to the Delta table (creating the table
 // on first use) with txn (lakegate-log-<id>, End).
-func (e *Engine) commitClaim(ctx context.Context, tbl *delta.Table, id lakestream.LogID, c tableClaim) error {
+func (e *Engine) commitClaim(ctx context.Context, tbl *delta.Table, id lakestream.LogID, c tableClaim, typed *lakehouse.TypedSchema) error {
 	adds := make([]delta.AddFile, len(c.Files))
 	for i, f := range c.Files {
 		adds[i] = delta.AddFile{
@@ -449,13 +456,8 @@ func (e *Engine) commitClaim(ctx context.Context, tbl *delta.Table, id lakestrea
 			Tags: map[string]string{"lakegate.log": strconv.FormatInt(int64(id), 10)},
 		}
 	}
-	// The table's typed columns, as stored now: a superset of those of
-	// the claim's files (they only grow), added to the Delta schema when
-	// missing (merged per attempt: never dropping another writer's).
-	typed, err := e.loadTableSchema(ctx, c.Root)
-	if err != nil {
-		return err
-	}
+	// Typed columns missing from the Delta schema are added, merged per
+	// attempt: never dropping another writer's.
 	schema, err := deltaSchemaOf(typed)
 	if err != nil {
 		return err

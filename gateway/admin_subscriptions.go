@@ -137,12 +137,7 @@ func parseMessageID(r *http.Request, def protocol.MessageID) (messageIDJSON, err
 
 func (a *admin) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ref, err := a.refOf(r)
-	if err != nil {
-		writeAdminError(w, err)
-		return
-	}
-	ts, err := a.topics(ctx, ref)
+	_, ts, err := a.refTopics(r)
 	if err != nil {
 		writeAdminError(w, err)
 		return
@@ -228,12 +223,7 @@ func (a *admin) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	ref, err := a.refOf(r)
-	if err != nil {
-		writeAdminError(w, err)
-		return
-	}
-	ts, err := a.topics(ctx, ref)
+	ref, ts, err := a.refTopics(r)
 	if err != nil {
 		writeAdminError(w, err)
 		return

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -44,19 +43,14 @@ type tablePartitionJSON struct {
 // tableInfo answers GET …/{topic}/table for a topic (partitioned or not;
 // a partition's name answers for its whole topic).
 func (a *admin) tableInfo(w http.ResponseWriter, r *http.Request) {
-	tn, err := ParseTopicName("persistent://" + r.PathValue("tenant") + "/" + r.PathValue("ns") + "/" + r.PathValue("topic"))
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	id, err := a.topicTableStream(r)
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
-	defer cancel()
-	id := fullStreamID(tn)
 	s, err := a.cat.Stream(ctx, id)
-	if errors.Is(err, lakestream.ErrNoSuchStream) && tn.Partition >= 0 {
-		id = tn.StreamID()
-		s, err = a.cat.Stream(ctx, id)
-	}
 	if err != nil {
 		writeAdminError(w, err)
 		return

@@ -425,6 +425,17 @@ func toMessageIDJSON(id protocol.MessageID) messageIDJSON {
 	return m
 }
 
+// refTopics resolves a request's topic and its live topics (the partitions
+// of a partitioned topic as a whole).
+func (a *admin) refTopics(r *http.Request) (topicRef, []*topic, error) {
+	ref, err := a.refOf(r)
+	if err != nil {
+		return ref, nil, err
+	}
+	ts, err := a.topics(r.Context(), ref)
+	return ref, ts, err
+}
+
 // singleTopic returns the one live topic of a request; partitioned topics as
 // a whole answer 405 with what.
 func (a *admin) singleTopic(r *http.Request, what string) (*topic, error) {
@@ -503,12 +514,7 @@ func (a *admin) getEntry(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, fmt.Errorf("%w: ledger and entry ids must be integers", errAdminBadRequest))
 		return
 	}
-	ref, err := a.refOf(r)
-	if err != nil {
-		writeAdminError(w, err)
-		return
-	}
-	ts, err := a.topics(ctx, ref)
+	ref, ts, err := a.refTopics(r)
 	if err != nil {
 		writeAdminError(w, err)
 		return
