@@ -44,17 +44,22 @@ func TestDedupAdminPolicy(t *testing.T) {
 		}
 	}
 
-	// A connected producer: the change is refused with a reason.
-	admWantCode(t, adm.Topics().SetDeduplicationStatus(tn, true), http.StatusPreconditionFailed)
-	p.Close()
-
-	// Idle now: enabled, and effective for the next producer at once.
+	// Enabled with the producer connected: the topic is reloaded under it
+	// (the producer reconnects by itself) and deduplicates at once.
 	if err := adm.Topics().SetDeduplicationStatus(tn, true); err != nil {
 		t.Fatal(err)
 	}
 	if on, err := adm.Topics().GetDeduplicationStatus(tn); err != nil || !on {
 		t.Fatalf("deduplication status %v, %v; want true", on, err)
 	}
+	for i, id := range append(sendSeqs(t, ctx, p, 10, 12), sendSeqs(t, ctx, p, 10, 12)...) {
+		if isDupID(id) != (i >= 2) {
+			t.Fatalf("dedup turned on under a live producer: send %d id %v, duplicate want %v", i, id, i >= 2)
+		}
+	}
+	p.Close()
+
+	// Effective for the next producer too.
 	p, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "pb", DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)

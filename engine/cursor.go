@@ -25,6 +25,8 @@ type durableCursor struct {
 	l       *logHandle
 	name    string
 	durable bool
+	// guard, when set, guards every write of the state (lakestream.Guard).
+	guard *ownership
 
 	persistMu sync.Mutex // serializes writes of the state, in version order
 
@@ -44,9 +46,9 @@ type durableCursor struct {
 
 var _ lakestream.LogCursor = (*durableCursor)(nil)
 
-func (l *logHandle) newCursor(name string, st *cursor.State, durable bool, modRev int64) *durableCursor {
+func (l *logHandle) newCursor(name string, st *cursor.State, durable bool, modRev int64, g *ownership) *durableCursor {
 	persisted := modRev > 0
-	c := &durableCursor{l: l, name: name, durable: durable}
+	c := &durableCursor{l: l, name: name, durable: durable, guard: g}
 	c.mu.modRev = modRev
 	c.mu.st = st
 	c.mu.readOffset = st.FirstUnacked()
@@ -71,8 +73,12 @@ func checkCursorName(name string) error {
 }
 
 // OpenCursor implements lakestream.Log.
-func (l *logHandle) OpenCursor(ctx context.Context, name string, initialMarkDelete int64) (lakestream.LogCursor, error) {
+func (l *logHandle) OpenCursor(ctx context.Context, name string, initialMarkDelete int64, opts ...lakestream.CursorOption) (lakestream.LogCursor, error) {
 	if err := checkCursorName(name); err != nil {
+		return nil, err
+	}
+	g, err := guardOf(lakestream.ApplyCursorOptions(opts).Guard)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := l.refresh(ctx); err != nil {
@@ -80,17 +86,20 @@ func (l *logHandle) OpenCursor(ctx context.Context, name string, initialMarkDele
 	}
 	key := l.e.keys.cursor(l.id, name)
 	for {
-		c, err := l.LoadCursor(ctx, name)
+		c, err := l.LoadCursor(ctx, name, opts...)
 		if !errors.Is(err, lakestream.ErrNoSuchCursor) {
 			return c, err
 		}
 		st := cursor.New(max(initialMarkDelete, -1))
-		ok, rev, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, cursor.Encode(st))})
+		ok, rev, err := l.e.meta.Txn(ctx, g.cmps(meta.Cmp{Key: key}), []meta.Op{meta.Put(key, cursor.Encode(st))})
 		if err != nil {
 			return nil, fmt.Errorf("%w: create cursor %q: %w", lakestream.ErrUnavailable, name, err)
 		}
 		if ok {
-			return l.newCursor(name, st, true, rev), nil
+			return l.newCursor(name, st, true, rev, g), nil
+		}
+		if err := g.check(ctx, l.e.meta); err != nil {
+			return nil, err
 		}
 		// Created concurrently: load it.
 	}
@@ -99,12 +108,16 @@ func (l *logHandle) OpenCursor(ctx context.Context, name string, initialMarkDele
 // OpenEphemeralCursor implements lakestream.Log.
 func (l *logHandle) OpenEphemeralCursor(ctx context.Context, name string, initialReadOffset int64) (lakestream.LogCursor, error) {
 	st := cursor.New(max(initialReadOffset, 0) - 1)
-	return l.newCursor(name, st, false, 0), nil
+	return l.newCursor(name, st, false, 0, nil), nil
 }
 
 // LoadCursor implements lakestream.Log.
-func (l *logHandle) LoadCursor(ctx context.Context, name string) (lakestream.LogCursor, error) {
+func (l *logHandle) LoadCursor(ctx context.Context, name string, opts ...lakestream.CursorOption) (lakestream.LogCursor, error) {
 	if err := checkCursorName(name); err != nil {
+		return nil, err
+	}
+	g, err := guardOf(lakestream.ApplyCursorOptions(opts).Guard)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := l.refresh(ctx); err != nil {
@@ -121,7 +134,7 @@ func (l *logHandle) LoadCursor(ctx context.Context, name string) (lakestream.Log
 	if err != nil {
 		return nil, fmt.Errorf("cursor %q on log %d: %w", name, l.id, err)
 	}
-	return l.newCursor(name, st, true, kv.ModRevision), nil
+	return l.newCursor(name, st, true, kv.ModRevision, g), nil
 }
 
 // CursorNames implements lakestream.Log.
@@ -327,7 +340,11 @@ func (c *durableCursor) persist(ctx context.Context) error {
 	ver, md, modRev := c.mu.st.Version(), c.mu.st.MarkDeleteOffset(), c.mu.modRev
 	c.mu.Unlock()
 	key := c.l.e.keys.cursor(c.l.id, c.name)
-	ok, rev, err := c.l.e.meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: modRev}}, []meta.Op{meta.Put(key, b)})
+	if err := c.guard.held(); err != nil {
+		c.markClosed()
+		return fmt.Errorf("persist cursor %q: %w", c.name, err)
+	}
+	ok, rev, err := c.l.e.meta.Txn(ctx, c.guard.cmps(meta.Cmp{Key: key, ModRevision: modRev}), []meta.Op{meta.Put(key, b)})
 	if err != nil {
 		// Unknown outcome: re-read the key's revision before the next try.
 		if kv, found, gerr := c.l.e.meta.Get(ctx, key); gerr == nil && found {
@@ -340,8 +357,12 @@ func (c *durableCursor) persist(ctx context.Context) error {
 		return fmt.Errorf("%w: persist cursor %q: %w", lakestream.ErrUnavailable, c.name, err)
 	}
 	if !ok {
-		// Deleted, or rewritten by another owner: this handle is stale.
+		// Deleted, rewritten by another owner, or the guard was lost: this
+		// handle is stale.
 		c.markClosed()
+		if err := c.guard.check(ctx, c.l.e.meta); err != nil {
+			return fmt.Errorf("persist cursor %q: %w", c.name, err)
+		}
 		return fmt.Errorf("%w: cursor %q on log %d was deleted or changed elsewhere", lakestream.ErrConflict, c.name, c.l.id)
 	}
 	c.l.e.metrics.cursorPersists.Add(1)

@@ -177,24 +177,49 @@ func (l *logHandle) ID() lakestream.LogID { return l.id }
 
 // Append implements lakestream.Log.
 func (l *logHandle) Append(ctx context.Context, records int, payload []byte, opts ...lakestream.AppendOption) (lakestream.EntryHeader, error) {
+	if err := l.checkAppend(records, payload); err != nil {
+		return lakestream.EntryHeader{}, err
+	}
+	o := lakestream.ApplyAppendOptions(opts)
+	g, err := guardOf(o.Guard)
+	if err != nil {
+		return lakestream.EntryHeader{}, err
+	}
+	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs, g)
+}
+
+func (l *logHandle) AppendAsync(ctx context.Context, records int, payload []byte, done func(lakestream.EntryHeader, error), opts ...lakestream.AppendOption) error {
+	if err := l.checkAppend(records, payload); err != nil {
+		return err
+	}
+	o := lakestream.ApplyAppendOptions(opts)
+	g, err := guardOf(o.Guard)
+	if err != nil {
+		return err
+	}
+	return l.e.writer.enqueue(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, func(r appendResult) { done(r.h, r.err) })
+}
+
+// checkAppend validates an append and refuses it at once on a log known to
+// be deleted or fenced.
+func (l *logHandle) checkAppend(records int, payload []byte) error {
 	if records < 1 || records > math.MaxInt32 {
-		return lakestream.EntryHeader{}, fmt.Errorf("%w: records %d", lakestream.ErrInvalidArgument, records)
+		return fmt.Errorf("%w: records %d", lakestream.ErrInvalidArgument, records)
 	}
 	if len(payload) > l.e.opts.MaxEntryBytes {
-		return lakestream.EntryHeader{}, fmt.Errorf("%w: %d bytes > %d", lakestream.ErrTooLarge, len(payload), l.e.opts.MaxEntryBytes)
+		return fmt.Errorf("%w: %d bytes > %d", lakestream.ErrTooLarge, len(payload), l.e.opts.MaxEntryBytes)
 	}
 	if l.e.closed() {
-		return lakestream.EntryHeader{}, lakestream.ErrClosed
+		return lakestream.ErrClosed
 	}
 	h := l.snapshot()
 	if h.Deleted {
-		return lakestream.EntryHeader{}, fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, l.id)
+		return fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, l.id)
 	}
 	if h.Fenced {
-		return lakestream.EntryHeader{}, fmt.Errorf("%w: log %d", lakestream.ErrFenced, l.id)
+		return fmt.Errorf("%w: log %d", lakestream.ErrFenced, l.id)
 	}
-	o := lakestream.ApplyAppendOptions(opts)
-	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs, o.OnEnqueued)
+	return nil
 }
 
 // loadedChunk is a decoded chunk: its entries in order, payloads aliasing
@@ -473,6 +498,12 @@ func (l *logHandle) FirstOffset(ctx context.Context) (int64, error) {
 func (l *logHandle) NextOffset(ctx context.Context) (int64, error) {
 	h, err := l.refresh(ctx)
 	return h.Next, err
+}
+
+// Fenced implements lakestream.Log.
+func (l *logHandle) Fenced(ctx context.Context) (bool, error) {
+	h, err := l.refresh(ctx)
+	return h.Fenced, err
 }
 
 // LastOffset implements lakestream.Log.

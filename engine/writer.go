@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,8 +60,11 @@ type appendReq struct {
 	log       lakestream.LogID
 	records   int32
 	publishMs int64
+	guard     *ownership // nil: unguarded
 	payload   []byte // owned by the request (copied from the caller)
-	done      chan appendResult
+	// done is called once with the outcome (it releases the request's
+	// pending bytes); it never blocks.
+	done func(appendResult)
 }
 
 type appendResult struct {
@@ -104,49 +108,63 @@ func newWALWriter(e *Engine) *walWriter {
 }
 
 // append queues one entry and waits for its commit. The caller has
-// validated the arguments. onEnqueued (may be nil) is called once the entry
-// is in reqs: entries leave reqs in order and keep that order through flush
-// and commit (lakestream.AppendOptions.OnEnqueued).
-func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, onEnqueued func()) (lakestream.EntryHeader, error) {
+// validated the arguments.
+func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership) (lakestream.EntryHeader, error) {
+	done := make(chan appendResult, 1)
+	if err := w.enqueue(ctx, id, records, payload, publishMs, guard, func(r appendResult) { done <- r }); err != nil {
+		return lakestream.EntryHeader{}, err
+	}
+	select {
+	case r := <-done:
+		return r.h, r.err
+	case <-ctx.Done():
+		// The request goes on (its bytes are released when it completes).
+		return lakestream.EntryHeader{}, fmt.Errorf("%w: %w", lakestream.ErrIndeterminate, ctx.Err())
+	}
+}
+
+// enqueue queues one entry for the batch loop and returns once it is in
+// reqs: entries leave reqs in order and keep that order through flush and
+// commit, so an entry enqueued after another (by any goroutine) gets higher
+// offsets in its log if both commit. It blocks while MaxPendingBytes are in
+// flight (backpressure) or reqs is full, until ctx ends. done is called
+// exactly once with the outcome, from the writer's goroutines, unless
+// enqueue returns an error; it must not block. The payload is copied. A
+// guarded entry commits only while its guard holds (ErrFenced otherwise).
+func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, done func(appendResult)) error {
+	if err := guard.held(); err != nil {
+		return err
+	}
 	size := int64(len(payload))
 	if size == 0 {
 		size = 1 // every entry holds back at least one unit of the bound
 	}
 	if err := w.pending.Acquire(ctx, size); err != nil {
-		return lakestream.EntryHeader{}, err
+		return err
 	}
 	req := &appendReq{
 		log:       id,
 		records:   records,
 		publishMs: publishMs,
+		guard:     guard,
 		payload:   append([]byte(nil), payload...),
-		done:      make(chan appendResult, 1),
+		done: func(r appendResult) {
+			w.pending.Release(size)
+			done(r)
+		},
 	}
 	w.closeMu.RLock()
+	defer w.closeMu.RUnlock()
 	if w.closed {
-		w.closeMu.RUnlock()
 		w.pending.Release(size)
-		return lakestream.EntryHeader{}, lakestream.ErrClosed
+		return lakestream.ErrClosed
 	}
 	select {
 	case w.reqs <- req:
-		w.closeMu.RUnlock()
-		if onEnqueued != nil {
-			onEnqueued()
-		}
+		return nil
 	case <-ctx.Done():
-		w.closeMu.RUnlock()
 		w.pending.Release(size)
-		return lakestream.EntryHeader{}, ctx.Err()
-	}
-	select {
-	case r := <-req.done:
-		w.pending.Release(size)
-		return r.h, r.err
-	case <-ctx.Done():
-		// The request goes on; release its bytes when it completes.
-		go func() { <-req.done; w.pending.Release(size) }()
-		return lakestream.EntryHeader{}, fmt.Errorf("%w: %w", lakestream.ErrIndeterminate, ctx.Err())
+		return ctx.Err()
 	}
 }
 
@@ -278,7 +296,7 @@ func (w *walWriter) commitLoop() {
 func (w *walWriter) failAll(f *flush, err error) {
 	for _, id := range f.logs {
 		for _, r := range f.byLog[id] {
-			r.done <- appendResult{err: err}
+			r.done(appendResult{err: err})
 		}
 	}
 }
@@ -303,10 +321,8 @@ func (w *walWriter) commitFlush(f *flush) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
 	defer cancel()
 	// Groups hold disjoint logs, so they commit concurrently.
-	per := w.e.logsPerTxn
 	var groups sync.WaitGroup
-	for i := 0; i < len(f.logs); i += per {
-		group := f.logs[i:min(i+per, len(f.logs))]
+	for _, group := range w.groups(f) {
 		groups.Add(1)
 		go func() {
 			defer groups.Done()
@@ -356,13 +372,48 @@ func (w *walWriter) forgetHead(id lakestream.LogID) {
 	delete(w.heads, id)
 }
 
+// groups splits the logs of f into commit transactions: at most
+// logsPerTxn logs each (two ops per log), and at most MaxTxnOps compares
+// (one per log, plus one per distinct guard of its entries).
+func (w *walWriter) groups(f *flush) [][]lakestream.LogID {
+	var (
+		out   [][]lakestream.LogID
+		start int
+		cmps  int
+	)
+	for i, id := range f.logs {
+		n := 1 + len(guardsOf(f.byLog[id]))
+		if i > start && (i-start >= w.e.logsPerTxn || cmps+n > w.e.meta.MaxTxnOps()) {
+			out = append(out, f.logs[start:i])
+			start, cmps = i, 0
+		}
+		cmps += n
+	}
+	if start < len(f.logs) {
+		out = append(out, f.logs[start:])
+	}
+	return out
+}
+
+// guardsOf returns the distinct guards of reqs.
+func guardsOf(reqs []*appendReq) []*ownership {
+	var out []*ownership
+	for _, r := range reqs {
+		if r.guard != nil && !slices.Contains(out, r.guard) {
+			out = append(out, r.guard)
+		}
+	}
+	return out
+}
+
 // planned is one log's part of a commit transaction.
 type planned struct {
-	id    lakestream.LogID
-	ref   wal.ChunkRef
-	prev  cachedHead
-	next  head
-	entry indexEntry
+	id     lakestream.LogID
+	ref    wal.ChunkRef
+	prev   cachedHead
+	next   head
+	entry  indexEntry
+	guards []*ownership
 }
 
 // commitGroup commits the chunks of some logs of f in one transaction,
@@ -387,6 +438,9 @@ func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestrea
 		ops := make([]meta.Op, 0, 2*len(plans))
 		for _, p := range plans {
 			cmps = append(cmps, meta.Cmp{Key: w.e.keys.head(p.id), ModRevision: p.prev.modRev})
+			for _, g := range p.guards {
+				cmps = g.cmps(cmps...)
+			}
 			ops = append(ops,
 				meta.Put(w.e.keys.head(p.id), p.next.Encode()),
 				meta.Put(w.e.keys.idx(p.id, p.entry.Last()), p.entry.Encode()))
@@ -415,10 +469,15 @@ func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestrea
 			}
 			return
 		default:
-			// A head moved under us (another writer, a fence or a trim).
+			// A head moved under us (another writer, a fence or a trim),
+			// or a guard was lost.
 			todo = todo[:0]
 			for _, p := range plans {
 				w.forgetHead(p.id)
+				if err := checkGuards(ctx, w.e.meta, p.guards); err != nil {
+					w.failLogs(f, []lakestream.LogID{p.id}, err)
+					continue
+				}
 				todo = append(todo, p.id)
 			}
 		}
@@ -456,6 +515,11 @@ func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, 
 			failed[id] = fmt.Errorf("%w: log %d", lakestream.ErrFenced, id)
 			continue
 		}
+		guards := guardsOf(f.byLog[id])
+		if err := heldAll(guards); err != nil {
+			failed[id] = err
+			continue
+		}
 		ref := refs[id]
 		e := indexEntry{
 			Kind:         kindWAL,
@@ -475,7 +539,7 @@ func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, 
 		next := ch.h
 		next.Next += e.Records
 		next.Bytes = e.BytesEnd
-		plans = append(plans, planned{id: id, ref: ref, prev: ch, next: next, entry: e})
+		plans = append(plans, planned{id: id, ref: ref, prev: ch, next: next, entry: e, guards: guards})
 	}
 	return plans, failed
 }
@@ -560,14 +624,14 @@ func (w *walWriter) acked(f *flush, p planned, rev int64) {
 		if pub == 0 {
 			pub = f.writeMs
 		}
-		r.done <- appendResult{h: lakestream.EntryHeader{
+		r.done(appendResult{h: lakestream.EntryHeader{
 			Offset:         off,
 			Records:        r.records,
 			PublishTimeMs:  pub,
 			WriteTimeMs:    f.writeMs,
 			Size:           int32(len(r.payload)),
 			CumulativeSize: bytes,
-		}}
+		}})
 		off += int64(r.records)
 	}
 	w.e.metrics.observeAppends(len(f.byLog[p.id]), p.entry.PayloadBytes)
@@ -578,9 +642,30 @@ func (w *walWriter) failLogs(f *flush, ids []lakestream.LogID, err error) {
 	for _, id := range ids {
 		w.forgetHead(id)
 		for _, r := range f.byLog[id] {
-			r.done <- appendResult{err: err}
+			r.done(appendResult{err: err})
 		}
 	}
+}
+
+// heldAll returns the first lost guard's error.
+func heldAll(gs []*ownership) error {
+	for _, g := range gs {
+		if err := g.held(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGuards re-reads the guards after a failed commit (ErrFenced for the
+// first that is lost).
+func checkGuards(ctx context.Context, ms meta.Store, gs []*ownership) error {
+	for _, g := range gs {
+		if err := g.check(ctx, ms); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // backoff waits before retry attempt n (1-based): 1 ms doubling to 200 ms.

@@ -90,7 +90,9 @@ func adminStatus(err error) int {
 		return http.StatusPreconditionFailed
 	case errors.Is(err, ErrNotAllowed):
 		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrServiceNotReady):
+	case errors.Is(err, ErrServiceNotReady),
+		errors.Is(err, actors.ErrPartitionClosed),
+		errors.Is(err, lakestream.ErrGuardLost):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, actors.ErrConsumerBusy):
 		return http.StatusPreconditionFailed

@@ -9,13 +9,12 @@ package gateway
 //	POST   /admin/v2/persistent/{tenant}/{ns}/{topic}/deduplicationEnabled  body true | false
 //	DELETE /admin/v2/persistent/{tenant}/{ns}/{topic}/deduplicationEnabled  (back to the default: off)
 //
-// The policy is the stream property dedupProperty (dedup.go), so it holds
-// for every partition of a partitioned topic. A topic reads it when it is
-// loaded; so that a change takes effect at once, POST and DELETE unload
-// the topic's partitions that are loaded on this node and idle (no
-// producer, no consumer). While a producer or consumer is connected the
-// change is refused with 412 and a reason saying so: lakegate cannot yet
-// switch deduplication under a live producer.
+// The policy is the stream property dedupProperty, so it holds for every
+// partition of a partitioned topic. A partition reads it when it is loaded;
+// so that a change takes effect at once, POST and DELETE unload the topic's
+// loaded partitions gracefully, wherever they are served (appends in flight
+// are answered first); their producers and consumers reconnect and find the
+// new policy, as with Pulsar's live policy change.
 
 import (
 	"context"
@@ -24,14 +23,17 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 
-	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// dedupPolicyRetries bounds the compare-and-set loop on stream properties.
-const dedupPolicyRetries = 8
+const (
+	// dedupProperty is the stream (and namespace) property holding the
+	// deduplication policy: "true" or "false".
+	dedupProperty = "lakegate.dedup"
+	// dedupPolicyRetries bounds the compare-and-set loop on stream properties.
+	dedupPolicyRetries = 8
+)
 
 func (a *admin) getDeduplication(w http.ResponseWriter, r *http.Request) {
 	ref, err := a.refOf(r)
@@ -82,7 +84,7 @@ func (a *admin) removeDeduplication(w http.ResponseWriter, r *http.Request) {
 }
 
 // changeDeduplication sets (value != nil) or removes the policy, then
-// unloads the idle loaded partitions so the next use reads it.
+// unloads the loaded partitions so the next use reads it.
 func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, value *string) {
 	ctx := r.Context()
 	ref, err := a.refOf(r)
@@ -95,10 +97,6 @@ func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, valu
 		return
 	}
 	id := fullStreamID(ref.name)
-	if err := a.srv.unloadIdle(id); err != nil {
-		writeAdminError(w, err)
-		return
-	}
 	md := ref.md
 	for range dedupPolicyRetries {
 		props := maps.Clone(md.Properties)
@@ -117,9 +115,7 @@ func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, valu
 			return
 		}
 		if ok {
-			// A client may have loaded the topic between unloadIdle and
-			// the change: unload again so it reads the new policy.
-			if err := a.srv.unloadIdle(id); err != nil {
+			if err := a.srv.reloadStreams(ctx, []lakestream.StreamIdentifier{id}); err != nil {
 				writeAdminError(w, err)
 				return
 			}
@@ -128,63 +124,6 @@ func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, valu
 		}
 	}
 	writeAdminError(w, fmt.Errorf("%w: topic %s properties changed concurrently, retry", errAdminConflict, ref.name))
-}
-
-// unloadIdle drops from this node's topic table every loaded topic of
-// stream id (each partition, or the topic itself), so the next use loads
-// it afresh; it fails with errAdminPrecondition, unloading nothing, while
-// any of them has a producer or a consumer connected. (A client that
-// resolved the topic just before the unload keeps the old one until it
-// reconnects, as with dropStream.)
-func (s *Server) unloadIdle(id lakestream.StreamIdentifier) error {
-	s.mu.Lock()
-	var loaded []*topic
-	for _, t := range s.mu.topics {
-		if t.name.StreamID() == id || (t.name.Partition < 0 && fullStreamID(t.name) == id) {
-			loaded = append(loaded, t)
-		}
-	}
-	s.mu.Unlock()
-	for _, t := range loaded {
-		t.mu.Lock()
-		producers := len(t.mu.producers)
-		subs := slices.Collect(maps.Values(t.mu.subs))
-		t.mu.Unlock()
-		if producers > 0 {
-			return fmt.Errorf("%w: topic %s has %d connected producers: close them, then change deduplication", errAdminPrecondition, t.name, producers)
-		}
-		for _, sub := range subs {
-			if info, err := sub.Info(); err == nil && info.Consumers > 0 {
-				return fmt.Errorf("%w: topic %s has connected consumers: close them, then change deduplication", errAdminPrecondition, t.name)
-			}
-		}
-	}
-	var subs []*actors.SubscriptionActor
-	var cursors []lakestream.LogCursor
-	s.mu.Lock()
-	for _, t := range loaded {
-		if s.mu.topics[t.name.String()] != t {
-			continue
-		}
-		delete(s.mu.topics, t.name.String())
-		t.mu.Lock()
-		subs = slices.AppendSeq(subs, maps.Values(t.mu.subs))
-		clear(t.mu.subs)
-		t.mu.Unlock()
-		if t.dedup != nil {
-			cursors = append(cursors, t.dedup.cursor)
-		}
-	}
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.Close() // persists its cursor; the next load reopens it
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminRequestTimeout)
-	defer cancel()
-	for _, c := range cursors {
-		c.Close(ctx)
-	}
-	return nil
 }
 
 // Namespace deduplication policy (`pulsar-admin namespaces
@@ -196,8 +135,8 @@ func (s *Server) unloadIdle(id lakestream.StreamIdentifier) error {
 //	DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication
 //
 // Stored as the namespace property dedupProperty; dedupEnabled reads it
-// when a topic loads. A change unloads the namespace's idle loaded topics
-// and is refused with 412 while any of them has a producer or consumer.
+// when a topic loads. A change unloads the namespace's loaded topics
+// gracefully so that their next load reads it.
 
 func (a *admin) namespaceOf(r *http.Request) (string, error) {
 	tenant, ns := r.PathValue("tenant"), r.PathValue("ns")
@@ -257,42 +196,22 @@ func (a *admin) changeNamespaceDeduplication(w http.ResponseWriter, r *http.Requ
 		writeAdminError(w, err)
 		return
 	}
-	if err := a.srv.unloadIdleNamespace(name); err != nil {
-		writeAdminError(w, err)
-		return
-	}
 	if value == "" {
 		err = a.cat.RemoveNamespaceProperties(ctx, name, []string{dedupProperty})
 	} else {
 		err = a.cat.SetNamespaceProperties(ctx, name, map[string]string{dedupProperty: value})
 	}
 	if err == nil {
-		err = a.srv.unloadIdleNamespace(name) // topics loaded meanwhile read the old value
+		var ids []lakestream.StreamIdentifier
+		if ids, err = a.cat.ListStreams(ctx, name); err == nil {
+			err = a.srv.reloadStreams(ctx, ids)
+		}
 	}
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
 	noContent(w)
-}
-
-// unloadIdleNamespace is unloadIdle for every stream of a namespace with a
-// topic loaded on this node.
-func (s *Server) unloadIdleNamespace(namespace string) error {
-	s.mu.Lock()
-	ids := map[lakestream.StreamIdentifier]bool{}
-	for _, t := range s.mu.topics {
-		if t.stream.Namespace == namespace {
-			ids[t.stream] = true
-		}
-	}
-	s.mu.Unlock()
-	for id := range ids {
-		if err := s.unloadIdle(id); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // dedupEnabled reports whether a topic of stream md deduplicates: the

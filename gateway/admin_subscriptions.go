@@ -42,8 +42,8 @@ func subscriptionName(r *http.Request) (string, error) {
 	if err := validName("subscription", name); err != nil {
 		return "", err
 	}
-	if isInternalCursor(name) {
-		return "", fmt.Errorf("%w: subscription names starting with %q are reserved", errAdminPrecondition, internalCursorPrefix)
+	if actors.IsInternalCursor(name) {
+		return "", fmt.Errorf("%w: subscription names starting with %q are reserved", errAdminPrecondition, actors.InternalCursorPrefix)
 	}
 	return name, nil
 }
@@ -72,7 +72,7 @@ func (t *topic) subscriptionNames(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names = slices.DeleteFunc(names, isInternalCursor) // the gateway's own (dedup.go)
+	names = slices.DeleteFunc(names, actors.IsInternalCursor) // the gateway's own (dedup.go)
 	t.mu.Lock()
 	for name := range t.mu.subs {
 		if t.liveSubLocked(name) != nil && !slices.Contains(names, name) {

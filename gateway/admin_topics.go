@@ -10,12 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -91,7 +91,7 @@ func (a *admin) topics(ctx context.Context, ref topicRef) ([]*topic, error) {
 		return nil, ErrServiceNotReady
 	}
 	if !ref.partitioned() {
-		t, err := a.srv.resolveTopic(ctx, ref.name.String(), false)
+		t, err := a.srv.serveTopic(ctx, ref.name.String(), false)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func (a *admin) topics(ctx context.Context, ref topicRef) ([]*topic, error) {
 	}
 	out := make([]*topic, 0, ref.md.Partitioning.NumPartitions)
 	for i := range ref.md.Partitioning.NumPartitions {
-		t, err := a.srv.resolveTopic(ctx, partitionName(ref.name, i), false)
+		t, err := a.srv.serveTopic(ctx, partitionName(ref.name, i), false)
 		if err != nil {
 			return nil, err
 		}
@@ -121,42 +121,16 @@ func (a *admin) refOf(r *http.Request) (topicRef, error) {
 
 // topicNames lists the topics of a namespace: non-partitioned topics and the
 // partitions of partitioned ones (plain), or the partitioned topics
-// themselves (partitioned).
+// themselves (partitioned); 404 for an unknown namespace.
 func (a *admin) topicNames(ctx context.Context, tenant, ns string, partitioned bool) ([]string, error) {
 	if err := a.checkNamespace(ctx, tenant, ns); err != nil {
 		return nil, err
 	}
-	ids, err := a.cat.ListStreams(ctx, tenant+"/"+ns)
-	if err != nil {
-		return nil, err
+	out, err := a.srv.topicsOfNamespace(ctx, tenant+"/"+ns, partitioned)
+	if out == nil {
+		out = []string{}
 	}
-	out := []string{}
-	for _, id := range ids {
-		md, err := a.cat.LoadStream(ctx, id)
-		if errors.Is(err, lakestream.ErrNoSuchStream) {
-			continue // dropped meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		if md.State == lakestream.StreamDeleting {
-			continue
-		}
-		base := TopicName{Tenant: tenant, Namespace: ns, Local: id.Name, Partition: -1}
-		n := md.Partitioning.NumPartitions
-		switch {
-		case partitioned && n > 0:
-			out = append(out, base.String())
-		case !partitioned && n == 0:
-			out = append(out, base.String())
-		case !partitioned:
-			for i := range n {
-				out = append(out, partitionName(base, i))
-			}
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return out, err
 }
 
 func (a *admin) listTopics(w http.ResponseWriter, r *http.Request) {
@@ -356,22 +330,21 @@ func (a *admin) deleteTopic(w http.ResponseWriter, r *http.Request) {
 // force they stay attached to a deleted log and fail on their next use.
 func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, force bool) error {
 	s := a.srv
-	s.mu.Lock()
-	var doomed []*topic
-	for _, t := range s.mu.topics {
-		if t.name.StreamID() == id || (t.name.Partition < 0 && fullStreamID(t.name) == id) {
-			doomed = append(doomed, t)
-		}
+	md, err := a.cat.LoadStream(ctx, id)
+	if errors.Is(err, lakestream.ErrNoSuchStream) {
+		return fmt.Errorf("%w: topic %s/%s not found", errAdminNotFound, id.Namespace, id.Name)
 	}
-	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if !force {
-		for _, t := range doomed {
+		for _, t := range s.loadedTopics() {
+			if t.stream != id {
+				continue
+			}
 			t.mu.Lock()
 			producers := len(t.mu.producers)
-			subs := make([]*actors.SubscriptionActor, 0, len(t.mu.subs))
-			for _, sub := range t.mu.subs {
-				subs = append(subs, sub)
-			}
+			subs := slices.Collect(maps.Values(t.mu.subs))
 			t.mu.Unlock()
 			if producers > 0 {
 				return fmt.Errorf("%w: topic %s has %d connected producers (use ?force=true)", errAdminPrecondition, t.name, producers)
@@ -383,24 +356,14 @@ func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, 
 			}
 		}
 	}
-	var subs []*actors.SubscriptionActor
-	s.mu.Lock()
-	for _, t := range doomed {
-		if s.mu.topics[t.name.String()] == t {
-			delete(s.mu.topics, t.name.String())
+	// Stop serving it everywhere first: its clients are told to reconnect
+	// and then find it gone.
+	for _, unit := range streamUnits(md) {
+		if err := s.unloadUnit(ctx, unit, ""); err != nil {
+			return err
 		}
-		t.mu.Lock()
-		for _, sub := range t.mu.subs {
-			subs = append(subs, sub)
-		}
-		clear(t.mu.subs)
-		t.mu.Unlock()
 	}
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.Close() // persists the cursor about to be deleted: errors do not matter
-	}
-	err := a.cat.DropStream(ctx, id, true)
+	err = a.cat.DropStream(ctx, id, true)
 	if errors.Is(err, lakestream.ErrNoSuchStream) {
 		return fmt.Errorf("%w: topic %s/%s not found", errAdminNotFound, id.Namespace, id.Name)
 	}
@@ -479,10 +442,9 @@ func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
+	t.part.Terminate() // new producers are refused at once
 	if end, err := t.log.NextOffset(r.Context()); err == nil {
 		t.markTerminated(end) // consumers that read everything are told now
-	} else {
-		t.terminated.Store(true)
 	}
 	id, err := t.lastMessageID(r.Context())
 	if err != nil {
@@ -492,10 +454,30 @@ func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toMessageIDJSON(id))
 }
 
-// unload is a no-op: a lakegate node owns no topic (any node serves any
-// log), so there is nothing to hand over.
+// unload stops serving the topic (every partition of a partitioned one)
+// where it is served, gracefully: appends in flight are answered, cursors
+// persisted, the ownership released; its clients reconnect and the next
+// lookup places it again — on destinationBroker (a member id) when given.
 func (a *admin) unload(w http.ResponseWriter, r *http.Request) {
-	if _, err := a.refOf(r); err != nil {
+	ref, err := a.refOf(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	dest := r.URL.Query().Get("destinationBroker")
+	units := []string{ref.name.String()}
+	if ref.partitioned() {
+		units = streamUnits(ref.md)
+	}
+	var errs []error
+	for _, u := range units {
+		if r.Header.Get(forwardedHeader) != "" {
+			errs = append(errs, a.srv.unloadLocal(r.Context(), u, dest))
+		} else {
+			errs = append(errs, a.srv.unloadUnit(r.Context(), u, dest))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		writeAdminError(w, err)
 		return
 	}

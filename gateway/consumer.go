@@ -79,9 +79,15 @@ func (c *consumer) Deliver(d actors.Deliver) {
 
 // Disconnect implements actors.ConsumerSink: CLOSE_CONSUMER makes the
 // client subscribe again.
-func (c *consumer) Disconnect() {
-	c.detached.Store(true)
-	c.sess.send(protocol.CloseConsumer(c.id, 0))
+func (c *consumer) Disconnect() { c.disconnect("") }
+
+// disconnect sends CLOSE_CONSUMER (naming where the topic went, when
+// known); the client subscribes again with the same consumer id.
+func (c *consumer) disconnect(assignedURL string) {
+	if c.detached.Swap(true) {
+		return
+	}
+	c.sess.send(protocol.CloseConsumerAssigned(c.id, assignedURL))
 }
 
 // ActiveChange implements actors.ConsumerSink.
@@ -130,7 +136,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	create := c.ForceTopicCreation == nil || c.GetForceTopicCreation()
-	t, err := s.srv.resolveTopic(ctx, c.GetTopic(), create)
+	t, err := s.srv.serveTopic(ctx, c.GetTopic(), create)
 	if err != nil {
 		s.sendError(req, err)
 		return
@@ -203,7 +209,7 @@ func keySharedPolicy(m *pb.KeySharedMeta) (actors.KeySharedPolicy, error) {
 // (and opening or creating its cursor) if needed.
 func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubscribe, durable bool) (*actors.SubscriptionActor, error) {
 	name := c.GetSubscription()
-	if name == "" || strings.ContainsAny(name, "\x00") || isInternalCursor(name) {
+	if name == "" || strings.ContainsAny(name, "\x00") || actors.IsInternalCursor(name) {
 		return nil, fmt.Errorf("%w: subscription name %q", lakestream.ErrInvalidArgument, name)
 	}
 	t.mu.Lock()

@@ -11,17 +11,18 @@ package gateway
 // itself (consumers that already read everything), and at SUBSCRIBE on a
 // terminated topic.
 //
-// Limits: the end is known only to the gateway that terminated the topic
-// and only until the topic is unloaded from it; elsewhere (another node,
-// or after a restart) producers are refused once an append fails with
-// ErrFenced, but consumers are not told the topic ended.
+// The end is durable: the log's fence. A node that loads a terminated
+// topic (after a restart, or taking it over) reads it and tells consumers
+// as the terminating node would.
 //
 // Lock order: endWatchers.mu is a leaf (nothing is locked or sent while it
 // is held).
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lakegate/lakegate/protocol"
 )
@@ -84,7 +85,6 @@ func (t *topic) endWatchers(sub string) []*consumer {
 // subscription actor's goroutine (it asks the actors for their state).
 func (t *topic) markTerminated(end int64) {
 	t.end.endPlus1.Store(end + 1)
-	t.terminated.Store(true)
 	for _, c := range t.endWatchers("") {
 		if c.reachedEnd(end) {
 			t.notifyEnd(c.subName)
@@ -122,4 +122,20 @@ func (c *consumer) delivered(offset int64, records int32) {
 	if end, ok := c.t.endOffset(); ok && c.end.deliveredEnd.Load() >= end {
 		c.t.notifyEnd(c.subName)
 	}
+}
+
+// markTerminatedUnknownEnd learns from a failed append that the log was
+// fenced elsewhere: the end is read from the log, off the calling goroutine
+// (a partition or subscription actor's).
+func (t *topic) markTerminatedUnknownEnd() {
+	if _, ok := t.endOffset(); ok {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(t.srv.ctx, 30*time.Second)
+		defer cancel()
+		if end, err := t.log.NextOffset(ctx); err == nil {
+			t.markTerminated(end)
+		}
+	}()
 }

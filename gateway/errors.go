@@ -20,7 +20,9 @@ var (
 	ErrProducerFenced = errors.New("gateway: producer fenced")
 	// ErrNotAllowed: a request the gateway does not support (NotAllowedError).
 	ErrNotAllowed = errors.New("gateway: not allowed")
-	// ErrServiceNotReady: the gateway is shutting down (ServiceNotReady).
+	// ErrServiceNotReady: the gateway is shutting down, or the topic is
+	// served by another member or being unloaded (ServiceNotReady: the
+	// client looks the topic up again).
 	ErrServiceNotReady = errors.New("gateway: service not ready")
 	// ErrUnknownProducer / ErrUnknownConsumer: a command names an id the
 	// session does not know (NotAllowedError / ConsumerNotFound).
@@ -57,6 +59,14 @@ func serverError(err error) pb.ServerError {
 	case errors.Is(err, ErrIncompatibleSchema):
 		return pb.ServerError_IncompatibleSchema
 
+	case errors.Is(err, actors.ErrProducerBusy):
+		return pb.ServerError_ProducerBusy
+	case errors.Is(err, actors.ErrProducerFenced):
+		return pb.ServerError_ProducerFenced
+	case errors.Is(err, actors.ErrPartitionClosed), errors.Is(err, lakestream.ErrGuardLost):
+		return pb.ServerError_ServiceNotReady
+	case errors.Is(err, actors.ErrUnknownProducer):
+		return pb.ServerError_NotAllowedError
 	case errors.Is(err, actors.ErrConsumerBusy):
 		return pb.ServerError_ConsumerBusy
 	case errors.Is(err, actors.ErrUnknownConsumer):

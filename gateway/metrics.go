@@ -28,6 +28,9 @@ type gatewayMetrics struct {
 	dispatchedMsgs   prometheus.Counter
 	dispatchedBytes  prometheus.Counter
 	connectionsTotal prometheus.Counter
+	// Cluster (cluster.go).
+	proxiedConnections prometheus.Counter
+	unloads            *prometheus.CounterVec // by reason: handover, lost
 }
 
 func newGatewayMetrics() *gatewayMetrics {
@@ -61,12 +64,20 @@ func newGatewayMetrics() *gatewayMetrics {
 			Name: "lakegate_connections_opened_total",
 			Help: "Client connections accepted.",
 		}),
+		proxiedConnections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_proxied_connections_total",
+			Help: "Client connections relayed to the member owning their topics (proxy mode).",
+		}),
+		unloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lakegate_topic_unloads_total",
+			Help: "Topics this node stopped serving: handed over (an unload, a rebalance, a shutdown) or lost (ownership gone).",
+		}, []string{"reason"}),
 	}
 }
 
 func (m *gatewayMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.publishedMsgs, m.publishedBytes, m.publishErrors, m.publishLatency,
-		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal}
+		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads}
 }
 
 // subscriptionInfo is sub.Info bounded by ctx: an actor held up (a

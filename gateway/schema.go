@@ -301,7 +301,7 @@ func (s *session) handleGetSchema(c *pb.CommandGetSchema) {
 	req := c.GetRequestId()
 	ctx, cancel := s.ctx()
 	defer cancel()
-	t, err := s.srv.resolveTopic(ctx, c.GetTopic(), false)
+	t, err := s.srv.resolveName(ctx, c.GetTopic(), false)
 	if err != nil {
 		s.send(protocol.GetSchemaError(req, serverError(err), err.Error()))
 		return
@@ -321,7 +321,7 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 	req := c.GetRequestId()
 	ctx, cancel := s.ctx()
 	defer cancel()
-	t, err := s.srv.resolveTopic(ctx, c.GetTopic(), true)
+	t, err := s.srv.resolveName(ctx, c.GetTopic(), true)
 	if err == nil && c.GetSchema().GetType() == pb.Schema_None {
 		// BYTES: what the Java client's multi-schema producers (its
 		// dead-letter and retry-letter producers) register for untyped

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,23 @@ type Config struct {
 	// unacked) one /metrics scrape exports; the rest are counted in
 	// lakegate_subscription_series_dropped. Default 1000.
 	MetricsSubscriptionsMax int
+
+	// Membership, when set, makes this node one member of a cluster: it
+	// serves only the topics it owns and answers LOOKUP with their owners
+	// (cluster.go, docs/cluster.md). Its Self endpoints must include
+	// "pulsar" (this server's URL) and "http" (the admin API's). Default
+	// nil: a node on its own serves every topic.
+	Membership lakestream.Membership
+	// ProxyLookups makes LOOKUP answers tell clients to connect through the
+	// address they dialled (proxy_through_service_url), and this node relays
+	// such connections to the owner: for clients that can reach only one
+	// load-balanced address. Default false (clients connect to owners).
+	ProxyLookups bool
+	// RebalanceInterval is how often a member hands over topics that
+	// placement gives to another member. Default 10 s; negative: never.
+	RebalanceInterval time.Duration
+	// RebalanceMax bounds the topics handed over per round. Default 8.
+	RebalanceMax int
 }
 
 func (c *Config) defaults() {
@@ -79,6 +97,12 @@ func (c *Config) defaults() {
 	if c.MetricsSubscriptionsMax <= 0 {
 		c.MetricsSubscriptionsMax = defaultMetricsSubscriptionsMax
 	}
+	if c.RebalanceInterval == 0 {
+		c.RebalanceInterval = 10 * time.Second
+	}
+	if c.RebalanceMax <= 0 {
+		c.RebalanceMax = 8
+	}
 }
 
 // Server is the Pulsar binary-protocol listener. Safe for concurrent use.
@@ -93,6 +117,15 @@ type Server struct {
 	nameSeq   atomic.Uint64
 	sessionID atomic.Uint64
 	metrics   *gatewayMetrics
+	// draining is set by Drain: rebalancing stops.
+	draining   atomic.Bool
+	httpClient *http.Client // forwarded admin requests
+
+	membersCache struct {
+		sync.Mutex
+		list []lakestream.Member
+		at   time.Time
+	}
 
 	mu struct {
 		sync.Mutex
@@ -105,21 +138,32 @@ type Server struct {
 // Listen starts a Server on addr ("host:port"; port 0 picks one) and serves
 // connections until Close.
 func Listen(addr string, cfg Config) (*Server, error) {
-	if cfg.Catalog == nil {
-		return nil, errors.New("gateway: Config.Catalog is required")
-	}
-	cfg.defaults()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listen: %w", err)
 	}
+	s, err := Serve(ln, cfg)
+	if err != nil {
+		ln.Close()
+	}
+	return s, err
+}
+
+// Serve starts a Server on a listener (closed by Close): a cluster member
+// listens first, to advertise its address, then joins, then serves.
+func Serve(ln net.Listener, cfg Config) (*Server, error) {
+	if cfg.Catalog == nil {
+		return nil, errors.New("gateway: Config.Catalog is required")
+	}
+	cfg.defaults()
 	if cfg.AdvertisedAddr == "" {
 		cfg.AdvertisedAddr = ln.Addr().String()
 		if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
 			cfg.AdvertisedAddr = net.JoinHostPort("localhost", fmt.Sprint(a.Port))
 		}
 	}
-	s := &Server{cfg: cfg, ln: ln, rt: cfg.Runtime, metrics: newGatewayMetrics()}
+	s := &Server{cfg: cfg, ln: ln, rt: cfg.Runtime, metrics: newGatewayMetrics(),
+		httpClient: &http.Client{Timeout: adminRequestTimeout}}
 	if s.rt == nil {
 		s.rt = actors.NewRuntime(cfg.Logger.With("component", "actors"))
 		s.ownsRT = true
@@ -129,6 +173,10 @@ func Listen(addr string, cfg Config) (*Server, error) {
 	s.mu.sessions = map[*session]struct{}{}
 	s.wg.Add(1)
 	go s.accept()
+	if cfg.Membership != nil && cfg.RebalanceInterval > 0 {
+		s.wg.Add(1)
+		go s.rebalanceLoop()
+	}
 	return s, nil
 }
 
@@ -170,9 +218,10 @@ func (s *Server) accept() {
 	}
 }
 
-// Close stops accepting, closes every connection, persists and closes every
-// subscription's cursor and waits for the sessions to end. Appends in
-// flight are cancelled (their producers get no receipt and resend).
+// Close stops accepting, closes every connection, unloads every topic
+// (persisting cursors; appends in flight are cancelled: their producers get
+// no receipt and resend) and waits for the sessions to end. Call Drain
+// first to hand topics over gracefully.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.mu.closed {
@@ -189,33 +238,18 @@ func (s *Server) Close() error {
 	for _, sess := range sessions {
 		sess.close()
 	}
-	s.wg.Wait()
 	s.cancel()
-
-	s.mu.Lock()
-	var subs []*actors.SubscriptionActor
-	for _, t := range s.mu.topics {
-		t.mu.Lock()
-		for _, sub := range t.mu.subs {
-			subs = append(subs, sub)
-		}
-		t.mu.subs = map[string]*actors.SubscriptionActor{}
-		t.mu.Unlock()
-	}
-	s.mu.Unlock()
-	var errs []error
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		errs = append(errs, err)
-	}
-	for _, sub := range subs {
-		if err := sub.Close(); err != nil && !errors.Is(err, actors.ErrSubscriptionClosed) {
-			errs = append(errs, err)
-		}
+	s.wg.Wait()
+	for _, t := range s.loadedTopics() {
+		s.unloadTopic(t, false, "")
 	}
 	if s.ownsRT {
 		s.rt.Shutdown()
 	}
-	return errors.Join(errs...)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // Closing reports whether Close has begun (the node is draining: /readyz

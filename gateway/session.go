@@ -30,7 +30,10 @@ type session struct {
 	out       chan []byte // encoded frames; cap Config.OutboundFramesMax
 	done      chan struct{}
 	closeOnce sync.Once
-	wg        sync.WaitGroup // writer and producer receipt loops
+	// stopWriter ends the writer without closing the connection (a CONNECT
+	// that is relayed to another member); writerDone is closed when it ended.
+	stopWriter chan struct{}
+	writerDone chan struct{}
 
 	connected       bool
 	protocolVersion int32
@@ -47,8 +50,10 @@ func newSession(srv *Server, conn net.Conn) *session {
 		srv:       srv,
 		conn:      conn,
 		log:       srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
-		out:       make(chan []byte, srv.cfg.OutboundFramesMax),
-		done:      make(chan struct{}),
+		out:        make(chan []byte, srv.cfg.OutboundFramesMax),
+		done:       make(chan struct{}),
+		stopWriter: make(chan struct{}),
+		writerDone: make(chan struct{}),
 		producers: map[uint64]*producer{},
 		consumers: map[uint64]*consumer{},
 	}
@@ -57,10 +62,25 @@ func newSession(srv *Server, conn net.Conn) *session {
 // errCloseConnection ends the session without an error worth logging.
 var errCloseConnection = errors.New("gateway: close connection")
 
+// relayRequest ends the read loop of a connection whose CONNECT names
+// another member (proxy mode): the connection is relayed there.
+type relayRequest struct {
+	target   string
+	connect  *pb.CommandConnect
+	buffered []byte
+}
+
+func (r *relayRequest) Error() string { return "gateway: relay to " + r.target }
+
 func (s *session) run() {
-	s.wg.Add(1)
 	go s.writer()
 	err := s.readLoop()
+	var relay *relayRequest
+	if errors.As(err, &relay) {
+		close(s.stopWriter)
+		<-s.writerDone
+		err = s.relay(relay.target, relay.connect, relay.buffered)
+	}
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errCloseConnection):
 		s.log.Debug("connection closed", "err", err)
@@ -71,7 +91,7 @@ func (s *session) run() {
 	}
 	s.close()
 	s.teardown()
-	s.wg.Wait()
+	<-s.writerDone
 }
 
 func isTimeout(err error) bool {
@@ -116,6 +136,19 @@ func (s *session) readLoop() (err error) {
 		default:
 			return err
 		}
+		if !s.connected && f.Cmd.GetType() == pb.BaseCommand_CONNECT && f.Cmd.GetConnect().GetProxyToBrokerUrl() != "" {
+			ctx, cancel := s.ctx()
+			target, err := s.srv.proxyTarget(ctx, f.Cmd.GetConnect().GetProxyToBrokerUrl())
+			cancel()
+			if err != nil {
+				s.send(protocol.Error(0, serverError(err), err.Error()))
+				return fmt.Errorf("%w: %w", errCloseConnection, err)
+			}
+			if target != "" {
+				buffered, _ := br.Peek(br.Buffered())
+				return &relayRequest{target: target, connect: f.Cmd.GetConnect(), buffered: buffered}
+			}
+		}
 		if err := s.handle(f); err != nil {
 			return err
 		}
@@ -124,7 +157,7 @@ func (s *session) readLoop() (err error) {
 
 // writer owns the socket's write side.
 func (s *session) writer() {
-	defer s.wg.Done()
+	defer close(s.writerDone)
 	bw := bufio.NewWriterSize(s.conn, 64<<10)
 	pingEvery := s.srv.cfg.IdleTimeout / 2
 	ping := time.NewTicker(pingEvery)
@@ -140,6 +173,8 @@ func (s *session) writer() {
 	for {
 		select {
 		case <-s.done:
+			return
+		case <-s.stopWriter:
 			return
 		case <-ping.C:
 			if !write(pingFrame) {
@@ -277,16 +312,9 @@ func (s *session) handleConnect(c *pb.CommandConnect) error {
 }
 
 func (s *session) handleLookup(c *pb.CommandLookupTopic) {
-	if isTxnCoordinatorTopic(c.GetTopic()) {
-		s.send(protocol.LookupError(c.GetRequestId(), pb.ServerError_NotAllowedError, errTxnUnsupported.Error()))
-		return
-	}
-	if _, err := ParseTopicName(c.GetTopic()); err != nil {
-		s.send(protocol.LookupError(c.GetRequestId(), serverError(err), err.Error()))
-		return
-	}
-	// Leaderless: every node serves every topic, so this node answers.
-	s.send(protocol.LookupResponse(c.GetRequestId(), s.srv.ServiceURL(), "", true, false))
+	ctx, cancel := s.ctx()
+	defer cancel()
+	s.send(s.srv.handleLookupTopic(ctx, c)) // cluster.go
 }
 
 func (s *session) handlePartitionedMetadata(c *pb.CommandPartitionedTopicMetadata) {

@@ -25,6 +25,10 @@ var (
 	ErrNoSuchCursor = errors.New("lakestream: no such cursor")
 	// ErrFenced is returned by Append on a fenced log (and forever after).
 	ErrFenced = errors.New("lakestream: log fenced")
+	// ErrGuardLost is returned by a guarded write (WithGuard,
+	// WithAppendGuard) once its guard no longer holds: the writer lost the
+	// ownership the guard stands for. Nothing was written.
+	ErrGuardLost = errors.New("lakestream: guard lost")
 	// ErrOffsetTrimmed is returned when reading below the first offset.
 	ErrOffsetTrimmed = errors.New("lakestream: offset trimmed")
 	// ErrOffsetOutOfRange is returned when reading at or beyond the head of a

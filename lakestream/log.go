@@ -47,24 +47,21 @@ type AppendOption func(*AppendOptions)
 type AppendOptions struct {
 	// PublishTimeMs is kept per entry for time lookups; 0 = write time.
 	PublishTimeMs int64
-	// OnEnqueued, if set, is called at most once, before Append returns,
-	// as soon as the entry's place in the log's commit order is fixed: any
-	// Append on the same log that starts after OnEnqueued was called gets
-	// higher offsets (if both succeed). It lets a caller pipeline ordered
-	// appends (a Pulsar producer) without waiting for durability.
-	// Implementations that cannot tell never call it; callers then wait for
-	// Append to return.
-	OnEnqueued func()
+	// Guard, when set, makes the append conditional on it: the entry is
+	// committed only while the guard holds, else the append fails with
+	// ErrGuardLost (an owner's producers cannot write after the owner lost the
+	// partition).
+	Guard Guard
+}
+
+// WithAppendGuard sets AppendOptions.Guard.
+func WithAppendGuard(g Guard) AppendOption {
+	return func(o *AppendOptions) { o.Guard = g }
 }
 
 // WithPublishTime sets the entry's publish time (Unix ms).
 func WithPublishTime(ms int64) AppendOption {
 	return func(o *AppendOptions) { o.PublishTimeMs = ms }
-}
-
-// WithOnEnqueued sets AppendOptions.OnEnqueued.
-func WithOnEnqueued(f func()) AppendOption {
-	return func(o *AppendOptions) { o.OnEnqueued = f }
 }
 
 // ApplyAppendOptions folds opts into an AppendOptions value.
@@ -85,9 +82,26 @@ type Log interface {
 	// Append stores one entry of records (≥ 1) records and returns its header
 	// once it is durable in the object store and committed in metadata. The
 	// payload is not retained after Append returns. Errors: ErrFenced,
-	// ErrTooLarge, ErrInvalidArgument, ErrUnavailable, ctx errors (outcome
-	// unknown: the entry may or may not be committed).
+	// ErrTooLarge, ErrInvalidArgument, ErrNoSuchLog, ErrClosed,
+	// ErrUnavailable (not committed), ErrIndeterminate (the outcome is
+	// unknown: the entry may or may not be committed; ctx ending after the
+	// entry was queued gives it too), ctx errors (ended before the entry was
+	// queued: not committed).
 	Append(ctx context.Context, records int, payload []byte, opts ...AppendOption) (EntryHeader, error)
+
+	// AppendAsync is Append without the wait: it returns once the entry's
+	// place in the log's commit order is fixed — an entry appended (by Append
+	// or AppendAsync, from any goroutine) after AppendAsync returned gets
+	// higher offsets if both commit — and reports the outcome by calling
+	// done exactly once, with Append's results, from a goroutine of the
+	// implementation. done must not block (hand the result over to a queue
+	// of your own). The payload is not retained after AppendAsync returns.
+	// AppendAsync blocks while the implementation's bound on bytes in flight
+	// is reached (backpressure), until ctx ends; ctx bounds only that wait,
+	// not the commit. When it returns an error (validation, ErrFenced known
+	// at once, ErrClosed, ctx errors) done is not called and nothing was
+	// queued.
+	AppendAsync(ctx context.Context, records int, payload []byte, done func(EntryHeader, error), opts ...AppendOption) error
 
 	// ReadEntries returns whole entries starting with the one that contains
 	// start, up to maxRecords records and maxBytes payload bytes (at least
@@ -125,6 +139,9 @@ type Log interface {
 	SoftTrim(ctx context.Context, inclusive int64) (int64, error)
 	// Fence makes every later Append fail with ErrFenced, from any process.
 	Fence(ctx context.Context) error
+	// Fenced reports whether the log was fenced: it then never grows, and
+	// its end is NextOffset (a terminated topic's end).
+	Fenced(ctx context.Context) (bool, error)
 
 	// FindOffsetByTime returns the offset of the first entry whose publish
 	// time is ≥ t, or NextOffset when there is none.
@@ -137,16 +154,41 @@ type Log interface {
 	// OpenCursor opens (creating if absent) a durable cursor. A new cursor
 	// starts with mark-delete initialMarkDelete (-1 = nothing consumed) and
 	// read offset initialMarkDelete+1.
-	OpenCursor(ctx context.Context, name string, initialMarkDelete int64) (LogCursor, error)
+	OpenCursor(ctx context.Context, name string, initialMarkDelete int64, opts ...CursorOption) (LogCursor, error)
 	// OpenEphemeralCursor opens a cursor kept in memory only, reading from
 	// initialReadOffset.
 	OpenEphemeralCursor(ctx context.Context, name string, initialReadOffset int64) (LogCursor, error)
 	// LoadCursor opens an existing durable cursor (ErrNoSuchCursor).
-	LoadCursor(ctx context.Context, name string) (LogCursor, error)
+	LoadCursor(ctx context.Context, name string, opts ...CursorOption) (LogCursor, error)
 	// CursorNames lists the durable cursors of the log, sorted.
 	CursorNames(ctx context.Context) ([]string, error)
 	// DeleteCursor removes a durable cursor's state.
 	DeleteCursor(ctx context.Context, name string) error
+}
+
+// CursorOption adjusts the opening of a durable cursor.
+type CursorOption func(*CursorOptions)
+
+// CursorOptions are the optional parts of OpenCursor and LoadCursor.
+type CursorOptions struct {
+	// Guard, when set, guards every write of the cursor's state: once the
+	// guard is lost the write fails with ErrGuardLost and the handle is
+	// closed (see Guard).
+	Guard Guard
+}
+
+// WithGuard sets CursorOptions.Guard.
+func WithGuard(g Guard) CursorOption {
+	return func(o *CursorOptions) { o.Guard = g }
+}
+
+// ApplyCursorOptions folds opts into a CursorOptions value.
+func ApplyCursorOptions(opts []CursorOption) CursorOptions {
+	var o CursorOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
 }
 
 // Backlog is what a cursor has not acknowledged.

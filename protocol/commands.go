@@ -218,6 +218,34 @@ func CloseProducer(producerID, requestID uint64) *pb.BaseCommand {
 	return c
 }
 
+// CloseProducerAssigned tells the client the broker closed its producer (the
+// topic moved); the client reconnects to assignedURL when it is set, else
+// looks the topic up again.
+func CloseProducerAssigned(producerID uint64, assignedURL string) *pb.BaseCommand {
+	c := CloseProducer(producerID, 0)
+	if assignedURL != "" {
+		c.CloseProducer.AssignedBrokerServiceUrl = proto.String(assignedURL)
+	}
+	return c
+}
+
+// CloseConsumerAssigned is CloseConsumer naming where the topic moved.
+func CloseConsumerAssigned(consumerID uint64, assignedURL string) *pb.BaseCommand {
+	c := CloseConsumer(consumerID, 0)
+	if assignedURL != "" {
+		c.CloseConsumer.AssignedBrokerServiceUrl = proto.String(assignedURL)
+	}
+	return c
+}
+
+// LookupRedirect answers LOOKUP with response=Redirect: ask again at
+// brokerURL (authoritative: that broker should take the topic).
+func LookupRedirect(requestID uint64, brokerURL, brokerURLTLS string, authoritative bool) *pb.BaseCommand {
+	c := LookupResponse(requestID, brokerURL, brokerURLTLS, authoritative, false)
+	c.LookupTopicResponse.Response = pb.CommandLookupTopicResponse_Redirect.Enum()
+	return c
+}
+
 // CloseConsumer tells the client the gateway closed its consumer; the client
 // resubscribes.
 func CloseConsumer(consumerID, requestID uint64) *pb.BaseCommand {

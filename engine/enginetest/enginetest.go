@@ -134,6 +134,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Backlog", testBacklog},
 		{"CursorStateBound", testCursorStateBound},
 		{"ConcurrentAppends", testConcurrentAppends},
+		{"AppendAsync", testAppendAsync},
 		{"ManyLogsSmallTxns", testManyLogsSmallTxns},
 		{"InvalidAppends", testInvalidAppends},
 		{"Closed", testClosed},
@@ -736,6 +737,9 @@ func testFence(t *testing.T, env Env) {
 	appendSeq(t, []lakestream.Log{la}, []spec{{1, 10, 0}, {2, 10, 0}, {3, 10, 0}})
 	lo := openLog(t, a, 2) // another log, not fenced
 	appendSeq(t, []lakestream.Log{lo}, []spec{{1, 10, 0}})
+	if f, err := la.Fenced(ctx); err != nil || f {
+		t.Fatalf("Fenced before Fence: %v %v", f, err)
+	}
 
 	// Appenders on a keep appending; b fences while they run.
 	var (
@@ -787,6 +791,15 @@ func testFence(t *testing.T, env Env) {
 	}
 	sort.Slice(acked, func(i, j int) bool { return acked[i].Offset < acked[j].Offset })
 	sameEntries(t, "acknowledged before the fence", got[3:], acked)
+	// Every handle, on every engine, learns the log is fenced.
+	for name, l := range map[string]lakestream.Log{"a": la, "b": lb, "new": openLog(t, env.Start(t), 1)} {
+		if f, err := l.Fenced(ctx); err != nil || !f {
+			t.Fatalf("Fenced on %s after Fence: %v %v", name, f, err)
+		}
+	}
+	if f, err := lo.Fenced(ctx); err != nil || f {
+		t.Fatalf("Fenced on another log: %v %v", f, err)
+	}
 	// Fencing again is a no-op; the other log still takes appends.
 	if err := la.Fence(ctx); err != nil {
 		t.Fatalf("second Fence: %v", err)
@@ -1728,4 +1741,72 @@ func testClosed(t *testing.T, env Env) {
 	if !slices.Equal(o.AckedRanges(), [][2]int64{{5, 7}}) {
 		t.Fatalf("cursor after engine Close: ranges %v, want [[5 7]]", o.AckedRanges())
 	}
+}
+
+// testAppendAsync: AppendAsync fixes an entry's place when it returns, so a
+// burst from one goroutine, interleaved with blocking Appends from the same
+// goroutine, lands in call order; done is called once per entry with the
+// header Append would return; refusals known at once (invalid, fenced,
+// closed) are returned and done is never called.
+func testAppendAsync(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	e := env.Start(t)
+	l := openLog(t, e, 1)
+	const n = 200
+	type result struct {
+		h   lakestream.EntryHeader
+		err error
+	}
+	results := make([]chan result, n)
+	var want []lakestream.Entry
+	for i := range n {
+		p := payload(1, i, 10+i%50)
+		want = append(want, lakestream.Entry{EntryHeader: lakestream.EntryHeader{Records: int32(1 + i%3)}, Payload: p})
+		if i%10 == 9 {
+			h, err := l.Append(ctx, 1+i%3, p)
+			if err != nil {
+				t.Fatalf("Append %d: %v", i, err)
+			}
+			results[i] = make(chan result, 1)
+			results[i] <- result{h, nil}
+			continue
+		}
+		ch := make(chan result, 2) // 2: a second call of done would be seen
+		results[i] = ch
+		if err := l.AppendAsync(ctx, 1+i%3, p, func(h lakestream.EntryHeader, err error) { ch <- result{h, err} }); err != nil {
+			t.Fatalf("AppendAsync %d: %v", i, err)
+		}
+		p[0] ^= 0xff // not retained: the stored entry keeps the original byte
+		p[0] ^= 0xff
+	}
+	next := int64(0)
+	for i, ch := range results {
+		r := <-ch
+		if r.err != nil {
+			t.Fatalf("entry %d: %v", i, r.err)
+		}
+		if r.h.Offset != next || r.h.Records != want[i].Records || int(r.h.Size) != len(want[i].Payload) {
+			t.Fatalf("entry %d: header %+v, want offset %d records %d size %d", i, r.h, next, want[i].Records, len(want[i].Payload))
+		}
+		want[i].EntryHeader = r.h
+		next = r.h.End()
+		select {
+		case extra := <-ch:
+			t.Fatalf("entry %d: done called twice (%+v)", i, extra)
+		default:
+		}
+	}
+	sameEntries(t, "AppendAsync burst", readAll(t, l), want)
+
+	never := func(lakestream.EntryHeader, error) { t.Error("done called for a refused AppendAsync") }
+	wantErr(t, "AppendAsync of 0 records", l.AppendAsync(ctx, 0, []byte("x"), never), lakestream.ErrInvalidArgument)
+	if err := l.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "AppendAsync on a fenced log", l.AppendAsync(ctx, 1, []byte("x"), never), lakestream.ErrFenced)
+	m := openLog(t, e, 2)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "AppendAsync after Close", m.AppendAsync(ctx, 1, []byte("x"), never), lakestream.ErrClosed)
 }

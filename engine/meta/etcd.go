@@ -233,6 +233,8 @@ func mapEtcdErr(op string, err error) error {
 	case errors.Is(err, rpctypes.ErrEmptyKey), errors.Is(err, rpctypes.ErrGRPCEmptyKey),
 		errors.Is(err, rpctypes.ErrDuplicateKey), errors.Is(err, rpctypes.ErrGRPCDuplicateKey):
 		return fmt.Errorf("%w (etcd %s: %w)", ErrInvalid, op, err)
+	case errors.Is(err, rpctypes.ErrLeaseNotFound), errors.Is(err, rpctypes.ErrGRPCLeaseNotFound):
+		return fmt.Errorf("%w (etcd %s: %w)", ErrLeaseExpired, op, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w (etcd %s: %w)", ErrUnavailable, op, err)
 	}
@@ -357,7 +359,11 @@ func (e *Etcd) Txn(ctx context.Context, cmps []Cmp, ops []Op) (bool, int64, erro
 		k := e.opts.Prefix + op.Key
 		switch op.Kind {
 		case OpPut:
-			thens[i] = clientv3.OpPut(k, string(op.Value))
+			if op.Lease != 0 {
+				thens[i] = clientv3.OpPut(k, string(op.Value), clientv3.WithLease(clientv3.LeaseID(op.Lease)))
+			} else {
+				thens[i] = clientv3.OpPut(k, string(op.Value))
+			}
 		case OpDelete:
 			thens[i] = clientv3.OpDelete(k)
 		case OpDeletePrefix:
@@ -369,6 +375,53 @@ func (e *Etcd) Txn(ctx context.Context, cmps []Cmp, ops []Op) (bool, int64, erro
 		return false, 0, e.fail("txn", ctx, cctx, err)
 	}
 	return resp.Succeeded, resp.Header.Revision, nil
+}
+
+// Grant implements Store.
+func (e *Etcd) Grant(ctx context.Context, ttl time.Duration) (LeaseID, error) {
+	cctx, done, err := e.call(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	secs := int64(math.Ceil(ttl.Seconds()))
+	resp, err := e.cli.Grant(cctx, max(secs, 1))
+	if err != nil {
+		return 0, e.fail("grant", ctx, cctx, err)
+	}
+	return LeaseID(resp.ID), nil
+}
+
+// KeepAlive implements Store.
+func (e *Etcd) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error) {
+	cctx, done, err := e.call(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	resp, err := e.cli.KeepAliveOnce(cctx, clientv3.LeaseID(id))
+	if err != nil {
+		return 0, e.fail("keepalive", ctx, cctx, err)
+	}
+	if resp.TTL <= 0 {
+		return 0, fmt.Errorf("%w: lease %x", ErrLeaseExpired, int64(id))
+	}
+	return time.Duration(resp.TTL) * time.Second, nil
+}
+
+// Revoke implements Store.
+func (e *Etcd) Revoke(ctx context.Context, id LeaseID) error {
+	cctx, done, err := e.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := e.cli.Revoke(cctx, clientv3.LeaseID(id)); err != nil {
+		if err := e.fail("revoke", ctx, cctx, err); !errors.Is(err, ErrLeaseExpired) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Watch implements Store. The watch requires a leader

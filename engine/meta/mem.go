@@ -5,9 +5,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Defaults of MemOptions.
@@ -44,6 +46,11 @@ type MemOptions struct {
 	// auto-compaction: a watch from an older revision is closed at once.
 	// Default DefaultMemHistoryRevisions (10000).
 	HistoryRevisions int
+	// Now is the clock leases expire by. Default time.Now.
+	Now func() time.Time
+	// LeaseCheckInterval is how often a background pass expires leases
+	// (calls also expire them as they begin). Default 50 ms.
+	LeaseCheckInterval time.Duration
 	// Fault, if set, is consulted before every Get, Range, RangeReverse and
 	// Txn that InjectFault has not already decided, and returns the fault to
 	// inject (FaultNone for none). It is called without Mem's lock held,
@@ -133,7 +140,18 @@ type Mem struct {
 		watchers  map[*memWatcher]struct{}
 		// faults are one-shot faults queued by InjectFault, per method.
 		faults map[Method][]Fault
+		// leases by id; nextLease numbers them; janitor is set while the
+		// background expiry pass runs.
+		leases    map[LeaseID]*memLease
+		nextLease LeaseID
+		janitor   chan struct{} // closed by Close
 	}
+}
+
+type memLease struct {
+	ttl     time.Duration
+	expires time.Time
+	keys    map[string]struct{}
 }
 
 type memKV struct {
@@ -141,6 +159,7 @@ type memKV struct {
 	value          []byte
 	modRevision    int64
 	createRevision int64
+	lease          LeaseID
 }
 
 type memChange struct {
@@ -171,7 +190,14 @@ func NewMem(opts MemOptions) *Mem {
 	if opts.HistoryRevisions <= 0 {
 		opts.HistoryRevisions = DefaultMemHistoryRevisions
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LeaseCheckInterval <= 0 {
+		opts.LeaseCheckInterval = 50 * time.Millisecond
+	}
 	m := &Mem{opts: opts}
+	m.mu.leases = map[LeaseID]*memLease{}
 	m.mu.rev = 1
 	m.mu.watchers = make(map[*memWatcher]struct{})
 	m.mu.faults = make(map[Method][]Fault)
@@ -240,10 +266,14 @@ func injected(c Call, f Fault) error {
 	return fmt.Errorf("%w: injected fault in %v (%s)", ErrUnavailable, c.Method, what)
 }
 
-// begin checks the store and the context before a call.
+// begin checks the store and the context before a call, and expires the
+// leases that are due.
 func (m *Mem) begin(ctx context.Context) error {
 	m.mu.Lock()
 	closed := m.mu.closed
+	if !closed {
+		m.expireLocked()
+	}
 	m.mu.Unlock()
 	if closed {
 		return ErrClosed
@@ -358,6 +388,12 @@ func (m *Mem) Txn(ctx context.Context, cmps []Cmp, ops []Op) (bool, int64, error
 	}
 	ok := m.holdsLocked(cmps)
 	if ok {
+		for _, op := range ops {
+			if op.Kind == OpPut && op.Lease != 0 && m.mu.leases[op.Lease] == nil {
+				m.mu.Unlock()
+				return false, 0, fmt.Errorf("%w: lease %x (put of %q)", ErrLeaseExpired, int64(op.Lease), op.Key)
+			}
+		}
 		m.applyLocked(ops)
 	}
 	rev := m.mu.rev
@@ -393,9 +429,13 @@ func (m *Mem) applyLocked(ops []Op) {
 			i, found := m.searchLocked(op.Key)
 			if found {
 				kv := &m.mu.kvs[i]
-				kv.value, kv.modRevision = value, rev
+				m.detachLocked(kv.key, kv.lease)
+				kv.value, kv.modRevision, kv.lease = value, rev, op.Lease
 			} else {
-				m.mu.kvs = slices.Insert(m.mu.kvs, i, memKV{key: op.Key, value: value, modRevision: rev, createRevision: rev})
+				m.mu.kvs = slices.Insert(m.mu.kvs, i, memKV{key: op.Key, value: value, modRevision: rev, createRevision: rev, lease: op.Lease})
+			}
+			if l := m.mu.leases[op.Lease]; l != nil {
+				l.keys[op.Key] = struct{}{}
 			}
 			kv := m.mu.kvs[i]
 			m.mu.history = append(m.mu.history, memChange{rev: rev, ev: Event{Kind: EventPut, KV: KV{
@@ -428,6 +468,7 @@ func (m *Mem) applyLocked(ops []Op) {
 
 func (m *Mem) deleteLocked(lo, hi int, rev int64) {
 	for _, kv := range m.mu.kvs[lo:hi] {
+		m.detachLocked(kv.key, kv.lease)
 		m.mu.history = append(m.mu.history, memChange{rev: rev, ev: Event{Kind: EventDelete, KV: KV{Key: kv.key, ModRevision: rev}}})
 	}
 	m.mu.kvs = slices.Delete(m.mu.kvs, lo, hi)
@@ -511,5 +552,112 @@ func (m *Mem) Close() error {
 	for w := range m.mu.watchers {
 		m.closeWatcherLocked(w)
 	}
+	if m.mu.janitor != nil {
+		close(m.mu.janitor)
+	}
 	return nil
+}
+
+// detachLocked removes key from lease's keys.
+func (m *Mem) detachLocked(key string, lease LeaseID) {
+	if l := m.mu.leases[lease]; l != nil {
+		delete(l.keys, key)
+	}
+}
+
+// Grant implements Store. Leases expire by MemOptions.Now, checked as calls
+// begin and every LeaseCheckInterval.
+func (m *Mem) Grant(ctx context.Context, ttl time.Duration) (LeaseID, error) {
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: lease ttl %v", ErrInvalid, ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return 0, ErrClosed
+	}
+	m.mu.nextLease++
+	id := m.mu.nextLease
+	m.mu.leases[id] = &memLease{ttl: ttl, expires: m.opts.Now().Add(ttl), keys: map[string]struct{}{}}
+	if m.mu.janitor == nil {
+		m.mu.janitor = make(chan struct{})
+		go m.expireLoop(m.mu.janitor)
+	}
+	return id, nil
+}
+
+// KeepAlive implements Store.
+func (m *Mem) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error) {
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.mu.leases[id]
+	if l == nil {
+		return 0, fmt.Errorf("%w: lease %x", ErrLeaseExpired, int64(id))
+	}
+	l.expires = m.opts.Now().Add(l.ttl)
+	return l.ttl, nil
+}
+
+// Revoke implements Store.
+func (m *Mem) Revoke(ctx context.Context, id LeaseID) error {
+	if err := m.begin(ctx); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.endLeaseLocked(id)
+	return nil
+}
+
+// expireLocked ends every lease past its expiry, in id order.
+func (m *Mem) expireLocked() {
+	now := m.opts.Now()
+	var due []LeaseID
+	for id, l := range m.mu.leases {
+		if !now.Before(l.expires) {
+			due = append(due, id)
+		}
+	}
+	slices.Sort(due)
+	for _, id := range due {
+		m.endLeaseLocked(id)
+	}
+}
+
+// endLeaseLocked deletes a lease and its keys, all at one revision.
+func (m *Mem) endLeaseLocked(id LeaseID) {
+	l := m.mu.leases[id]
+	if l == nil {
+		return
+	}
+	keys := slices.Sorted(maps.Keys(l.keys))
+	delete(m.mu.leases, id)
+	ops := make([]Op, len(keys))
+	for i, k := range keys {
+		ops[i] = Delete(k)
+	}
+	m.applyLocked(ops)
+}
+
+func (m *Mem) expireLoop(stop <-chan struct{}) {
+	t := time.NewTicker(m.opts.LeaseCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			m.mu.Lock()
+			if !m.mu.closed {
+				m.expireLocked()
+			}
+			m.mu.Unlock()
+		}
+	}
 }

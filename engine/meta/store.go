@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Sentinel errors. Implementations wrap them (with the backend's own error
@@ -23,6 +24,10 @@ var (
 	ErrUnavailable = errors.New("meta: store unavailable")
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("meta: closed")
+	// ErrLeaseExpired is returned by KeepAlive, and by a Txn putting a key
+	// with a lease, when the lease expired, was revoked or never existed.
+	// Nothing was applied.
+	ErrLeaseExpired = errors.New("meta: lease expired")
 	// ErrInvalid is returned for a request the store rejects as malformed: an
 	// empty key in Get, a Cmp or an Op (DeletePrefix with an empty prefix
 	// included), or a Txn whose ops write one key twice (two puts of a key,
@@ -67,10 +72,22 @@ type Op struct {
 	Kind  OpKind
 	Key   string
 	Value []byte
+	// Lease attaches a put key to a lease (0: none; a put without a lease
+	// detaches the key from any lease it had).
+	Lease LeaseID
 }
+
+// LeaseID names a lease (Grant). 0 is no lease.
+type LeaseID int64
 
 // Put returns a put operation.
 func Put(key string, value []byte) Op { return Op{Kind: OpPut, Key: key, Value: value} }
+
+// PutWithLease returns a put operation attaching the key to lease: the key
+// is deleted when the lease expires or is revoked.
+func PutWithLease(key string, value []byte, lease LeaseID) Op {
+	return Op{Kind: OpPut, Key: key, Value: value, Lease: lease}
+}
 
 // Delete returns a delete operation. Deleting an absent key is not an error
 // (and not a change).
@@ -158,6 +175,18 @@ type Store interface {
 	// MaxTxnOps is the most compares, and the most operations, one Txn may
 	// carry.
 	MaxTxnOps() int
+
+	// Grant creates a lease that expires ttl after it was granted or last
+	// kept alive (etcd rounds ttl up to whole seconds and enforces its own
+	// minimum). When it expires or is revoked, every key attached to it is
+	// deleted, all at one revision.
+	Grant(ctx context.Context, ttl time.Duration) (LeaseID, error)
+	// KeepAlive renews a lease and returns its new time to live.
+	// ErrLeaseExpired when it is gone.
+	KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error)
+	// Revoke ends a lease now, deleting its keys; revoking a lease that is
+	// gone is not an error.
+	Revoke(ctx context.Context, id LeaseID) error
 	// Close releases the store (not the server behind it) and closes every
 	// watch channel. Other calls after Close fail with ErrClosed (Watch
 	// returns a closed channel); Close itself is idempotent.

@@ -68,6 +68,8 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"ConcurrentCAS", testConcurrentCAS},
 		{"Deadline", testDeadline},
 		{"Close", testClose},
+		{"LeaseRevoke", testLeaseRevoke},
+		{"LeaseExpiry", testLeaseExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -743,5 +745,72 @@ func testClose(t *testing.T, s meta.Store) {
 	waitClosed(t, s.Watch(c, "", 0))
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// testLeaseRevoke: keys put with a lease go when it is revoked, all at one
+// revision, and nothing else does; a revoked lease can neither be kept
+// alive nor used.
+func testLeaseRevoke(t *testing.T, s meta.Store) {
+	c := ctx(t)
+	id, err := s.Grant(c, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Grant: %v", err)
+	}
+	r0 := revision(t, s)
+	w := s.Watch(c, "l/", r0)
+	txn(t, s, nil, meta.PutWithLease("l/a", []byte("a"), id), meta.PutWithLease("l/b", []byte("b"), id), meta.Put("l/c", []byte("c")))
+	// A put without a lease detaches a key.
+	txn(t, s, nil, meta.PutWithLease("l/d", []byte("d"), id))
+	txn(t, s, nil, meta.Put("l/d", []byte("d2")))
+	if ttl, err := s.KeepAlive(c, id); err != nil || ttl <= 0 {
+		t.Fatalf("KeepAlive: %v %v", ttl, err)
+	}
+	if err := s.Revoke(c, id); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	rev := r0 + 4
+	expectEvents(t, w, []wantEvent{
+		{meta.EventPut, "l/a", "a", r0 + 1}, {meta.EventPut, "l/b", "b", r0 + 1}, {meta.EventPut, "l/c", "c", r0 + 1},
+		{meta.EventPut, "l/d", "d", r0 + 2}, {meta.EventPut, "l/d", "d2", r0 + 3},
+		{meta.EventDelete, "l/a", "", rev}, {meta.EventDelete, "l/b", "", rev},
+	})
+	mustAbsent(t, s, "l/a")
+	mustGet(t, s, "l/c")
+	mustGet(t, s, "l/d")
+	if _, err := s.KeepAlive(c, id); !errors.Is(err, meta.ErrLeaseExpired) {
+		t.Fatalf("KeepAlive of a revoked lease: %v, want ErrLeaseExpired", err)
+	}
+	if err := s.Revoke(c, id); err != nil {
+		t.Fatalf("second Revoke: %v", err)
+	}
+	_, _, err = s.Txn(c, nil, []meta.Op{meta.Put("l/e", []byte("e")), meta.PutWithLease("l/f", []byte("f"), id)})
+	if !errors.Is(err, meta.ErrLeaseExpired) {
+		t.Fatalf("put with a revoked lease: %v, want ErrLeaseExpired", err)
+	}
+	mustAbsent(t, s, "l/e")
+}
+
+// testLeaseExpiry: a lease nobody keeps alive expires on its own (within
+// its TTL plus the store's granularity) and takes its keys with it.
+func testLeaseExpiry(t *testing.T, s meta.Store) {
+	c := ctx(t)
+	id, err := s.Grant(c, time.Second)
+	if err != nil {
+		t.Fatalf("Grant: %v", err)
+	}
+	r0 := revision(t, s)
+	w := s.Watch(c, "x/", r0)
+	txn(t, s, nil, meta.PutWithLease("x/k", []byte("v"), id))
+	ev := recv(t, w)
+	if ev.Kind != meta.EventPut {
+		t.Fatalf("first event %v, want the put", ev.Kind)
+	}
+	ev = recv(t, w) // waits (up to waitMax) for the expiry
+	if ev.Kind != meta.EventDelete || ev.KV.Key != "x/k" {
+		t.Fatalf("event %v %q, want the expiry's delete of x/k", ev.Kind, ev.KV.Key)
+	}
+	if _, err := s.KeepAlive(c, id); !errors.Is(err, meta.ErrLeaseExpired) {
+		t.Fatalf("KeepAlive of an expired lease: %v, want ErrLeaseExpired", err)
 	}
 }

@@ -1,0 +1,165 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
+)
+
+// Loading a partition's persisted producer state (docs/dedup.md):
+//
+//   - The topic epoch is the property "epoch" of the internal durable
+//     cursor EpochCursorName, created the first time an exclusive producer
+//     takes the partition.
+//   - The deduplication state is a snapshot — the properties of the
+//     internal cursor DedupCursorName (producer name → highest sequence id)
+//     covering every entry up to its mark-delete offset — plus a replay of
+//     the log after it (producer_name, sequence_id and highest_sequence_id
+//     of every entry's metadata), so it is exact after any crash.
+//   - Termination is the log's fence.
+
+const (
+	// InternalCursorPrefix starts the names of the log cursors the broker
+	// keeps for itself; they are not subscriptions (listings skip them and
+	// SUBSCRIBE refuses the names).
+	InternalCursorPrefix = "__lakegate."
+	// DedupCursorName is the cursor holding the deduplication snapshot.
+	DedupCursorName = InternalCursorPrefix + "dedup"
+	// EpochCursorName is the cursor holding the topic epoch.
+	EpochCursorName = InternalCursorPrefix + "epoch"
+
+	epochProperty = "epoch"
+	// dedupReplayRecordsMax and dedupReplayBytesMax bound one read of the
+	// replay on load.
+	dedupReplayRecordsMax = 1000
+	dedupReplayBytesMax   = 4 << 20
+)
+
+// IsInternalCursor reports whether a log cursor is the broker's own.
+func IsInternalCursor(name string) bool { return strings.HasPrefix(name, InternalCursorPrefix) }
+
+// LoadedPartition is a partition's persisted producer state, with the open
+// internal cursors that persist it.
+type LoadedPartition struct {
+	State       PartitionState
+	log         lakestream.Log
+	epochCursor lakestream.LogCursor // nil until the first epoch persist
+	dedupCursor lakestream.LogCursor // nil without deduplication
+	opts        []lakestream.CursorOption
+}
+
+// LoadPartition reads a partition's persisted producer state. Cursor
+// options (an ownership guard) apply to the internal cursors it opens, so
+// that a node that lost the partition cannot write them.
+func LoadPartition(ctx context.Context, log lakestream.Log, dedup bool, opts ...lakestream.CursorOption) (*LoadedPartition, error) {
+	lp := &LoadedPartition{log: log, opts: opts}
+	fenced, err := log.Fenced(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lp.State.Terminated = fenced
+	ec, err := log.LoadCursor(ctx, EpochCursorName, opts...)
+	switch {
+	case errors.Is(err, lakestream.ErrNoSuchCursor):
+	case err != nil:
+		return nil, err
+	default:
+		lp.epochCursor = ec
+		if e, ok := ec.Properties()[epochProperty]; ok {
+			lp.State.Epoch, lp.State.HasEpoch = uint64(e), true
+		}
+	}
+	if dedup {
+		if err := lp.loadDedup(ctx); err != nil {
+			lp.Close(ctx)
+			return nil, err
+		}
+	}
+	return lp, nil
+}
+
+func (lp *LoadedPartition) loadDedup(ctx context.Context) error {
+	last, err := lp.log.LastOffset(ctx)
+	if err != nil {
+		return err
+	}
+	// A new cursor starts at the head: deduplication turned on for a topic
+	// with history only knows producers from now on.
+	cur, err := lp.log.OpenCursor(ctx, DedupCursorName, last, lp.opts...)
+	if err != nil {
+		return err
+	}
+	lp.dedupCursor = cur
+	seqs := maps.Clone(cur.Properties())
+	if seqs == nil {
+		seqs = map[string]int64{}
+	}
+	start := cur.MarkDeleteOffset() + 1
+	end := start
+	for {
+		es, err := lp.log.ReadEntries(ctx, start, dedupReplayRecordsMax, dedupReplayBytesMax)
+		if errors.Is(err, lakestream.ErrOffsetTrimmed) {
+			if start, err = lp.log.FirstOffset(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			meta, _, err := protocol.SplitEntry(e.Payload)
+			if err != nil {
+				continue
+			}
+			md, err := protocol.ParseMetadata(meta)
+			if err != nil || md.GetProducerName() == "" {
+				continue
+			}
+			h := int64(max(md.GetSequenceId(), md.GetHighestSequenceId()))
+			if prev, ok := seqs[md.GetProducerName()]; !ok || h > prev {
+				seqs[md.GetProducerName()] = h
+			}
+		}
+		start = es[len(es)-1].End()
+		end = start
+	}
+	lp.State.Sequences, lp.State.DedupEnd = seqs, end
+	return nil
+}
+
+// epochCursorFor returns the epoch cursor, creating it on first use.
+func (lp *LoadedPartition) epochCursorFor(ctx context.Context, c lakestream.LogCursor) (lakestream.LogCursor, error) {
+	if c != nil {
+		return c, nil
+	}
+	last, err := lp.log.LastOffset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err = lp.log.OpenCursor(ctx, EpochCursorName, last, lp.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("opening the epoch cursor: %w", err)
+	}
+	return c, nil
+}
+
+// Close releases the internal cursors (persisting nothing new: every write
+// of them is explicit). The partition actor calls it when it stops; call it
+// only for a LoadedPartition no actor was started with.
+func (lp *LoadedPartition) Close(ctx context.Context) {
+	if lp.epochCursor != nil {
+		lp.epochCursor.Close(ctx)
+	}
+	if lp.dedupCursor != nil {
+		lp.dedupCursor.Close(ctx)
+	}
+}

@@ -1,0 +1,483 @@
+package gateway
+
+// Cluster: ownership of topics, lookup, hand-over (docs/cluster.md).
+//
+// Every topic-partition (the unit Pulsar clients look up) is served by one
+// member at a time, its owner (lakestream.Membership). LOOKUP answers the
+// owner's address; when nobody owns the topic, the member that placement
+// (rendezvous hashing over the live members) picks takes it — the asked
+// node itself, or the one it redirects the client to. PRODUCER and
+// SUBSCRIBE on a node that does not own the topic take it when it is free
+// and are refused with ServiceNotReady (the client looks it up again) when
+// another member owns it. In proxy mode LOOKUP tells clients to keep
+// talking to the address they dialled, and a CONNECT naming another member
+// (proxy_to_broker_url) is relayed to it byte for byte.
+//
+// Ownership moves: an admin unload, a dedup policy change, a member leaving
+// (SIGTERM: Drain) and rebalancing (a member that joined takes its share,
+// a few topics per round) unload topics gracefully — appends in flight are
+// answered, cursors persisted, the ownership released — and tell clients
+// where to reconnect (CLOSE_PRODUCER/CLOSE_CONSUMER with the new owner's
+// URL). A member that loses a topic (session expired, a guarded write
+// refused) unloads it at once.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	gproto "google.golang.org/protobuf/proto"
+
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
+	"github.com/lakegate/lakegate/protocol/pb"
+)
+
+// membersCacheAge bounds how stale the member list placement uses may be.
+const membersCacheAge = time.Second
+
+// forwardedHeader marks an admin request forwarded by another member: it is
+// served here and never forwarded again.
+const forwardedHeader = "X-Lakegate-Forwarded"
+
+// members returns the live members, cached for membersCacheAge.
+func (s *Server) members(ctx context.Context) ([]lakestream.Member, error) {
+	s.membersCache.Lock()
+	defer s.membersCache.Unlock()
+	if time.Since(s.membersCache.at) < membersCacheAge && s.membersCache.list != nil {
+		return s.membersCache.list, nil
+	}
+	ms, err := s.cfg.Membership.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.membersCache.list, s.membersCache.at = ms, time.Now()
+	return ms, nil
+}
+
+// placement is the member a unit belongs on: the highest rendezvous score
+// of unit and member id among candidates (ok false when there are none).
+func placement(unit string, candidates []lakestream.Member) (lakestream.Member, bool) {
+	var (
+		best  lakestream.Member
+		score uint64
+		found bool
+	)
+	for _, m := range candidates {
+		h := fnv.New64a()
+		h.Write([]byte(unit))
+		h.Write([]byte{0})
+		h.Write([]byte(m.ID))
+		v := h.Sum64()
+		// Mix: FNV's low bits are weak for inputs that share a prefix.
+		v ^= v >> 33
+		v *= 0xff51afd7ed558ccd
+		v ^= v >> 33
+		if !found || v > score || (v == score && m.ID < best.ID) {
+			best, score, found = m, v, true
+		}
+	}
+	return best, found
+}
+
+// self is this node as a member (its advertised endpoints).
+func (s *Server) self() lakestream.Member {
+	if m := s.cfg.Membership; m != nil {
+		return m.Self()
+	}
+	return lakestream.Member{Endpoints: map[string]string{"pulsar": s.ServiceURL()}}
+}
+
+func (s *Server) handleLookupTopic(ctx context.Context, c *pb.CommandLookupTopic) *pb.BaseCommand {
+	req := c.GetRequestId()
+	fail := func(err error) *pb.BaseCommand { return protocol.LookupError(req, serverError(err), err.Error()) }
+	if isTxnCoordinatorTopic(c.GetTopic()) {
+		return protocol.LookupError(req, pb.ServerError_NotAllowedError, errTxnUnsupported.Error())
+	}
+	unit, err := s.lookupUnit(ctx, c.GetTopic())
+	if err != nil {
+		return fail(err)
+	}
+	m := s.cfg.Membership
+	if m == nil {
+		return s.connectTo(req, s.self())
+	}
+	owner, ok, err := m.Owner(ctx, unit)
+	if err != nil {
+		return fail(err)
+	}
+	if ok {
+		return s.connectTo(req, owner)
+	}
+	if !c.GetAuthoritative() {
+		ms, err := s.members(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		if target, ok := placement(unit, ms); ok && target.ID != m.Self().ID && target.Endpoints["pulsar"] != "" {
+			u, tls := target.Endpoints["pulsar"], target.Endpoints["pulsar+ssl"]
+			cmd := protocol.LookupRedirect(req, u, tls, true)
+			cmd.LookupTopicResponse.ProxyThroughServiceUrl = boolPtr(s.cfg.ProxyLookups)
+			return cmd
+		}
+	}
+	// This node takes it (placement says so, or the client was sent here
+	// to take it).
+	if _, err := m.Acquire(ctx, unit); err != nil {
+		var owned *lakestream.OwnedError
+		if errors.As(err, &owned) && owned.Owner.Endpoints["pulsar"] != "" {
+			return s.connectTo(req, owned.Owner) // lost the race: go to the winner
+		}
+		return fail(err)
+	}
+	return s.connectTo(req, m.Self())
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// connectTo answers LOOKUP with Connect to member.
+func (s *Server) connectTo(req uint64, member lakestream.Member) *pb.BaseCommand {
+	u := member.Endpoints["pulsar"]
+	if u == "" {
+		return protocol.LookupError(req, pb.ServerError_ServiceNotReady, fmt.Sprintf("member %s advertises no pulsar endpoint", member.ID))
+	}
+	return protocol.LookupResponse(req, u, member.Endpoints["pulsar+ssl"], true, s.cfg.ProxyLookups)
+}
+
+// lookupUnit is the unit a LOOKUP asks for: the canonical topic name. The
+// topic need not exist (SUBSCRIBE or PRODUCER decide about creation).
+func (s *Server) lookupUnit(ctx context.Context, name string) (string, error) {
+	ref, err := s.resolveName(ctx, name, false)
+	if err == nil {
+		return ref.unit(), nil
+	}
+	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) {
+		tn, perr := ParseTopicName(name)
+		if perr != nil {
+			return "", perr
+		}
+		tn.Partition = -1 // not a partition of an existing partitioned topic
+		return tn.String(), nil
+	}
+	return "", err
+}
+
+// proxyTarget decides what a CONNECT with proxy_to_broker_url asks for: ""
+// when it names this node (serve the connection here), else the address of
+// the member to relay to. A target that is no live member is refused: the
+// node relays to members only.
+func (s *Server) proxyTarget(ctx context.Context, to string) (string, error) {
+	if to == "" || sameHostPort(to, s.self().Endpoints["pulsar"]) {
+		return "", nil
+	}
+	if s.cfg.Membership == nil {
+		return "", fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", ErrNotAllowed, to)
+	}
+	ms, err := s.members(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range ms {
+		if sameHostPort(to, m.Endpoints["pulsar"]) {
+			if m.ID == s.cfg.Membership.Self().ID {
+				return "", nil
+			}
+			return hostPort(m.Endpoints["pulsar"]), nil
+		}
+	}
+	return "", fmt.Errorf("%w: proxy_to_broker_url %q is not a live member", ErrServiceNotReady, to)
+}
+
+// hostPort is the host:port of a pulsar:// URL (or of a bare host:port).
+func hostPort(u string) string {
+	if p, err := url.Parse(u); err == nil && p.Host != "" {
+		return p.Host
+	}
+	return u
+}
+
+func sameHostPort(a, b string) bool { return a != "" && b != "" && hostPort(a) == hostPort(b) }
+
+// relay connects the client to target: the client's CONNECT is sent on
+// (without proxy_to_broker_url), then bytes flow both ways until either
+// side closes.
+func (s *session) relay(target string, connect *pb.CommandConnect, buffered []byte) error {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	up, err := d.DialContext(s.srv.ctx, "tcp", target)
+	if err != nil {
+		return fmt.Errorf("proxy: dial %s: %w", target, err)
+	}
+	defer up.Close()
+	c := gproto.Clone(connect).(*pb.CommandConnect)
+	c.ProxyToBrokerUrl = nil
+	frame, err := protocol.AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: c})
+	if err != nil {
+		return err
+	}
+	if _, err := up.Write(append(frame, buffered...)); err != nil {
+		return fmt.Errorf("proxy: write to %s: %w", target, err)
+	}
+	s.conn.SetDeadline(time.Time{})
+	s.srv.metrics.proxiedConnections.Inc()
+	errc := make(chan error, 2)
+	go func() { _, err := copyConn(up, s.conn); errc <- err }()
+	go func() { _, err := copyConn(s.conn, up); errc <- err }()
+	select {
+	case err = <-errc:
+	case <-s.done:
+	}
+	return err
+}
+
+// copyConn copies until EOF or an error, then closes dst's write side.
+func copyConn(dst, src net.Conn) (int64, error) {
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			w, werr := dst.Write(buf[:k])
+			n += int64(w)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		if err != nil {
+			if tc, ok := dst.(*net.TCPConn); ok {
+				tc.CloseWrite()
+			}
+			return n, err
+		}
+	}
+}
+
+// reloadStreams unloads, gracefully and wherever they are served, the loaded
+// partitions of streams, so that their next load reads changed policies.
+func (s *Server) reloadStreams(ctx context.Context, ids []lakestream.StreamIdentifier) error {
+	var errs []error
+	for _, id := range ids {
+		md, err := s.cfg.Catalog.LoadStream(ctx, id)
+		if errors.Is(err, lakestream.ErrNoSuchStream) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, unit := range streamUnits(md) {
+			errs = append(errs, s.unloadUnit(ctx, unit, ""))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// streamUnits are the units (topic names) of a stream's partitions.
+func streamUnits(md lakestream.StreamMetadata) []string {
+	base := "persistent://" + md.ID.Namespace + "/" + md.ID.Name
+	n := md.Partitioning.NumPartitions
+	if n == 0 {
+		return []string{base}
+	}
+	out := make([]string, n)
+	for i := range n {
+		out[i] = base + partitionSuffix + strconv.Itoa(i)
+	}
+	return out
+}
+
+// unloadUnit unloads a unit gracefully where it is served: here (releasing
+// the ownership), or at its owner through the owner's admin API. A unit
+// nobody owns needs nothing. dest, when set, is the member id the unit
+// should go to next (its URL is given to the clients).
+func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
+	assigned := ""
+	if dest != "" && s.cfg.Membership != nil {
+		ms, err := s.members(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(ms, func(m lakestream.Member) bool { return m.ID == dest })
+		if i < 0 {
+			return fmt.Errorf("%w: destination broker %q is not a live member", errAdminPrecondition, dest)
+		}
+		assigned = ms[i].Endpoints["pulsar"]
+	}
+	s.mu.Lock()
+	t := s.mu.topics[unit]
+	s.mu.Unlock()
+	if t != nil {
+		s.unloadTopic(t, true, assigned)
+		return nil
+	}
+	m := s.cfg.Membership
+	if m == nil {
+		return nil
+	}
+	owner, ok, err := m.Owner(ctx, unit)
+	if err != nil || !ok {
+		return err
+	}
+	if owner.ID == m.Self().ID {
+		// Owned (looked up) but never loaded: release it.
+		for _, o := range m.Owned() {
+			if o.Unit() == unit {
+				return o.Release(ctx)
+			}
+		}
+		return nil
+	}
+	return s.forwardUnload(ctx, owner, unit, dest)
+}
+
+// unloadLocal is unloadUnit for a request another member forwarded: only
+// what this node serves or owns is unloaded, nothing is forwarded again.
+func (s *Server) unloadLocal(ctx context.Context, unit, dest string) error {
+	if t, _ := s.loadedTopic(unit); t != nil {
+		return s.unloadUnit(ctx, unit, dest)
+	}
+	if m := s.cfg.Membership; m != nil {
+		for _, o := range m.Owned() {
+			if o.Unit() == unit {
+				return o.Release(ctx)
+			}
+		}
+	}
+	return nil
+}
+
+// forwardUnload asks the owner of unit to unload it (admin API, marked as
+// forwarded so that it is not sent on again).
+func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, unit, dest string) error {
+	base := owner.Endpoints["http"]
+	if base == "" {
+		return fmt.Errorf("%w: member %s advertises no http endpoint", ErrServiceNotReady, owner.ID)
+	}
+	tn, err := ParseTopicName(unit)
+	if err != nil {
+		return err
+	}
+	u := base + "/admin/v2/persistent/" + url.PathEscape(tn.Tenant) + "/" + url.PathEscape(tn.Namespace) + "/" + url.PathEscape(tn.Local) + "/unload"
+	if dest != "" {
+		u += "?destinationBroker=" + url.QueryEscape(dest)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, http.NoBody)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(forwardedHeader, "1")
+	resp, err := s.httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: unload %s at %s: %w", ErrServiceNotReady, unit, owner.ID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var b bytes.Buffer
+		b.ReadFrom(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("%w: unload %s at %s: HTTP %d: %s", ErrServiceNotReady, unit, owner.ID, resp.StatusCode, b.String())
+	}
+	return nil
+}
+
+// Drain hands every topic this node serves over to the member placement
+// picks among the others (SIGTERM), releasing each ownership, so that
+// clients move with no acknowledged message redelivered. It returns when
+// every topic is unloaded or ctx ends. Without a cluster it only unloads.
+func (s *Server) Drain(ctx context.Context) {
+	var others []lakestream.Member
+	if m := s.cfg.Membership; m != nil {
+		if ms, err := s.members(ctx); err == nil {
+			others = slices.DeleteFunc(slices.Clone(ms), func(x lakestream.Member) bool { return x.ID == m.Self().ID })
+		}
+	}
+	s.draining.Store(true)
+	ts := s.loadedTopics()
+	slices.SortFunc(ts, func(a, b *topic) int { return cmp.Compare(a.name.String(), b.name.String()) })
+	sem := make(chan struct{}, drainParallel)
+	done := make(chan struct{}, len(ts))
+	for _, t := range ts {
+		assigned := ""
+		if target, ok := placement(t.name.String(), others); ok {
+			assigned = target.Endpoints["pulsar"]
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		go func() {
+			defer func() { <-sem; done <- struct{}{} }()
+			s.unloadTopic(t, true, assigned)
+		}()
+	}
+	for range ts {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+	}
+	if m := s.cfg.Membership; m != nil {
+		for _, o := range m.Owned() {
+			o.Release(ctx) // looked up here, never loaded
+		}
+	}
+}
+
+// drainParallel bounds the topics unloaded at once by Drain.
+const drainParallel = 16
+
+// rebalanceLoop hands over, every RebalanceInterval, up to RebalanceMax of
+// the units this node owns that placement gives to another live member (a
+// member that joined takes its share gradually, never all at once).
+func (s *Server) rebalanceLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.RebalanceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if s.draining.Load() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RebalanceInterval)
+		s.rebalanceOnce(ctx)
+		cancel()
+	}
+}
+
+func (s *Server) rebalanceOnce(ctx context.Context) {
+	m := s.cfg.Membership
+	ms, err := s.members(ctx)
+	if err != nil || len(ms) < 2 {
+		return
+	}
+	self := m.Self().ID
+	moved := 0
+	for _, o := range m.Owned() {
+		if moved >= s.cfg.RebalanceMax {
+			return
+		}
+		target, ok := placement(o.Unit(), ms)
+		if !ok || target.ID == self {
+			continue
+		}
+		s.cfg.Logger.Info("rebalancing: handing a topic over", "topic", o.Unit(), "to", target.ID)
+		if err := s.unloadUnit(ctx, o.Unit(), target.ID); err != nil {
+			s.cfg.Logger.Warn("rebalancing: hand-over failed", "topic", o.Unit(), "err", err)
+			continue
+		}
+		moved++
+	}
+}
