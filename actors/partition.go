@@ -214,10 +214,10 @@ type pendingSend struct {
 	name     string // its producer's name
 	req      SendRequest
 	state    sendState
-	token uint64
-	dup   bool
-	h     lakestream.EntryHeader
-	err   error
+	token    uint64
+	dup      bool
+	h        lakestream.EntryHeader
+	err      error
 	// admitted: counted in the dedup table's in-flight set (finish must be
 	// called when its append ends).
 	admitted bool
@@ -281,9 +281,9 @@ func NewPartition(cfg PartitionConfig, st PartitionState) *Partition {
 		cfg.DedupFailedMax = 10000
 	}
 	p := &Partition{
-		cfg:            cfg,
-		producers:      map[uint64]*partProducer{},
-		byName:         map[string]uint64{},
+		cfg:          cfg,
+		producers:    map[uint64]*partProducer{},
+		byName:       map[string]uint64{},
 		epoch:        st.Epoch,
 		hasEpoch:     st.HasEpoch,
 		durableEpoch: st.Epoch,

@@ -126,11 +126,11 @@ func StartPartition(rt Runtime, opts PartitionOptions) *PartitionActor {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &partHandler{
-		opts:   opts,
-		ctx:    ctx,
-		cancel: cancel,
-		sm:     NewPartition(opts.Config, opts.State.State),
-		sinks:  map[uint64]ProducerSink{},
+		opts:    opts,
+		ctx:     ctx,
+		cancel:  cancel,
+		sm:      NewPartition(opts.Config, opts.State.State),
+		sinks:   map[uint64]ProducerSink{},
 		replies: map[uint64]chan ProducerAnswer{},
 	}
 	a := &PartitionActor{name: opts.Name}

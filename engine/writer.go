@@ -61,7 +61,7 @@ type appendReq struct {
 	records   int32
 	publishMs int64
 	guard     *ownership // nil: unguarded
-	payload   []byte // owned by the request (copied from the caller)
+	payload   []byte     // owned by the request (copied from the caller)
 	// done is called once with the outcome (it releases the request's
 	// pending bytes); it never blocks.
 	done func(appendResult)

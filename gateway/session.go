@@ -47,15 +47,15 @@ type session struct {
 
 func newSession(srv *Server, conn net.Conn) *session {
 	return &session{
-		srv:       srv,
-		conn:      conn,
-		log:       srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
+		srv:        srv,
+		conn:       conn,
+		log:        srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
 		out:        make(chan []byte, srv.cfg.OutboundFramesMax),
 		done:       make(chan struct{}),
 		stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}),
-		producers: map[uint64]*producer{},
-		consumers: map[uint64]*consumer{},
+		producers:  map[uint64]*producer{},
+		consumers:  map[uint64]*consumer{},
 	}
 }
 
