@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -279,65 +278,26 @@ func buildLakegate(t *testing.T) string {
 	return bin
 }
 
-// lakegateProc is a running `lakegate standalone`.
+// lakegateProc is a running lakegate process (standalone or serve).
 type lakegateProc struct {
+	name      string
 	cmd       *exec.Cmd
 	pulsarURL string
 	httpURL   string
 	exited    chan struct{}
+
+	logMu   sync.Mutex
+	logs    []string
+	logLine chan struct{} // closed and replaced at every line
 }
 
-// startLakegate starts the binary on dir with every listener on a free
-// port and returns once it logged "lakegate node ready" (whose pulsar_url
-// and http attributes give the addresses). flags are added to the command
-// line. The process is killed at cleanup.
+// startLakegate starts `lakegate standalone` on dir with every listener on
+// a free port (cluster_harness_test.go: startLakegateArgs). flags are added
+// to the command line. The process is killed at cleanup.
 func startLakegate(t *testing.T, bin, dir string, flags ...string) *lakegateProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"standalone", "--data-dir", dir,
-		"--pulsar-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, flags...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LAKEGATE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	logs, err := cmd.StdoutPipe() // the node logs to stderr: both go here
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &lakegateProc{cmd: cmd, exited: make(chan struct{})}
-	t.Cleanup(func() { p.kill(t) })
-	ready := make(chan struct{})
-	var logTail []string
-	go func() {
-		defer close(p.exited)
-		sc := bufio.NewScanner(logs)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if p.pulsarURL == "" {
-				logTail = append(logTail, line)
-				if strings.Contains(line, "lakegate node ready") {
-					p.pulsarURL = logAttr(line, "pulsar_url")
-					p.httpURL = "http://" + logAttr(line, "http")
-					close(ready)
-				}
-			}
-		}
-		cmd.Wait()
-	}()
-	select {
-	case <-ready:
-	case <-p.exited:
-		t.Fatalf("lakegate exited before it was ready:\n%s", strings.Join(logTail, "\n"))
-	}
-	if p.pulsarURL == "" || p.httpURL == "http://" {
-		t.Fatalf("no addresses in the ready line: %s", logTail[len(logTail)-1])
-	}
-	return p
+	return startLakegateArgs(t, bin, append([]string{"standalone", "--data-dir", dir,
+		"--pulsar-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, flags...))
 }
 
 // kill sends SIGKILL and waits for the process to be gone; idempotent.

@@ -42,8 +42,11 @@ import (
 // MembershipConfig configures Engine.JoinCluster. Zero values take the
 // documented defaults.
 type MembershipConfig struct {
-	// ID names this member; it must be unique among live members. Default
-	// the engine's NodeID (random per start).
+	// ID names this member; it must be unique among live members. A
+	// process that joins with the id of an earlier one that died ends that
+	// one's session at once (its topics move now, not at its lease expiry),
+	// so give each process of a deployment a stable id of its own (a pod
+	// name). Default the engine's NodeID (random per start).
 	ID string
 	// Endpoints are the URLs this member advertises (lakestream.Member).
 	Endpoints map[string]string
@@ -119,6 +122,10 @@ func (e *Engine) JoinCluster(ctx context.Context, cfg MembershipConfig) (*Member
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.owned = map[string]*ownership{}
+	if err := m.endEarlierSession(ctx); err != nil {
+		m.cancel()
+		return nil, err
+	}
 	if err := m.startSession(ctx); err != nil {
 		m.cancel()
 		return nil, err
@@ -130,6 +137,29 @@ func (e *Engine) JoinCluster(ctx context.Context, cfg MembershipConfig) (*Member
 // Self implements lakestream.Membership.
 func (m *Membership) Self() lakestream.Member {
 	return lakestream.Member{ID: m.self.ID, Endpoints: maps.Clone(m.self.Endpoints)}
+}
+
+// endEarlierSession revokes the session of an earlier process with this
+// member id (one that was killed or crashed: ids are unique among live
+// members), so that its topics can be taken at once rather than when its
+// lease expires.
+func (m *Membership) endEarlierSession(ctx context.Context) error {
+	kv, found, err := m.ms.Get(ctx, m.e.keys.member(m.self.ID))
+	if err != nil {
+		return fmt.Errorf("%w: reading member %s: %w", lakestream.ErrUnavailable, m.self.ID, err)
+	}
+	if !found {
+		return nil
+	}
+	var v memberValue
+	if json.Unmarshal(kv.Value, &v) != nil || v.Session == 0 {
+		return nil
+	}
+	m.log.Info("ending the session of an earlier process with this member id", "lease", fmt.Sprintf("%x", v.Session))
+	if err := m.ms.Revoke(ctx, meta.LeaseID(v.Session)); err != nil {
+		return fmt.Errorf("%w: ending an earlier session of member %s: %w", lakestream.ErrUnavailable, m.self.ID, err)
+	}
+	return nil
 }
 
 // startSession grants a lease and registers the member under it.

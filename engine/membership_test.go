@@ -158,3 +158,24 @@ func TestMembershipSessionLossFences(t *testing.T) {
 		}
 	}
 }
+
+// A process joining with the id of an earlier one that died ends that one's
+// session: its units are free at once.
+func TestMembershipRestartEndsEarlierSession(t *testing.T) {
+	env := newMemEnv(t)
+	ctx := ctxT(t)
+	first := join(t, env.engine(t, Options{}), "n1", time.Minute)
+	o, err := first.Acquire(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.cancel() // "killed": no more keep-alives, no release
+	<-first.done
+	second := join(t, env.engine(t, Options{}), "n1", time.Minute)
+	if _, err := second.Acquire(ctx, "u"); err != nil {
+		t.Fatalf("Acquire after a restart with the same id: %v", err)
+	}
+	if err := o.(*ownership).check(ctx, env.meta); err == nil {
+		t.Fatal("the dead process's ownership still checks out")
+	}
+}

@@ -145,13 +145,16 @@ type admin struct {
 }
 
 // AdminHandler returns the Pulsar admin REST v2 handler (paths under
-// /admin/v2/). Mount it on the node's HTTP server.
+// /admin/v2/ and /lookup/v2/). Mount it on the node's HTTP server.
 func (s *Server) AdminHandler() http.Handler {
 	a := &admin{srv: s, cat: s.cfg.Catalog}
 	mux := http.NewServeMux()
 
 	mux.HandleFunc("GET /admin/v2/clusters", a.listClusters)
 	mux.HandleFunc("GET /admin/v2/clusters/{cluster}", a.getCluster)
+	mux.HandleFunc("GET /admin/v2/brokers/{cluster}", a.listBrokers) // admin_cluster.go
+	mux.HandleFunc("GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", a.lookupTopic)
+	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}/unload", a.unloadNamespace)
 
 	mux.HandleFunc("GET /admin/v2/tenants", a.listTenants)
 	mux.HandleFunc("GET /admin/v2/tenants/{tenant}", a.getTenant)

@@ -101,7 +101,9 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	}
 	name := c.GetProducerName()
 	if name == "" {
-		name = fmt.Sprintf("lakegate-%d", s.srv.nameSeq.Add(1))
+		// Unique in the cluster (as Pulsar's <cluster>-<broker>-<n>): the
+		// producer keeps it when its topic moves to another node.
+		name = fmt.Sprintf("%s-%d", s.srv.namePrefix, s.srv.nameSeq.Add(1))
 	}
 	p := &producer{
 		id: c.GetProducerId(), actorID: producerSeq.Add(1), name: name, t: t, sess: s, mode: mode,

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -115,6 +116,9 @@ type Server struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // accept loop and sessions
 	nameSeq   atomic.Uint64
+	// namePrefix starts the names given to unnamed producers: the member
+	// id, or a random one without a cluster.
+	namePrefix string
 	sessionID atomic.Uint64
 	metrics   *gatewayMetrics
 	// draining is set by Drain: rebalancing stops.
@@ -169,6 +173,10 @@ func Serve(ln net.Listener, cfg Config) (*Server, error) {
 		s.ownsRT = true
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.namePrefix = "lakegate-" + rand.Text()[:8]
+	if cfg.Membership != nil {
+		s.namePrefix = "lakegate-" + cfg.Membership.Self().ID
+	}
 	s.mu.topics = map[string]*topic{}
 	s.mu.sessions = map[*session]struct{}{}
 	s.wg.Add(1)

@@ -266,8 +266,10 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		go func() {
 			select {
 			case <-owner.Lost():
-				s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.unit())
-				s.unloadTopic(t, false, "")
+				if !t.closing.Load() { // not a release by the unload itself
+					s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.unit())
+					s.unloadTopic(t, false, "")
+				}
 			case <-t.unloaded:
 			}
 		}()

@@ -36,8 +36,17 @@ type Config struct {
 	} `yaml:"pulsar"`
 
 	HTTP struct {
-		Addr string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address."`
+		Addr           string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address."`
+		AdvertisedAddr string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (localhost for a wildcard host)."`
 	} `yaml:"http"`
+
+	Cluster struct {
+		SessionTTL        time.Duration `yaml:"sessionTtl" default:"5s" doc:"Time to live of this node's etcd session: a node that stops renewing it (killed, paused, cut off) loses its topics this long after its last renewal, and clients move to other nodes (docs/cluster.md)."`
+		ProxyLookups      bool          `yaml:"proxyLookups" default:"false" doc:"Answer topic lookups with 'connect through the address you dialled' and relay such connections to the topic's owner: for clients that reach the cluster through one load-balanced address (a Kubernetes Service) and cannot reach nodes directly."`
+		RebalanceInterval time.Duration `yaml:"rebalanceInterval" default:"10s" doc:"How often a node hands over topics that placement gives to another node (a node that joined takes its share gradually); 0 turns it off."`
+		RebalanceMax      int           `yaml:"rebalanceMax" default:"8" doc:"Topics handed over per rebalancing round, at most."`
+		DrainTimeout      time.Duration `yaml:"drainTimeout" default:"30s" doc:"On SIGTERM, how long the node spends handing its topics over to the other nodes before it exits."`
+	} `yaml:"cluster"`
 
 	Log struct {
 		JSON  bool   `yaml:"json" default:"false" doc:"Log as JSON (else text)."`
@@ -73,6 +82,19 @@ type Config struct {
 		} `yaml:"iceberg"`
 	} `yaml:"tables"`
 }
+
+// boolFlag is a flag of a bool field: given alone it means true; its value
+// is parsed with the field's other sources.
+type boolFlag struct{ v *string }
+
+func (b boolFlag) String() string {
+	if b.v == nil {
+		return ""
+	}
+	return *b.v
+}
+func (b boolFlag) Set(s string) error { *b.v = s; return nil }
+func (b boolFlag) IsBoolFlag() bool   { return true }
 
 // configField is one leaf of Config.
 type configField struct {
@@ -187,7 +209,13 @@ func loadConfig(name string, args []string, environ []string) (*Config, error) {
 	file := fs.String("config", "", "YAML configuration file (keys in docs/configuration.md)")
 	flagVals := map[string]*string{}
 	for _, f := range fields {
-		flagVals[f.flag] = fs.String(f.flag, "", f.doc+" [env "+f.env+"]")
+		v := new(string)
+		flagVals[f.flag] = v
+		if _, ok := f.value.Interface().(bool); ok {
+			fs.Var(boolFlag{v}, f.flag, f.doc+" [env "+f.env+"]") // --flag alone means true
+			continue
+		}
+		fs.StringVar(v, f.flag, "", f.doc+" [env "+f.env+"]")
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err

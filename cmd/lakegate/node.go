@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -93,8 +94,45 @@ func runNode(c *Config) error {
 	if worker != nil {
 		defer worker.Stop() // before the node closes (defers are LIFO)
 	}
-	gw, err := gateway.Listen(c.Pulsar.Addr, gateway.Config{Catalog: cat, AdvertisedAddr: c.Pulsar.AdvertisedAddr, Logger: log, Runtime: rt})
+	// Listen first: the addresses are advertised when the node joins.
+	pulsarLn, err := net.Listen("tcp", c.Pulsar.Addr)
 	if err != nil {
+		return fmt.Errorf("pulsar listener: %w", err)
+	}
+	httpLn, err := net.Listen("tcp", c.HTTP.Addr)
+	if err != nil {
+		pulsarLn.Close()
+		return fmt.Errorf("http listener: %w", err)
+	}
+	pulsarAdv := advertised(c.Pulsar.AdvertisedAddr, pulsarLn.Addr())
+	httpAdv := advertised(c.HTTP.AdvertisedAddr, httpLn.Addr())
+	memberID := c.Engine.NodeID // default: the engine's random id
+	if n.Embedded != nil && memberID == "" {
+		// Standalone: the only member; a restart ends the previous
+		// process's session at once.
+		memberID = "standalone"
+	}
+	member, err := n.Engine.JoinCluster(ctx, engine.MembershipConfig{
+		ID:         memberID,
+		SessionTTL: c.Cluster.SessionTTL,
+		Endpoints:  map[string]string{"pulsar": "pulsar://" + pulsarAdv, "http": "http://" + httpAdv},
+		Logger:     log,
+	})
+	if err != nil {
+		pulsarLn.Close()
+		httpLn.Close()
+		return fmt.Errorf("joining the cluster: %w", err)
+	}
+	rebalance := c.Cluster.RebalanceInterval
+	if rebalance == 0 {
+		rebalance = -1 // off
+	}
+	gw, err := gateway.Serve(pulsarLn, gateway.Config{Catalog: cat, AdvertisedAddr: pulsarAdv, Logger: log, Runtime: rt,
+		Membership: member, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax})
+	if err != nil {
+		member.Close(context.Background())
+		pulsarLn.Close()
+		httpLn.Close()
 		return fmt.Errorf("pulsar listener: %w", err)
 	}
 	// Runs before n.Close (defers are LIFO): sessions end, cursors persist.
@@ -104,13 +142,9 @@ func runNode(c *Config) error {
 		}
 	}()
 
-	ln, err := net.Listen("tcp", c.HTTP.Addr)
-	if err != nil {
-		return fmt.Errorf("http listener: %w", err)
-	}
 	srv := &http.Server{Handler: httpHandler(n, gw, cat), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn)}
-	go srv.Serve(ln)
+	go srv.Serve(httpLn)
 	defer srv.Close()
 
 	etcdDesc := strings.Join(cfg.EtcdEndpoints, ",")
@@ -119,11 +153,29 @@ func runNode(c *Config) error {
 	}
 	log.Info("lakegate node ready",
 		"node", n.Engine.NodeID(), "objects", n.Config.ObjectURL, "etcd", etcdDesc,
-		"http", ln.Addr().String(),
-		"pulsar", gw.Addr().String(), "pulsar_url", gw.ServiceURL())
+		"http", httpLn.Addr().String(),
+		"pulsar", pulsarLn.Addr().String(), "pulsar_url", gw.ServiceURL())
 	<-ctx.Done()
-	log.Info("shutting down: flushing appends and persisting cursors")
+	log.Info("shutting down: handing topics over, flushing appends and persisting cursors")
+	dctx, cancel := context.WithTimeout(context.Background(), c.Cluster.DrainTimeout)
+	defer cancel()
+	gw.Drain(dctx)
+	if err := member.Close(dctx); err != nil {
+		log.Warn("leaving the cluster", "err", err)
+	}
 	return nil
+}
+
+// advertised is the host:port a node advertises for a listener: the
+// configured one, else the bound address (localhost for a wildcard host).
+func advertised(configured string, bound net.Addr) string {
+	if configured != "" {
+		return configured
+	}
+	if a, ok := bound.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		return net.JoinHostPort("localhost", strconv.Itoa(a.Port))
+	}
+	return bound.String()
 }
 
 // gcInterval maps the config's 0 (off) to the engine's negative.

@@ -44,7 +44,9 @@ func Handler(e *engine.Engine, gw *gateway.Server, cat lakestream.StreamCatalog)
 		w.Write([]byte("ready\n"))
 	})
 	if gw != nil {
-		mux.Handle("/admin/", gw.AdminHandler())
+		admin := gw.AdminHandler()
+		mux.Handle("/admin/", admin)
+		mux.Handle("/lookup/", admin)
 	}
 	return mux
 }

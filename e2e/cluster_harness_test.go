@@ -1,0 +1,300 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/sirupsen/logrus"
+
+	"github.com/lakegate/lakegate/internal/testservers"
+)
+
+// lgCluster is several `lakegate serve` processes on one real etcd (a
+// member process) and one shared object store: the configuration a user
+// deploys.
+type lgCluster struct {
+	t       *testing.T
+	bin     string
+	etcd    *testservers.EtcdCluster
+	objects string // object store URL
+	flags   []string
+	nodes   []*lakegateProc
+}
+
+// clusterSessionTTL is the nodes' session TTL in tests: etcd's minimum (its
+// lease TTL floor is 1.5 × the election timeout, 1 s here).
+const clusterSessionTTL = 2 * time.Second
+
+// startLGCluster starts n serve nodes on objects (a file:// or s3:// URL)
+// with flags added to each command line.
+func startLGCluster(t *testing.T, n int, objects string, flags ...string) *lgCluster {
+	t.Helper()
+	c := &lgCluster{t: t, bin: lakegateBinary(t), etcd: testservers.StartEtcdCluster(t, 1), objects: objects, flags: flags}
+	for range n {
+		c.addNode()
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range c.nodes {
+				t.Logf("---- %s log (last lines) ----\n%s", n.name, strings.Join(n.logTail(60), "\n"))
+			}
+		}
+	})
+	return c
+}
+
+// addNode starts one more serve node.
+func (c *lgCluster) addNode() *lakegateProc {
+	c.t.Helper()
+	i := len(c.nodes)
+	args := []string{"serve",
+		"--data-dir", filepath.Join(c.t.TempDir(), fmt.Sprintf("node%d", i)),
+		"--objects", c.objects,
+		"--etcd-endpoints", strings.Join(c.etcd.Endpoints, ","),
+		"--pulsar-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--cluster-session-ttl", clusterSessionTTL.String(),
+		"--engine-node-id", fmt.Sprintf("node%d", i),
+		"--log-level", "info",
+	}
+	p := startLakegateArgs(c.t, c.bin, append(args, c.flags...))
+	p.name = fmt.Sprintf("node%d", i)
+	c.nodes = append(c.nodes, p)
+	return p
+}
+
+// serviceURL lists every node, as a client configured for the cluster
+// does (the client picks one for lookups, and moves on when it is down).
+func (c *lgCluster) serviceURL() string {
+	hosts := make([]string, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		hosts = append(hosts, strings.TrimPrefix(n.pulsarURL, "pulsar://"))
+	}
+	return "pulsar://" + strings.Join(hosts, ",")
+}
+
+// client returns a Pulsar client on url (one node's, or serviceURL).
+func (c *lgCluster) client(url string) pulsar.Client { return c.clientTimeout(url, 30*time.Second) }
+
+// clientTimeout is client with another operation timeout (how long a
+// lookup, a subscribe or a producer creation may take).
+func (c *lgCluster) clientTimeout(url string, op time.Duration) pulsar.Client {
+	c.t.Helper()
+	logger := plog.DefaultNopLogger()
+	if os.Getenv("LAKEGATE_E2E_DEBUG") != "" {
+		logger = plog.NewLoggerWithLogrus(logrus.StandardLogger())
+	}
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL: url, OperationTimeout: op, ConnectionTimeout: 2 * time.Second,
+		Logger: logger,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// lookup asks node's admin API who serves topic (what `pulsar-admin topics
+// lookup` does) and returns the owner's pulsar URL.
+func (c *lgCluster) lookup(node *lakegateProc, topic string) string {
+	c.t.Helper()
+	path := strings.Replace(topic, "persistent://", "/lookup/v2/topic/persistent/", 1)
+	var ld struct {
+		BrokerURL string `json:"brokerUrl"`
+	}
+	if code := httpJSON(c.t, "GET", node.httpURL+path, &ld); code != http.StatusOK {
+		c.t.Fatalf("lookup %s: HTTP %d", topic, code)
+	}
+	return ld.BrokerURL
+}
+
+// nodeByURL is the node whose pulsar URL is url.
+func (c *lgCluster) nodeByURL(url string) *lakegateProc {
+	for _, n := range c.nodes {
+		if n.pulsarURL == url {
+			return n
+		}
+	}
+	c.t.Fatalf("no node serves %s", url)
+	return nil
+}
+
+func httpJSON(t *testing.T, method, url string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode/100 == 2 && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+var lakegateBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// lakegateBinary builds ./cmd/lakegate once per test process, into
+// .cache/bin/lakegate-e2e at the repository root.
+func lakegateBinary(t *testing.T) string {
+	t.Helper()
+	lakegateBin.once.Do(func() {
+		root, err := testservers.RepoRoot()
+		if err != nil {
+			lakegateBin.err = err
+			return
+		}
+		bin := filepath.Join(root, ".cache", "bin", "lakegate-e2e")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/lakegate")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			lakegateBin.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		lakegateBin.path = bin
+	})
+	if lakegateBin.err != nil {
+		t.Fatal(lakegateBin.err)
+	}
+	return lakegateBin.path
+}
+
+// signal sends sig to the node's process.
+func (p *lakegateProc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// waitExit waits for the process to end (after SIGTERM).
+func (p *lakegateProc) waitExit(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(within):
+		t.Fatalf("%s did not exit within %v", p.name, within)
+	}
+}
+
+// startLakegateArgs runs the binary with args and returns once it logged
+// "lakegate node ready" (whose pulsar_url and http attributes give the
+// addresses). The process is killed at cleanup; its log lines are kept for
+// diagnostics and can be waited for (waitLog).
+func startLakegateArgs(t *testing.T, bin string, args []string) *lakegateProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LAKEGATE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	logs, err := cmd.StdoutPipe() // the node logs to stderr: both go here
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &lakegateProc{cmd: cmd, exited: make(chan struct{}), logLine: make(chan struct{})}
+	t.Cleanup(func() { p.kill(t) })
+	ready := make(chan struct{})
+	go func() {
+		defer close(p.exited)
+		sc := bufio.NewScanner(logs)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.logMu.Lock()
+			p.logs = append(p.logs, line)
+			if len(p.logs) > 5000 {
+				p.logs = p.logs[len(p.logs)-4000:]
+			}
+			close(p.logLine)
+			p.logLine = make(chan struct{})
+			p.logMu.Unlock()
+			if p.pulsarURL == "" && strings.Contains(line, "lakegate node ready") {
+				p.pulsarURL = logAttr(line, "pulsar_url")
+				p.httpURL = "http://" + logAttr(line, "http")
+				close(ready)
+			}
+		}
+		cmd.Wait()
+	}()
+	select {
+	case <-ready:
+	case <-p.exited:
+		t.Fatalf("lakegate exited before it was ready:\n%s", strings.Join(p.logTail(40), "\n"))
+	}
+	if p.pulsarURL == "" || p.httpURL == "http://" {
+		t.Fatalf("no addresses in the ready line: %v", p.logTail(1))
+	}
+	return p
+}
+
+// logTail returns the last n log lines.
+func (p *lakegateProc) logTail(n int) []string {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return append([]string(nil), p.logs[max(0, len(p.logs)-n):]...)
+}
+
+// waitLog waits until a log line contains substr (from the start of the
+// log), failing after within.
+func (p *lakegateProc) waitLog(t *testing.T, substr string, within time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for seen := 0; ; {
+		p.logMu.Lock()
+		for ; seen < len(p.logs); seen++ {
+			if strings.Contains(p.logs[seen], substr) {
+				p.logMu.Unlock()
+				return
+			}
+		}
+		next := p.logLine
+		p.logMu.Unlock()
+		select {
+		case <-next:
+		case <-p.exited:
+			t.Fatalf("%s exited before logging %q", p.name, substr)
+		case <-deadline.C:
+			t.Fatalf("%s did not log %q within %v", p.name, substr, within)
+		}
+	}
+}
+
+// ctxFor is a context bounded by d and the test.
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,308 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+)
+
+// TestClusterBehavesAsOne runs the scenarios of issue #10's table against
+// three `lakegate serve` processes on one etcd and one file store, each
+// scenario with a client per node: every row must have Apache Pulsar's
+// outcome.
+func TestClusterBehavesAsOne(t *testing.T) {
+	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()))
+	clients := []pulsar.Client{c.client(c.nodes[0].pulsarURL), c.client(c.nodes[1].pulsarURL), c.client(c.nodes[2].pulsarURL)}
+	adm, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: c.nodes[0].httpURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("ProducersOnTwoNodesOnePartitionedTopic", func(t *testing.T) {
+		ctx := ctxFor(t, time.Minute)
+		const topic = "persistent://public/default/c-orders"
+		if err := adm.Topics().Create(admTopic(t, topic), 4); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i, cl := range clients[:2] {
+			p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: fmt.Sprintf("p%d", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for j := range 1500 {
+				wg.Add(1)
+				p.SendAsync(ctx, &pulsar.ProducerMessage{Key: strconv.Itoa(j % 40), Payload: fmt.Appendf(nil, "%d-%d", i, j)},
+					func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+						if err != nil {
+							t.Errorf("send: %v", err)
+						}
+						wg.Done()
+					})
+			}
+		}
+		wg.Wait()
+		// Every node reads the same 3000 messages in the same order.
+		var orders [][]string
+		for _, cl := range clients {
+			r, err := cl.CreateReader(pulsar.ReaderOptions{Topic: topic + "-partition-0", StartMessageID: pulsar.EarliestMessageID()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for r.HasNext() {
+				m, err := r.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(m.Payload()))
+			}
+			r.Close()
+			orders = append(orders, got)
+		}
+		for i := 1; i < len(orders); i++ {
+			if !slices.Equal(orders[0], orders[i]) {
+				t.Fatalf("partition 0 read through node %d differs from node 0 (%d vs %d messages)", i, len(orders[i]), len(orders[0]))
+			}
+		}
+		total := 0
+		for p := range 4 {
+			total += countTopic(t, ctx, clients[2], fmt.Sprintf("%s-partition-%d", topic, p))
+		}
+		if total != 3000 {
+			t.Fatalf("stored %d messages, want 3000", total)
+		}
+	})
+
+	t.Run("ExclusiveSubscriptionBusyAcrossNodes", func(t *testing.T) {
+		const topic = "persistent://public/default/c-exclusive"
+		a, err := clients[0].Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "x", Type: pulsar.Exclusive})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		_, err = clients[1].Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "x", Type: pulsar.Exclusive})
+		if err == nil || !strings.Contains(err.Error(), "ConsumerBusy") {
+			t.Fatalf("second Exclusive consumer through another node: %v, want ConsumerBusy", err)
+		}
+	})
+
+	t.Run("SharedOneConsumerPerNode", func(t *testing.T) {
+		ctx := ctxFor(t, time.Minute)
+		const topic, n = "persistent://public/default/c-shared", 1000
+		got := consumeAcross(t, ctx, clients, topic, pulsar.Shared, n)
+		if len(got.delivered) != n || got.duplicates != 0 {
+			t.Fatalf("Shared across nodes: %d distinct of %d delivered, %d duplicates", len(got.delivered), n, got.duplicates)
+		}
+		if busy := got.consumersWithMessages(); busy < 2 {
+			t.Fatalf("Shared across nodes: only %d consumers got messages", busy)
+		}
+	})
+
+	t.Run("FailoverOneActiveAcrossNodes", func(t *testing.T) {
+		ctx := ctxFor(t, time.Minute)
+		const topic, n = "persistent://public/default/c-failover", 300
+		got := consumeAcross(t, ctx, clients, topic, pulsar.Failover, n)
+		if len(got.delivered) != n || got.duplicates != 0 || got.consumersWithMessages() != 1 {
+			t.Fatalf("Failover across nodes: %d distinct of %d, %d duplicates, %d consumers got messages (want 1)",
+				len(got.delivered), n, got.duplicates, got.consumersWithMessages())
+		}
+	})
+
+	t.Run("DedupAcrossNodes", func(t *testing.T) {
+		ctx := ctxFor(t, time.Minute)
+		const topic = "persistent://public/default/c-dedup"
+		if err := adm.Topics().Create(admTopic(t, topic), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := adm.Topics().SetDeduplicationStatus(admTopic(t, topic), true); err != nil {
+			t.Fatal(err)
+		}
+		p, err := clients[0].CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "dp", DisableBatching: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendSeqs(t, ctx, p, 0, 100)
+		p.Close()
+		q, err := clients[1].CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "dp", DisableBatching: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		for i, id := range sendSeqs(t, ctx, q, 50, 100) {
+			if !isDupID(id) {
+				t.Fatalf("resend of %d through another node stored as %v, want a duplicate", 50+i, id)
+			}
+		}
+		if n := countTopic(t, ctx, clients[2], topic); n != 100 {
+			t.Fatalf("stored %d, want 100", n)
+		}
+	})
+
+	t.Run("ProducerRulesAcrossNodes", func(t *testing.T) {
+		const topic = "persistent://public/default/c-producers"
+		a, err := clients[0].CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "same"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		_, err = clients[1].CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "same"})
+		if err == nil || !strings.Contains(err.Error(), "ProducerBusy") {
+			t.Fatalf("same producer name through another node: %v, want ProducerBusy", err)
+		}
+		const xtopic = "persistent://public/default/c-exclusive-producer"
+		x, err := clients[0].CreateProducer(pulsar.ProducerOptions{Topic: xtopic, ProducerAccessMode: pulsar.ProducerAccessModeExclusive})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		_, err = clients[2].CreateProducer(pulsar.ProducerOptions{Topic: xtopic, ProducerAccessMode: pulsar.ProducerAccessModeExclusive})
+		if err == nil || !strings.Contains(err.Error(), "ProducerFenced") {
+			t.Fatalf("second Exclusive producer through another node: %v, want ProducerFenced", err)
+		}
+	})
+
+	t.Run("LookupSpreadsPartitions", func(t *testing.T) {
+		const topic = "persistent://public/default/c-spread"
+		if err := adm.Topics().Create(admTopic(t, topic), 12); err != nil {
+			t.Fatal(err)
+		}
+		owners := map[string]int{}
+		for i := range 12 {
+			p := fmt.Sprintf("%s-partition-%d", topic, i)
+			owner := c.lookup(c.nodes[i%3], p)
+			if again := c.lookup(c.nodes[(i+1)%3], p); again != owner {
+				t.Fatalf("%s: node %d says %s, node %d says %s", p, i%3, owner, (i+1)%3, again)
+			}
+			owners[owner]++
+		}
+		if len(owners) != 3 {
+			t.Fatalf("12 partitions placed on %d nodes (%v), want all 3", len(owners), owners)
+		}
+		var brokers []string
+		if code := httpJSON(t, "GET", c.nodes[1].httpURL+"/admin/v2/brokers/standalone", &brokers); code != 200 || len(brokers) != 3 {
+			t.Fatalf("brokers: HTTP %d %v, want 3", code, brokers)
+		}
+	})
+}
+
+// countTopic reads a topic from the start and returns how many messages it
+// holds.
+func countTopic(t *testing.T, ctx context.Context, cl pulsar.Client, topic string) int {
+	t.Helper()
+	r, err := cl.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for r.HasNext() {
+		if _, err := r.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// acrossResult is what consumeAcross saw.
+type acrossResult struct {
+	delivered   map[string]int // payload → consumer index of its first delivery
+	duplicates  int
+	perConsumer []int
+}
+
+func (r acrossResult) consumersWithMessages() int {
+	n := 0
+	for _, k := range r.perConsumer {
+		if k > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// consumeAcross subscribes one consumer per client (subscription "s" of
+// type typ), produces n messages through the first client, and collects
+// deliveries until every message arrived and a short quiet period passes
+// with no more (a duplicate would arrive within it: every consumer acks).
+func consumeAcross(t *testing.T, ctx context.Context, clients []pulsar.Client, topic string, typ pulsar.SubscriptionType, n int) acrossResult {
+	t.Helper()
+	res := acrossResult{delivered: map[string]int{}, perConsumer: make([]int, len(clients))}
+	var mu sync.Mutex
+	all := make(chan struct{})
+	var once sync.Once
+	var consumers []pulsar.Consumer
+	for i, cl := range clients {
+		cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: typ,
+			Name: fmt.Sprintf("c%d", i), SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		consumers = append(consumers, cons)
+		go func() {
+			for {
+				m, err := cons.Receive(ctx)
+				if err != nil {
+					return
+				}
+				cons.Ack(m)
+				mu.Lock()
+				if _, seen := res.delivered[string(m.Payload())]; seen {
+					res.duplicates++
+				} else {
+					res.delivered[string(m.Payload())] = i
+				}
+				res.perConsumer[i]++
+				if len(res.delivered) == n {
+					once.Do(func() { close(all) })
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	defer func() {
+		for _, c := range consumers {
+			c.Close()
+		}
+	}()
+	p, err := clients[0].CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range n {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of %d delivered before the deadline", len(res.delivered), n)
+	}
+	// Duplicates would be deliveries of messages already delivered to
+	// another consumer, in flight by now: watch for them a little longer.
+	// (An absence is observed for a bounded time; nothing waits on it.)
+	quiet := time.NewTimer(500 * time.Millisecond)
+	defer quiet.Stop()
+	select {
+	case <-quiet.C:
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return res
+}
