@@ -108,19 +108,19 @@ func (c *Config) defaults() {
 
 // Server is the Pulsar binary-protocol listener. Safe for concurrent use.
 type Server struct {
-	cfg       Config
-	ln        net.Listener
-	ownsRT    bool
-	rt        actors.Runtime
-	ctx       context.Context // cancelled by Close: ends appends and reads
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup // accept loop and sessions
-	nameSeq   atomic.Uint64
+	cfg     Config
+	ln      net.Listener
+	ownsRT  bool
+	rt      actors.Runtime
+	ctx     context.Context // cancelled by Close: ends appends and reads
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // accept loop and sessions
+	nameSeq atomic.Uint64
 	// namePrefix starts the names given to unnamed producers: the member
 	// id, or a random one without a cluster.
 	namePrefix string
-	sessionID atomic.Uint64
-	metrics   *gatewayMetrics
+	sessionID  atomic.Uint64
+	metrics    *gatewayMetrics
 	// draining is set by Drain: rebalancing stops.
 	draining   atomic.Bool
 	httpClient *http.Client // forwarded admin requests
