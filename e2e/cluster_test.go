@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
 // TestClusterBehavesAsOne runs the scenarios of issue #10's table against
@@ -306,3 +307,126 @@ func consumeAcross(t *testing.T, ctx context.Context, clients []pulsar.Client, t
 	defer mu.Unlock()
 	return res
 }
+
+// TestClusterAdmin: admin requests reach the owners of the partitions they
+// are about, from any node (pulsaradmin, as pulsar-admin would use it), and
+// partitioned views aggregate across owners.
+func TestClusterAdmin(t *testing.T) {
+	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()))
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic, parts = "persistent://public/default/c-admin", 6
+	adms := make([]pulsaradmin.Client, 3)
+	for i, n := range c.nodes {
+		a, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: n.httpURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adms[i] = a
+	}
+	tn := admTopic(t, topic)
+	if err := adms[0].Topics().Create(tn, parts); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{}
+	for i := range parts {
+		p := fmt.Sprintf("%s-partition-%d", topic, i)
+		owners[p] = c.lookup(c.nodes[0], p)
+	}
+	cl := c.client(c.serviceURL())
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "live", Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "admin-p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 60 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Key: strconv.Itoa(i), Payload: []byte(strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Every node shows the same aggregate: one consumer per partition.
+	for i, a := range adms {
+		st, err := a.Topics().GetPartitionedStats(tn, true)
+		if err != nil {
+			t.Fatalf("partitioned stats through node %d: %v", i, err)
+		}
+		if got := len(st.Subscriptions["live"].Consumers); got != parts {
+			t.Fatalf("partitioned stats through node %d: %d consumers of live, want %d", i, got, parts)
+		}
+		var raw struct {
+			MsgInCounter int64 `json:"msgInCounter"`
+		}
+		httpJSON(t, "GET", c.nodes[i].httpURL+"/admin/v2/persistent/public/default/c-admin/partitioned-stats", &raw)
+		if raw.MsgInCounter != 60 || len(st.Partitions) != parts || len(st.Publishers) != parts {
+			t.Fatalf("partitioned stats through node %d: in %d, %d partitions, %d publishers", i, raw.MsgInCounter, len(st.Partitions), len(st.Publishers))
+		}
+	}
+	// One partition's stats through a node that does not own it.
+	for p, owner := range owners {
+		var other int
+		for i, n := range c.nodes {
+			if n.pulsarURL != owner {
+				other = i
+			}
+		}
+		st, err := adms[other].Topics().GetStats(admTopic(t, p))
+		if err != nil || len(st.Subscriptions["live"].Consumers) != 1 || len(st.Publishers) != 1 {
+			t.Fatalf("stats of %s through a non-owner: %v %+v", p, err, st)
+		}
+	}
+	// Subscriptions created, reset and deleted through different nodes.
+	if err := adms[1].Subscriptions().Create(tn, "made", utilsEarliest()); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := adms[2].Subscriptions().List(tn)
+	if err != nil || !slicesContains(subs, "made") || !slicesContains(subs, "live") {
+		t.Fatalf("subscriptions through another node: %v %v", subs, err)
+	}
+	for i := range parts {
+		ps, err := adms[i%3].Subscriptions().List(admTopic(t, fmt.Sprintf("%s-partition-%d", topic, i)))
+		if err != nil || !slicesContains(ps, "made") {
+			t.Fatalf("partition %d lacks the new subscription: %v %v", i, ps, err)
+		}
+	}
+	if err := adms[2].Subscriptions().ResetCursorToTimestamp(tn, "made", time.Now().Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := adms[0].Topics().GetPartitionedStats(tn, false)
+	if err != nil || st.Subscriptions["made"].MsgBacklog != 0 || st.Subscriptions["live"].MsgBacklog > 60 {
+		t.Fatalf("backlog after a reset to the end: %v %+v", err, st.Subscriptions)
+	}
+	if err := adms[1].Subscriptions().Delete(tn, "made"); err != nil {
+		t.Fatal(err)
+	}
+	if subs, _ := adms[0].Subscriptions().List(tn); slicesContains(subs, "made") {
+		t.Fatalf("deleted subscription still listed: %v", subs)
+	}
+	// Unload with a destination moves a partition there.
+	p0 := fmt.Sprintf("%s-partition-%d", topic, 0)
+	var dest *lakegateProc
+	for _, n := range c.nodes {
+		if n.pulsarURL != owners[p0] {
+			dest = n
+		}
+	}
+	if code := httpJSON(t, "PUT", c.nodes[0].httpURL+"/admin/v2/persistent/public/default/c-admin-partition-0/unload?destinationBroker="+dest.name, nil); code != 204 {
+		t.Fatalf("unload: HTTP %d", code)
+	}
+	waitFor(t, ctx, "partition 0 to move", func() bool { return c.lookup(c.nodes[1], p0) == dest.pulsarURL })
+	// The clients follow: the producer still sends to every partition.
+	for i := range 12 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Key: strconv.Itoa(i), Payload: []byte("after")}); err != nil {
+			t.Fatalf("send after the move: %v", err)
+		}
+	}
+}
+
+func utilsEarliest() utils.MessageID { return utils.Earliest }
+
+func slicesContains(s []string, v string) bool { return slices.Contains(s, v) }

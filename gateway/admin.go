@@ -71,6 +71,10 @@ var (
 // goes through it.
 func adminStatus(err error) int {
 	switch {
+	case errors.As(err, new(*statusError)):
+		var se *statusError
+		errors.As(err, &se)
+		return se.status
 	case errors.Is(err, errAdminNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errAdminConflict):
@@ -142,13 +146,14 @@ const (
 type admin struct {
 	srv *Server
 	cat lakestream.StreamCatalog
+	mux *http.ServeMux // fanned-out partition requests re-enter here
 }
 
 // AdminHandler returns the Pulsar admin REST v2 handler (paths under
 // /admin/v2/ and /lookup/v2/). Mount it on the node's HTTP server.
 func (s *Server) AdminHandler() http.Handler {
-	a := &admin{srv: s, cat: s.cfg.Catalog}
 	mux := http.NewServeMux()
+	a := &admin{srv: s, cat: s.cfg.Catalog, mux: mux}
 
 	mux.HandleFunc("GET /admin/v2/clusters", a.listClusters)
 	mux.HandleFunc("GET /admin/v2/clusters/{cluster}", a.getCluster)
@@ -177,15 +182,15 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("POST "+p+"/{topic}/partitions", a.growPartitionedTopic)
 	mux.HandleFunc("GET "+p+"/{topic}/partitions", a.getPartitions)
 	mux.HandleFunc("DELETE "+p+"/{topic}/partitions", a.deletePartitionedTopic)
-	mux.HandleFunc("GET "+p+"/{topic}/stats", a.topicStats)
+	mux.HandleFunc("GET "+p+"/{topic}/stats", a.owned(a.topicStats))
 	mux.HandleFunc("GET "+p+"/{topic}/partitioned-stats", a.partitionedStats)
-	mux.HandleFunc("GET "+p+"/{topic}/subscriptions", a.listSubscriptions)
-	mux.HandleFunc("PUT "+p+"/{topic}/subscription/{sub}", a.createSubscription)
-	mux.HandleFunc("DELETE "+p+"/{topic}/subscription/{sub}", a.deleteSubscription)
-	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor/{timestamp}", a.resetCursorByTime)
-	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor", a.resetCursorByID)
-	mux.HandleFunc("GET "+p+"/{topic}/lastMessageId", a.lastMessageID)
-	mux.HandleFunc("POST "+p+"/{topic}/terminate", a.terminate)
+	mux.HandleFunc("GET "+p+"/{topic}/subscriptions", a.owned(a.listSubscriptions))
+	mux.HandleFunc("PUT "+p+"/{topic}/subscription/{sub}", a.owned(a.createSubscription))
+	mux.HandleFunc("DELETE "+p+"/{topic}/subscription/{sub}", a.owned(a.deleteSubscription))
+	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor/{timestamp}", a.owned(a.resetCursorByTime))
+	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor", a.owned(a.resetCursorByID))
+	mux.HandleFunc("GET "+p+"/{topic}/lastMessageId", a.owned(a.lastMessageID))
+	mux.HandleFunc("POST "+p+"/{topic}/terminate", a.owned(a.terminate))
 	mux.HandleFunc("PUT "+p+"/{topic}/unload", a.unload)
 	mux.HandleFunc("GET "+p+"/{topic}/ledger/{ledger}/entry/{entry}", a.getEntry)
 	mux.HandleFunc("GET "+p+"/{topic}/deduplicationEnabled", a.getDeduplication)

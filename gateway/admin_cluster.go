@@ -9,11 +9,17 @@ package gateway
 // Topic unload is in admin_topics.go.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/lakegate/lakegate/lakestream"
 )
@@ -123,6 +129,196 @@ func (a *admin) unloadNamespace(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+// Routing admin requests to owners.
+//
+// Requests about one topic-partition's live state (stats, subscriptions,
+// cursor resets, terminate) are served by the partition's owner: the node
+// that receives one forwards it (owned wrapper) when another member owns
+// the partition, and serves it otherwise (taking the partition when nobody
+// owns it). Requests about a partitioned topic as a whole are fanned out to
+// its partitions (fanOut), each routed the same way, and their answers
+// combined. A forwarded request carries forwardedHeader and is never
+// forwarded again.
+
+// owned wraps a handler of a per-topic route: a request for one partition
+// (or a non-partitioned topic) owned by another member is forwarded to it.
+func (a *admin) owned(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		m := a.srv.cfg.Membership
+		if m == nil || r.Header.Get(forwardedHeader) != "" {
+			h(w, r)
+			return
+		}
+		ref, err := a.refOf(r)
+		if err != nil || ref.partitioned() {
+			h(w, r) // errors and whole partitioned topics are answered here
+			return
+		}
+		owner, ok, err := m.Owner(r.Context(), ref.name.String())
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if !ok || owner.ID == m.Self().ID {
+			h(w, r)
+			return
+		}
+		a.forward(w, r, owner)
+	}
+}
+
+// forward relays r to member and copies the answer back.
+func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestream.Member) {
+	base := member.Endpoints["http"]
+	if base == "" {
+		writeAdminError(w, fmt.Errorf("%w: member %s advertises no http endpoint", ErrServiceNotReady, member.ID))
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	req.Header = r.Header.Clone()
+	req.Header.Set(forwardedHeader, a.srv.self().ID)
+	resp, err := a.srv.httpClient.Do(req)
+	if err != nil {
+		writeAdminError(w, fmt.Errorf("%w: forwarding to %s, which serves the topic: %w", ErrServiceNotReady, member.ID, err))
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, io.LimitReader(resp.Body, adminForwardBytesMax))
+}
+
+// adminForwardBytesMax bounds a forwarded answer, in bytes.
+const adminForwardBytesMax = 64 << 20
+
+// partResult is the answer of one partition to a fanned-out request.
+type partResult struct {
+	partition int
+	status    int
+	header    http.Header
+	body      bytes.Buffer
+}
+
+func (p *partResult) Header() http.Header         { return p.header }
+func (p *partResult) Write(b []byte) (int, error) { return p.body.Write(b) }
+func (p *partResult) WriteHeader(status int)      { p.status = status }
+
+// ok reports a 2xx answer.
+func (p *partResult) ok() bool { return p.status/100 == 2 }
+
+// err is a non-2xx answer as an error with the partition's reason.
+func (p *partResult) err() error {
+	var e adminError
+	json.Unmarshal(p.body.Bytes(), &e)
+	return &statusError{status: p.status, reason: e.Reason}
+}
+
+// statusError carries a partition's HTTP status and reason to the combined
+// answer (adminStatus keeps its status).
+type statusError struct {
+	status int
+	reason string
+}
+
+func (e *statusError) Error() string { return e.reason }
+
+// fanOut runs the request r, made for the partitioned topic ref as a whole,
+// once per partition — the path's topic becomes "<topic>-partition-<i>" and
+// suffix, when not empty, replaces the path after it — through this node's
+// admin mux, so each goes to its partition's owner. only, when not nil,
+// lists the partitions to run (default all). The partitions run
+// concurrently (at most fanOutParallel at once); results are in the order
+// run.
+func (a *admin) fanOut(r *http.Request, ref topicRef, suffix string, only ...int) ([]*partResult, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	tn := ref.name
+	prefix := "/admin/v2/persistent/" + url.PathEscape(tn.Tenant) + "/" + url.PathEscape(tn.Namespace) + "/" + url.PathEscape(tn.Local)
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
+	if !ok {
+		return nil, fmt.Errorf("%w: cannot split %s per partition", errAdminBadRequest, r.URL.Path)
+	}
+	if suffix != "" {
+		rest = suffix
+	}
+	parts := only
+	if parts == nil {
+		for i := range ref.md.Partitioning.NumPartitions {
+			parts = append(parts, i)
+		}
+	}
+	out := make([]*partResult, len(parts))
+	sem := make(chan struct{}, fanOutParallel)
+	var wg sync.WaitGroup
+	for k, i := range parts {
+		u := *r.URL
+		u.RawPath = prefix + partitionSuffix + strconv.Itoa(i) + rest
+		p, perr := url.PathUnescape(u.RawPath)
+		if perr != nil {
+			return nil, fmt.Errorf("%w: %v", errAdminBadRequest, perr)
+		}
+		u.Path = p
+		req := r.Clone(r.Context())
+		req.URL = &u
+		req.RequestURI = u.RequestURI()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.Header.Del(forwardedHeader)
+		res := &partResult{partition: i, status: http.StatusOK, header: http.Header{}}
+		out[k] = res
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			a.mux.ServeHTTP(res, req)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// fanOutParallel bounds the partitions one fanned-out request runs at once.
+const fanOutParallel = 16
+
+// combineWrites answers a fanned-out write: 204 when every partition
+// succeeded — or, with anyFound, when at least one did and the others
+// answered 404 —, else the first failure.
+func combineWrites(w http.ResponseWriter, rs []*partResult, anyFound bool) {
+	var firstErr *partResult
+	found := false
+	for _, p := range rs {
+		switch {
+		case p.ok():
+			found = true
+		case anyFound && p.status == http.StatusNotFound:
+		default:
+			if firstErr == nil {
+				firstErr = p
+			}
+		}
+	}
+	if firstErr == nil && !found && len(rs) > 0 {
+		firstErr = rs[0]
+	}
+	if firstErr != nil {
+		writeJSON(w, firstErr.status, adminError{Reason: firstErr.err().Error()})
 		return
 	}
 	noContent(w)

@@ -26,6 +26,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -291,7 +292,6 @@ func (a *admin) topicStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	ref, err := a.refOf(r)
 	if err == nil && !ref.partitioned() {
 		err = fmt.Errorf("%w: partitioned topic %s not found (it is not partitioned: use stats)", errAdminNotFound, ref.name)
@@ -300,7 +300,7 @@ func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	ts, err := a.topics(ctx, ref)
+	rs, err := a.fanOut(r, ref, "/stats") // each partition's stats, from its owner
 	if err != nil {
 		writeAdminError(w, err)
 		return
@@ -317,14 +317,18 @@ func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
 		Metadata:   partitionedMetadata{Partitions: ref.md.Partitioning.NumPartitions},
 		Partitions: map[string]topicStatsJSON{},
 	}
-	for _, t := range ts {
-		st, err := t.stats(ctx, ref.md.CreatedAtMs)
-		if err != nil {
-			writeAdminError(w, err)
+	for _, res := range rs {
+		if !res.ok() {
+			writeAdminError(w, res.err())
+			return
+		}
+		var st topicStatsJSON
+		if err := json.Unmarshal(res.body.Bytes(), &st); err != nil {
+			writeAdminError(w, fmt.Errorf("stats of partition %d: %w", res.partition, err))
 			return
 		}
 		if perPartition {
-			out.Partitions[t.name.String()] = st
+			out.Partitions[partitionName(ref.name, res.partition)] = st
 		}
 		agg := &out.topicStatsJSON
 		agg.MsgInCounter += st.MsgInCounter

@@ -137,25 +137,50 @@ func parseMessageID(r *http.Request, def protocol.MessageID) (messageIDJSON, err
 
 func (a *admin) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	_, ts, err := a.refTopics(r)
+	ref, err := a.refOf(r)
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
 	out := []string{}
-	for _, t := range ts {
-		names, err := t.subscriptionNames(ctx)
+	if ref.partitioned() {
+		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
 			writeAdminError(w, err)
 			return
 		}
-		for _, n := range names {
-			if !slices.Contains(out, n) {
-				out = append(out, n)
+		for _, res := range rs {
+			var names []string
+			if !res.ok() {
+				writeAdminError(w, res.err())
+				return
+			}
+			if err := json.Unmarshal(res.body.Bytes(), &names); err != nil {
+				writeAdminError(w, fmt.Errorf("subscriptions of partition %d: %w", res.partition, err))
+				return
+			}
+			for _, n := range names {
+				if !slices.Contains(out, n) {
+					out = append(out, n)
+				}
 			}
 		}
+		slices.Sort(out)
+		writeJSON(w, http.StatusOK, out)
+		return
 	}
-	slices.Sort(out)
+	ts, err := a.topics(ctx, ref)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if out, err = ts[0].subscriptionNames(ctx); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if out == nil {
+		out = []string{}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -179,16 +204,23 @@ func (a *admin) createSubscription(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, fmt.Errorf("%w: a subscription of partitioned topic %s starts at earliest or latest; create it on a partition to start at a message id", errAdminPrecondition, ref.name))
 		return
 	}
+	if ref.partitioned() {
+		rs, err := a.fanOut(r, ref, "")
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		combineWrites(w, rs, false)
+		return
+	}
 	ts, err := a.topics(ctx, ref)
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
-	for _, t := range ts {
-		if err := t.createCursor(ctx, name, m); err != nil {
-			writeAdminError(w, err)
-			return
-		}
+	if err := ts[0].createCursor(ctx, name, m); err != nil {
+		writeAdminError(w, err)
+		return
 	}
 	noContent(w)
 }
@@ -223,7 +255,20 @@ func (a *admin) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	ref, ts, err := a.refTopics(r)
+	ref, err := a.refOf(r)
+	if err == nil && ref.partitioned() {
+		rs, err := a.fanOut(r, ref, "")
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		combineWrites(w, rs, true)
+		return
+	}
+	var ts []*topic
+	if err == nil {
+		ts, err = a.topics(ctx, ref)
+	}
 	if err != nil {
 		writeAdminError(w, err)
 		return
@@ -302,6 +347,15 @@ func (a *admin) resetCursorByTime(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
+	if ref.partitioned() {
+		rs, err := a.fanOut(r, ref, "")
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		combineWrites(w, rs, true)
+		return
+	}
 	err = a.resetEveryPartition(ctx, ref, name, func(t *topic) (int64, error) {
 		return t.log.FindOffsetByTime(ctx, time.UnixMilli(ms))
 	})
@@ -356,12 +410,12 @@ func (a *admin) resetCursorByID(w http.ResponseWriter, r *http.Request) {
 	}
 	if ref.partitioned() && m.sentinel() {
 		// Earliest or latest: every partition.
-		err := a.resetEveryPartition(ctx, ref, name, func(t *topic) (int64, error) { return t.offsetOf(ctx, m) })
+		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
 			writeAdminError(w, err)
 			return
 		}
-		noContent(w)
+		combineWrites(w, rs, true)
 		return
 	}
 	if ref.partitioned() {
@@ -370,8 +424,14 @@ func (a *admin) resetCursorByID(w http.ResponseWriter, r *http.Request) {
 			writeAdminError(w, fmt.Errorf("%w: resetting %s (%d partitions) by message id needs the partitionIndex of the id", errAdminPrecondition, ref.name, n))
 			return
 		}
-		ref.name.Partition, ref.partition = int(m.PartitionIndex), int(m.PartitionIndex)
-		ref.name.Local = ref.name.Local + partitionSuffix + strconv.Itoa(ref.partition)
+		// The partition the id names, at its owner.
+		rs, err := a.fanOut(r, ref, "", int(m.PartitionIndex))
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		combineWrites(w, rs, false)
+		return
 	}
 	ts, err := a.topics(ctx, ref)
 	if err != nil {

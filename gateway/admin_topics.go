@@ -484,6 +484,31 @@ func (a *admin) unload(w http.ResponseWriter, r *http.Request) {
 	noContent(w)
 }
 
+// logOfLedger opens the log of ref with id ledger (one of its partitions)
+// and returns its Pulsar partition index (-1: not partitioned).
+func (a *admin) logOfLedger(ctx context.Context, ref topicRef, ledger int64) (lakestream.Log, int32, error) {
+	id, first, n := fullStreamID(ref.name), 0, 1
+	switch {
+	case ref.partitioned():
+		id, n = ref.name.StreamID(), ref.md.Partitioning.NumPartitions
+	case ref.partition >= 0:
+		id, first = ref.name.StreamID(), ref.partition
+	}
+	for i := first; i < first+n; i++ {
+		log, err := a.cat.OpenLog(ctx, id, i)
+		if err != nil {
+			return nil, 0, err
+		}
+		if int64(log.ID()) == ledger {
+			if ref.md.Partitioning.NumPartitions == 0 {
+				return log, -1, nil
+			}
+			return log, int32(i), nil
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: ledger %d is not a log of %s", errAdminNotFound, ledger, ref.name)
+}
+
 // getEntry answers the raw entry {ledger}:{entry} the way Pulsar's
 // GET …/ledger/{l}/entry/{e} does: the message payload (the whole batch
 // payload for a batch, still compressed if it was) as the body, metadata as
@@ -496,22 +521,18 @@ func (a *admin) getEntry(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, fmt.Errorf("%w: ledger and entry ids must be integers", errAdminBadRequest))
 		return
 	}
-	ref, ts, err := a.refTopics(r)
+	ref, err := a.refOf(r)
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
-	var t *topic
-	for _, c := range ts {
-		if int64(c.log.ID()) == ledger {
-			t = c
-		}
-	}
-	if t == nil {
-		writeAdminError(w, fmt.Errorf("%w: ledger %d is not a log of %s", errAdminNotFound, ledger, ref.name))
+	// A read of storage: any node serves it, no ownership needed.
+	log, partition, err := a.logOfLedger(ctx, ref, ledger)
+	if err != nil {
+		writeAdminError(w, err)
 		return
 	}
-	e, err := t.log.ReadEntry(ctx, entry)
+	e, err := log.ReadEntry(ctx, entry)
 	if err == nil && e.Offset != entry {
 		err = fmt.Errorf("%w: no entry starts at offset %d (entry %d holds it)", errAdminNotFound, entry, e.Offset)
 	}
@@ -530,7 +551,7 @@ func (a *admin) getEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
-	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d:%d", ledger, entry, t.partition))
+	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d:%d", ledger, entry, partition))
 	h.Set("X-Pulsar-producer-name", md.GetProducerName())
 	h.Set("X-Pulsar-sequence-id", strconv.FormatUint(md.GetSequenceId(), 10))
 	h.Set("X-Pulsar-publish-time", strconv.FormatUint(md.GetPublishTime(), 10))
