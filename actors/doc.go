@@ -1,5 +1,7 @@
 // Package actors holds the per-topic-partition, per-subscription and
-// compaction workers. Each is a thin shell (a protoactor-go actor behind a
+// compaction workers. The partition actor is the unit a cluster node owns
+// (docs/cluster.md): the gateway runs one for each topic-partition it
+// serves, with that partition's subscription actors beside it. Each is a thin shell (a protoactor-go actor behind a
 // small runtime interface) driving a pure state machine that is unit-tested
 // without goroutines. Slow I/O runs off the actor and reports back by
 // message; every mailbox and batch is bounded.
@@ -7,7 +9,21 @@
 // Files:
 //
 //	runtime.go             Runtime/Ref/Handler: the only code that imports
-//	                       protoactor-go (its actor package; bounded mailboxes)
+//	                       protoactor-go (its actor package); bounded mailboxes
+//	                       with blocking Send, and Notify (never blocks) for
+//	                       results handed over by code that must not block
+//	partition.go           the partition state machine: a topic-partition's
+//	                       producers — names, access modes, topic epoch,
+//	                       deduplication, SEND order, receipts in order
+//	                       (docs/dedup.md)
+//	partition_load.go      loading a partition's persisted state (epoch, dedup
+//	                       snapshot + replay, termination) before it serves
+//	partition_actor.go     the actor driving it: appends through
+//	                       Log.AppendAsync (no goroutine per SEND; outcomes come
+//	                       back through Notify), persists epochs and snapshots
+//	                       off the actor, answers each producer's ProducerSink;
+//	                       stops at once when a guarded write finds the
+//	                       partition is no longer this node's (docs/cluster.md)
 //	subscription.go        the subscription state machine: consumers, permits,
 //	                       dispatch position, pending entries, replay/redelivery,
 //	                       acknowledgements against an AckState (a LogCursor)

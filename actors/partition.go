@@ -87,7 +87,9 @@ type SendRequest struct {
 	Seq, Highest uint64
 	Records      int32
 	PublishMs    int64
-	Payload      []byte // owned by the machine once sent
+	// Payload is handed over: neither the sender nor the machine touches it
+	// after the append (the driver donates it to the log).
+	Payload []byte
 }
 
 // PartitionConfig configures a Partition.

@@ -434,7 +434,9 @@ func (h *partHandler) run(acts []Action) {
 // is fed back to the machine synchronously.
 func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	token := a.Token
-	opts := []lakestream.AppendOption{lakestream.WithPublishTime(a.PublishMs)}
+	// The payload came from the session's frame buffer (owned by the
+	// SEND): donated, it goes to the WAL batch without a copy.
+	opts := []lakestream.AppendOption{lakestream.WithPublishTime(a.PublishMs), lakestream.WithDonatedPayload()}
 	if h.opts.Guard != nil {
 		opts = append(opts, lakestream.WithAppendGuard(h.opts.Guard))
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +34,7 @@ type lgCluster struct {
 	etcd    *testservers.EtcdCluster
 	objects string // object store URL
 	flags   []string
+	dir     string // the nodes' data dirs
 	nodes   []*lakegateProc
 }
 
@@ -44,7 +46,7 @@ const clusterSessionTTL = 2 * time.Second
 // with flags added to each command line.
 func startLGCluster(t *testing.T, n int, objects string, flags ...string) *lgCluster {
 	t.Helper()
-	c := &lgCluster{t: t, bin: lakegateBinary(t), etcd: testservers.StartEtcdCluster(t, 1), objects: objects, flags: flags}
+	c := &lgCluster{t: t, bin: lakegateBinary(t), etcd: testservers.StartEtcdCluster(t, 1), objects: objects, flags: flags, dir: t.TempDir()}
 	for range n {
 		c.addNode()
 	}
@@ -61,9 +63,23 @@ func startLGCluster(t *testing.T, n int, objects string, flags ...string) *lgClu
 // addNode starts one more serve node.
 func (c *lgCluster) addNode() *lakegateProc {
 	c.t.Helper()
-	i := len(c.nodes)
+	p := c.startNode(len(c.nodes))
+	c.nodes = append(c.nodes, p)
+	return p
+}
+
+// restart starts a killed node again (same id and data dir, new ports):
+// it ends its earlier session at once.
+func (c *lgCluster) restart(p *lakegateProc) {
+	c.t.Helper()
+	i := slices.Index(c.nodes, p)
+	c.nodes[i] = c.startNode(i)
+}
+
+func (c *lgCluster) startNode(i int) *lakegateProc {
+	c.t.Helper()
 	args := []string{"serve",
-		"--data-dir", filepath.Join(c.t.TempDir(), fmt.Sprintf("node%d", i)),
+		"--data-dir", filepath.Join(c.dir, fmt.Sprintf("node%d", i)),
 		"--objects", c.objects,
 		"--etcd-endpoints", strings.Join(c.etcd.Endpoints, ","),
 		"--pulsar-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
@@ -73,7 +89,6 @@ func (c *lgCluster) addNode() *lakegateProc {
 	}
 	p := startLakegateArgs(c.t, c.bin, append(args, c.flags...))
 	p.name = fmt.Sprintf("node%d", i)
-	c.nodes = append(c.nodes, p)
 	return p
 }
 

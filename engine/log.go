@@ -197,6 +197,9 @@ func (l *logHandle) AppendAsync(ctx context.Context, records int, payload []byte
 	if err != nil {
 		return err
 	}
+	if !o.Donate {
+		payload = append([]byte(nil), payload...)
+	}
 	return l.e.writer.enqueue(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, func(r appendResult) { done(r.h, r.err) })
 }
 

@@ -111,7 +111,7 @@ func newWALWriter(e *Engine) *walWriter {
 // validated the arguments.
 func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership) (lakestream.EntryHeader, error) {
 	done := make(chan appendResult, 1)
-	if err := w.enqueue(ctx, id, records, payload, publishMs, guard, func(r appendResult) { done <- r }); err != nil {
+	if err := w.enqueue(ctx, id, records, append([]byte(nil), payload...), publishMs, guard, func(r appendResult) { done <- r }); err != nil {
 		return lakestream.EntryHeader{}, err
 	}
 	select {
@@ -147,7 +147,7 @@ func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records in
 		records:   records,
 		publishMs: publishMs,
 		guard:     guard,
-		payload:   append([]byte(nil), payload...),
+		payload:   payload,
 		done: func(r appendResult) {
 			w.pending.Release(size)
 			done(r)

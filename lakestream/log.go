@@ -52,6 +52,15 @@ type AppendOptions struct {
 	// ErrGuardLost (an owner's producers cannot write after the owner lost the
 	// partition).
 	Guard Guard
+	// Donate hands the payload to the implementation: the caller neither
+	// reads nor writes it after the call, so the implementation may keep
+	// it instead of copying it. Default false (the payload is copied).
+	Donate bool
+}
+
+// WithDonatedPayload sets AppendOptions.Donate.
+func WithDonatedPayload() AppendOption {
+	return func(o *AppendOptions) { o.Donate = true }
 }
 
 // WithAppendGuard sets AppendOptions.Guard.

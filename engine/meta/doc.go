@@ -24,8 +24,9 @@
 //     re-reading and re-deciding is the caller's business. Txns are never
 //     retried here either, because their outcome after ErrUnavailable is
 //     unknown and only the caller knows how to check it.
-//   - Leases, sessions and elections: the engine is leaderless and does not
-//     use them.
+//   - Elections: the engine is leaderless. Leases (Grant, KeepAlive,
+//     Revoke; PutWithLease) carry cluster sessions and topic ownership
+//     (engine/membership.go, docs/cluster.md).
 //
 // Revisions follow etcd exactly (see Store), so code tested on Mem behaves
 // the same on etcd. A reader that must not miss changes reads the current
