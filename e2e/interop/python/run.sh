@@ -7,7 +7,8 @@
 # Prints one line per scenario and `python: N/M scenarios passed`; exits
 # non-zero if a scenario fails or the node does not start.
 #
-# Environment: SCENARIOS=a,b (run only these), KEEP=1 (keep the temporary
+# Environment: SCENARIOS=a,b (run only these), LAKEGATE_NODES=3 (against a
+# three-node cluster: one etcd, three `lakegate serve`; ../nodes.sh), KEEP=1 (keep the temporary
 # directory with the node's data and log), LAKEGATE_BIN (use this lakegate
 # binary instead of building one), LAKEGATE_CROSSLANG_JAVA=0 (leave out the
 # Java cross-language tool, which needs Maven and a JDK).
@@ -47,54 +48,18 @@ else
 fi
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/lakegate-pyinterop.XXXXXX")"
-lg_pid=
-# stop_lakegate sends SIGTERM and waits up to 30 s, then SIGKILL; returns
-# non-zero if lakegate had to be killed or exited with an error.
-stop_lakegate() {
-  local rc=0
-  [[ -n $lg_pid ]] || return 0
-  kill -TERM "$lg_pid" 2>/dev/null || true
-  for _ in $(seq 1 300); do
-    kill -0 "$lg_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$lg_pid" 2>/dev/null; then
-    say "lakegate did not stop within 30 s of SIGTERM; killing it"
-    kill -KILL "$lg_pid" 2>/dev/null || true
-    rc=1
-  fi
-  wait "$lg_pid" 2>/dev/null || rc=$?
-  lg_pid=
-  return $rc
-}
+# shellcheck source=../nodes.sh
+source "$here/../nodes.sh"
 cleanup() {
-  stop_lakegate || true
+  stop_lakegate >/dev/null 2>&1 || true
   if [[ ${KEEP:-0} == 1 ]]; then say "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 
-"$lakegate" standalone --data-dir "$tmp/data" --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
-  2>"$tmp/lakegate.log" &
-lg_pid=$!
-ready=
-for _ in $(seq 1 600); do  # up to 60 s for the ready line
-  ready=$(grep -m1 'pulsar_url=' "$tmp/lakegate.log" || true)
-  [[ -n $ready ]] && break
-  kill -0 "$lg_pid" 2>/dev/null || { cat "$tmp/lakegate.log" >&2; say "lakegate exited before it was ready"; exit 1; }
-  sleep 0.1
-done
-[[ -n $ready ]] || { cat "$tmp/lakegate.log" >&2; say "lakegate not ready after 60 s"; exit 1; }
-pulsar_url=$(sed -E 's/.*pulsar_url=([^ ]+).*/\1/' <<<"$ready")
-http_url=http://$(sed -E 's/.* http=([^ ]+).*/\1/' <<<"$ready")
-for _ in $(seq 1 300); do
-  curl -fsS "$http_url/readyz" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-curl -fsS "$http_url/readyz" >/dev/null || { say "$http_url/readyz not ready"; exit 1; }
-say "lakegate pid $lg_pid: $pulsar_url, admin $http_url, data $tmp/data"
+start_lakegate "$lakegate"
 
 rc=0
-LAKEGATE_PULSAR_URL="$pulsar_url" LAKEGATE_HTTP_URL="$http_url" LAKEGATE_CROSSLANG="$repo/.cache/bin/crosslang" \
+LAKEGATE_PULSAR_URL="$lg_pulsar_url" LAKEGATE_HTTP_URL="$lg_http_url" LAKEGATE_CROSSLANG="$repo/.cache/bin/crosslang" \
   LAKEGATE_CROSSLANG_JAVA="$java_tool" "$py" "$here/scenarios.py" || rc=$?
 if ! stop_lakegate; then
   say "lakegate did not shut down cleanly"
@@ -102,6 +67,6 @@ if ! stop_lakegate; then
 fi
 if [[ $rc != 0 ]]; then
   say "failed; last lakegate log lines:"
-  tail -n 40 "$tmp/lakegate.log" >&2
+  tail -n 40 "${lg_logs[@]}" >&2
 fi
 exit $rc

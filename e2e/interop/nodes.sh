@@ -1,0 +1,107 @@
+# Sourced by the interop runners: starts lakegate for a scenario run and
+# stops it. With LAKEGATE_NODES=1 (the default) one `lakegate standalone`;
+# with LAKEGATE_NODES=N>1 a cluster as a user deploys it: one real etcd
+# member (the etcd server of go.mod, built from
+# internal/testservers/etcdmember) and N `lakegate serve` processes sharing a
+# file:// object store — the clients then get every node in their service
+# URL, as a client of a cluster is configured.
+#
+# Usage (after `repo`, `tmp` and `say` are set):
+#   start_lakegate BIN          sets lg_pulsar_url, lg_http_url, lg_logs (one per node)
+#   stop_lakegate               SIGTERM every node (a cluster hands its topics
+#                               over first), waits up to 30 s each; returns
+#                               non-zero if one had to be killed or failed
+
+lg_pids=()
+lg_logs=()
+etcd_pid=
+
+# wait_ready LOG PID: the node's ready line (up to 60 s); prints it.
+wait_ready() {
+  local log=$1 pid=$2 ready=
+  for _ in $(seq 1 600); do
+    ready=$(grep -m1 'pulsar_url=' "$log" || true)
+    [[ -n $ready ]] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; say "lakegate exited before it was ready"; return 1; }
+    sleep 0.1
+  done
+  [[ -n $ready ]] || { cat "$log" >&2; say "lakegate not ready after 60 s"; return 1; }
+  echo "$ready"
+}
+
+start_lakegate() {
+  local bin=$1 nodes=${LAKEGATE_NODES:-1} ready urls=() https=()
+  if [[ $nodes -le 1 ]]; then
+    "$bin" standalone --data-dir "$tmp/data" --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+      2>"$tmp/lakegate.log" &
+    lg_pids=($!)
+    lg_logs=("$tmp/lakegate.log")
+  else
+    go build -o "$repo/.cache/bin/etcdmember" ./internal/testservers/etcdmember
+    local ports
+    ports=$(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1",0)) for x in s]
+print(" ".join(str(x.getsockname()[1]) for x in s))')
+    local cport=${ports% *} pport=${ports#* }
+    "$repo/.cache/bin/etcdmember" --name=m0 --data-dir="$tmp/etcd" \
+      --listen-client-urls="http://127.0.0.1:$cport" --advertise-client-urls="http://127.0.0.1:$cport" \
+      --listen-peer-urls="http://127.0.0.1:$pport" --initial-advertise-peer-urls="http://127.0.0.1:$pport" \
+      --initial-cluster="m0=http://127.0.0.1:$pport" --max-txn-ops=1024 --max-request-bytes=8388608 \
+      --heartbeat-interval=100 --election-timeout=1000 --unsafe-no-fsync --log-level=warn \
+      2>"$tmp/etcd.log" &
+    etcd_pid=$!
+    for _ in $(seq 1 300); do
+      curl -fsS "http://127.0.0.1:$cport/health" 2>/dev/null | grep -q '"health":"true"' && break
+      sleep 0.1
+    done
+    curl -fsS "http://127.0.0.1:$cport/health" | grep -q '"health":"true"' || { cat "$tmp/etcd.log" >&2; say "etcd not healthy"; return 1; }
+    for i in $(seq 0 $((nodes - 1))); do
+      "$bin" serve --data-dir "$tmp/node$i" --objects "file://$tmp/objects" \
+        --etcd-endpoints "http://127.0.0.1:$cport" --engine-node-id "node$i" \
+        --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --cluster-session-ttl 2s \
+        2>"$tmp/lakegate$i.log" &
+      lg_pids+=($!)
+      lg_logs+=("$tmp/lakegate$i.log")
+    done
+  fi
+  for i in "${!lg_pids[@]}"; do
+    ready=$(wait_ready "${lg_logs[$i]}" "${lg_pids[$i]}") || return 1
+    urls+=("$(sed -E 's/.*pulsar_url=pulsar:\/\/([^ ]+).*/\1/' <<<"$ready")")
+    https+=("http://$(sed -E 's/.* http=([^ ]+).*/\1/' <<<"$ready")")
+  done
+  lg_pulsar_url="pulsar://$(IFS=,; echo "${urls[*]}")"
+  lg_http_url=${https[0]}
+  for h in "${https[@]}"; do
+    for _ in $(seq 1 300); do
+      curl -fsS "$h/readyz" >/dev/null 2>&1 && break
+      sleep 0.1
+    done
+    curl -fsS "$h/readyz" >/dev/null || { say "$h/readyz not ready"; return 1; }
+  done
+  say "lakegate: ${#lg_pids[@]} node(s) at $lg_pulsar_url, admin $lg_http_url, data $tmp"
+}
+
+stop_lakegate() {
+  local rc=0 pid
+  for pid in "${lg_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${lg_pids[@]}"; do
+    for _ in $(seq 1 300); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      say "lakegate pid $pid did not stop within 30 s of SIGTERM; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      rc=1
+    fi
+    wait "$pid" 2>/dev/null || rc=$?
+  done
+  lg_pids=()
+  if [[ -n $etcd_pid ]]; then
+    kill -KILL "$etcd_pid" 2>/dev/null || true
+    wait "$etcd_pid" 2>/dev/null || true
+    etcd_pid=
+  fi
+  return $rc
+}
