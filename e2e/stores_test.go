@@ -15,12 +15,12 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/internal/compactor"
 	"github.com/lakegate/lakegate/internal/testservers"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // TestTablesOnEveryStore runs the shared scenario — produce, consume,

@@ -17,5 +17,5 @@
 // The engine owns the key layout of docs/index-format.md and the GC rules of
 // docs/gc.md. It must not know about Pulsar (protocol, gateway) or tables
 // (lakehouse); the formats it writes live in engine/wal and engine/cursor,
-// the store boundaries in engine/objstore and engine/meta.
+// the store boundaries in objstore and meta.
 package engine

@@ -11,10 +11,10 @@ import (
 	"math"
 
 	"github.com/lakegate/lakegate/engine/index"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/engine/wal"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 const kindParquet = index.KindParquet

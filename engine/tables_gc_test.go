@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // tableFiles lists the Parquet files under the test table.

@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/engine/wal"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // walWriter is the node's single WAL writer. It batches entries of every log

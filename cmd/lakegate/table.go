@@ -20,10 +20,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 const tableUsage = `usage: lakegate table scan [flags] <topic>

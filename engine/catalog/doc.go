@@ -1,5 +1,5 @@
 // Package catalog implements lakestream.StreamCatalog (level 2 of the
-// Lakestream API) on the metadata store (engine/meta.Store) and a level-1
+// Lakestream API) on the metadata store (meta.Store) and a level-1
 // lakestream.LogStorage.
 //
 // It owns the keys under <root>catalog/ — namespaces, streams, tombstones of

@@ -30,7 +30,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // Racing PutIfAbsent: this many writers create each of RacingKeys keys.

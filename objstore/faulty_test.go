@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 func TestFaultyFailNext(t *testing.T) {

@@ -2,11 +2,11 @@ package objstore_test
 
 // The acceptance suite (objstoretest) on every backend that runs here:
 //
-//	go test ./engine/objstore/                      mem, file, S3 (SeaweedFS), GCS (fake), Azure (Azurite)
-//	LAKEGATE_SKIP_S3=1 go test ./engine/objstore/   without S3 when weed is not built
-//	LAKEGATE_SKIP_AZURE=1 go test ./engine/objstore/  without Azure when Azurite is not installed
-//	go test -run 'TestS3' -v ./engine/objstore/     S3 only, with weed's startup time
-//	go test -run 'TestAzure' -v ./engine/objstore/  Azure only
+//	go test ./objstore/                      mem, file, S3 (SeaweedFS), GCS (fake), Azure (Azurite)
+//	LAKEGATE_SKIP_S3=1 go test ./objstore/   without S3 when weed is not built
+//	LAKEGATE_SKIP_AZURE=1 go test ./objstore/  without Azure when Azurite is not installed
+//	go test -run 'TestS3' -v ./objstore/     S3 only, with weed's startup time
+//	go test -run 'TestAzure' -v ./objstore/  Azure only
 //
 // S3 needs .cache/bin/weed and Azure needs tools/azurite/node_modules and
 // node (make tools); see internal/testservers.
@@ -23,9 +23,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/objstore"
-	"github.com/lakegate/lakegate/engine/objstore/objstoretest"
 	"github.com/lakegate/lakegate/internal/testservers"
+	"github.com/lakegate/lakegate/objstore"
+	"github.com/lakegate/lakegate/objstore/objstoretest"
 )
 
 func open(t testing.TB, u string) objstore.Store {

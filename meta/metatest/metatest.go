@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // Smallest limits the suite works with: it writes up to MinMaxTxnOps ops in

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/meta/metatest"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/meta/metatest"
 )
 
 func TestMemAcceptance(t *testing.T) {

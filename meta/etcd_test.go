@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/meta/metatest"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/meta/metatest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 )

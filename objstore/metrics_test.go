@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 func TestInstrumentedStats(t *testing.T) {

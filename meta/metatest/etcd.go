@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/meta"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // Embedded starts a single-member etcd in tb.TempDir() (fsync off: test
