@@ -82,11 +82,23 @@ func ApplyAppendOptions(opts []AppendOption) AppendOptions {
 type Log interface {
 	ID() LogID
 
-	// Append stores one entry of records (≥ 1) records and returns its header
-	// once it is durable in the object store and committed in metadata. The
-	// payload is not retained after Append returns. Errors: ErrFenced,
-	// ErrTooLarge, ErrInvalidArgument, ErrUnavailable, ctx errors (outcome
-	// unknown: the entry may or may not be committed).
+	// Append stores one entry of records (1 ≤ records ≤ math.MaxInt32)
+	// records and returns its header once it is durable in the object store
+	// and committed in metadata. The payload is not retained after Append
+	// returns. Errors:
+	//   - ErrInvalidArgument (records out of range), ErrTooLarge (payload
+	//     over the implementation's entry limit): nothing was stored;
+	//   - ErrFenced, ErrNoSuchLog (fenced or deleted log), ErrClosed (the
+	//     storage was closed): nothing was stored;
+	//   - ErrUnavailable: the object PUT or the metadata commit failed;
+	//     the entry is not committed;
+	//   - ErrIndeterminate: the outcome is unknown — the commit's result
+	//     was lost and could not be established, or ctx ended after the
+	//     entry was handed to the writer (then it wraps ctx's error). The
+	//     entry may or may not be committed, and if it was, it is readable
+	//     exactly once;
+	//   - ctx's error alone (context.Canceled, DeadlineExceeded): ctx ended
+	//     before the entry was handed to the writer; nothing was stored.
 	Append(ctx context.Context, records int, payload []byte, opts ...AppendOption) (EntryHeader, error)
 
 	// ReadEntries returns whole entries starting with the one that contains
