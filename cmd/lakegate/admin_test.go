@@ -2,7 +2,7 @@ package main
 
 // `lakegate admin` against a real node: an engine (embedded etcd, file
 // objects), the Pulsar gateway on 127.0.0.1 and the node's HTTP handler
-// (internal/nodehttp) on an httptest server; a pulsar-client-go producer
+// (nodehttp) on an httptest server; a pulsar-client-go producer
 // and consumer make stats and subscriptions real.
 // Run: go test -p 1 -count=1 -run Admin ./cmd/lakegate/
 
@@ -21,23 +21,24 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
-	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
-	"github.com/lakegate/lakegate/internal/nodehttp"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/nodehttp"
+	"github.com/lakegate/lakegate/tables"
 )
 
 // adminNode starts a node with Delta tables on by default and returns its
 // engine, admin URL and Pulsar URL.
-func adminNode(t *testing.T) (e *engine.Engine, adminURL, pulsarURL string) {
+func adminNode(t *testing.T) (tbl *tables.Tables, adminURL, pulsarURL string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	cfg := engine.NodeConfig{DataDir: t.TempDir()}
+	cfg := node.Config{DataDir: t.TempDir()}
 	cfg.Engine.Logger = quiet
-	cfg.Engine.CompactAge = time.Millisecond // compact what is there when asked
-	n, err := engine.StartNode(ctx, cfg)
+	cfg.Tables.CompactAge = time.Millisecond // compact what is there when asked
+	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func adminNode(t *testing.T) (e *engine.Engine, adminURL, pulsarURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(nodehttp.Handler(n.Engine, gw, cat))
+	srv := httptest.NewServer(nodehttp.Handler(gw, cat, n.Engine.Collector()))
 	t.Cleanup(func() {
 		srv.Close()
 		if err := gw.Close(); err != nil {
@@ -64,7 +65,7 @@ func adminNode(t *testing.T) (e *engine.Engine, adminURL, pulsarURL string) {
 			t.Errorf("node close: %v", err)
 		}
 	})
-	return n.Engine, srv.URL, gw.ServiceURL()
+	return n.Tables, srv.URL, gw.ServiceURL()
 }
 
 // admin runs `lakegate admin args...` with LAKEGATE_ADMIN_URL=url.
@@ -212,7 +213,7 @@ func TestAdminCLI(t *testing.T) {
 	}
 	id := lakestream.StreamIdentifier{Namespace: "public/default", Name: "events"}
 	st, err := eng.CompactToTable(ctx, lakestream.LogID(ids[0].LedgerID()),
-		engine.TableTarget{Root: engine.TableRoot(id), Partition: -1, Delta: true})
+		tables.Target{Root: tables.TableRoot(id), Partition: -1, Delta: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 package main
 
-// `lakegate bench engine` drives a real storage node (engine.StartNode:
+// `lakegate bench engine` drives a real storage node (node.Start:
 // embedded etcd and file:// objects in a temporary directory unless told
 // otherwise) with a closed-loop append load, once per log count, and
 // reports appends/s, MB/s, append latency quantiles, object PUTs/s and
@@ -30,6 +30,7 @@ import (
 
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
 )
 
 func runBench(args []string) error {
@@ -257,7 +258,7 @@ func runEngineBenchOnce(ctx context.Context, cfg engineBenchConfig, base string,
 		// Logs that already hold entries would skew the run and fail --verify.
 		return nil, fmt.Errorf("%s exists (left by an earlier run?): remove it or choose another --data-dir", dir)
 	}
-	ncfg := engine.NodeConfig{DataDir: dir, ObjectURL: cfg.objects, EtcdEndpoints: cfg.etcd}
+	ncfg := node.Config{DataDir: dir, ObjectURL: cfg.objects, EtcdEndpoints: cfg.etcd}
 	if len(cfg.etcd) > 0 {
 		// A shared cluster: keep every run's keys apart.
 		ncfg.EtcdPrefix = fmt.Sprintf("/lakegate-bench/%d-%d", time.Now().UnixNano(), runIdx)
@@ -265,19 +266,19 @@ func runEngineBenchOnce(ctx context.Context, cfg engineBenchConfig, base string,
 	ncfg.Engine.Linger = cfg.linger
 	ncfg.Engine.FlushBytes = cfg.flushBytes
 	ncfg.Engine.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	node, err := engine.StartNode(ctx, ncfg)
+	n, err := node.Start(ctx, ncfg)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if err := node.Close(); err != nil {
+		if err := n.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: closing node:", err)
 		}
 		if cfg.dataDir == "" && !cfg.keep {
 			os.RemoveAll(dir)
 		}
 	}()
-	e := node.Engine
+	e := n.Engine
 
 	logs, err := openBenchLogs(ctx, e, nLogs)
 	if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package tables
 
 import (
 	"context"
@@ -21,13 +21,13 @@ func IcebergIdent(id lakestream.StreamIdentifier) []string {
 }
 
 // icebergInfo reports the stream's Iceberg table and the compacted end of
-// each of logs in it; ok is false when it has none (or the engine has no
+// each of logs in it; ok is false when it has none (or the layer has no
 // Iceberg catalog configured).
-func (e *Engine) icebergInfo(ctx context.Context, id lakestream.StreamIdentifier, logs []lakestream.LogID) (fi lakestream.TableFormatInfo, ends map[lakestream.LogID]int64, ok bool, err error) {
-	if e.opts.IcebergCatalog.StoreURL == "" {
+func (t *Tables) icebergInfo(ctx context.Context, id lakestream.StreamIdentifier, logs []lakestream.LogID) (fi lakestream.TableFormatInfo, ends map[lakestream.LogID]int64, ok bool, err error) {
+	if t.opts.IcebergCatalog.StoreURL == "" {
 		return fi, nil, false, nil
 	}
-	cat, err := e.icebergCatalog(ctx)
+	cat, err := t.icebergCatalog(ctx)
 	if err != nil {
 		return fi, nil, false, err
 	}

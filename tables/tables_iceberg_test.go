@@ -1,4 +1,4 @@
-package engine
+package tables
 
 // Tests of CompactToTable's Iceberg commit (docs/iceberg.md, step 3b of
 // docs/compaction.md): a file:// store and an embedded sqlite catalog; a
@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
@@ -34,7 +35,7 @@ import (
 )
 
 // ordersBoth is orders committed to Delta and Iceberg.
-var ordersBoth = TableTarget{Root: orders.Root, Partition: 3, Delta: true, Iceberg: true,
+var ordersBoth = Target{Root: orders.Root, Partition: 3, Delta: true, Iceberg: true,
 	Ident: []string{"public", "default", "orders"}}
 
 // icebergEnv is a test env on a file:// store with an Iceberg sqlite
@@ -65,11 +66,11 @@ func (env icebergEnv) opts(clk *testClock) Options {
 }
 
 // compactAllTo runs CompactToTable(t) until nothing is eligible.
-func compactAllTo(t testing.TB, e *Engine, id lakestream.LogID, target TableTarget) (ranges int) {
+func compactAllTo(t testing.TB, e testNode, id lakestream.LogID, target Target) (ranges int) {
 	t.Helper()
 	for {
 		_, err := e.CompactToTable(ctxT(t), id, target)
-		if errors.Is(err, ErrNothingToCompact) {
+		if errors.Is(err, engine.ErrNothingToCompact) {
 			return ranges
 		}
 		if err != nil {
@@ -233,7 +234,7 @@ func TestCompactToTableIcebergFormats(t *testing.T) {
 	clk.advance(time.Minute)
 	want := readAll(t, e, id)
 	end := want[len(want)-1].End()
-	for _, bad := range []TableTarget{
+	for _, bad := range []Target{
 		{Root: orders.Root, Partition: 3},
 		{Root: orders.Root, Partition: 3, Iceberg: true},
 		{Root: orders.Root, Partition: 3, Iceberg: true, Ident: []string{"public", "", "orders"}},
@@ -247,7 +248,7 @@ func TestCompactToTableIcebergFormats(t *testing.T) {
 	if _, err := noCatalog.CompactToTable(ctxT(t), id, ordersBoth); !errors.Is(err, lakestream.ErrInvalidArgument) {
 		t.Fatalf("no catalog: %v", err)
 	}
-	if _, found, err := env.meta.Get(ctxT(t), e.keys.tableClaimKey(id)); err != nil || found {
+	if _, found, err := env.meta.Get(ctxT(t), e.tables.claimKey(id)); err != nil || found {
 		t.Fatalf("claim after a refused call: %v, %v", found, err)
 	}
 	// A claim written before Iceberg existed (no formats) is Delta only.
@@ -256,7 +257,7 @@ func TestCompactToTableIcebergFormats(t *testing.T) {
 		!old.has(formatDelta) || old.has(formatIceberg) {
 		t.Fatalf("old claim %+v: %v", old, err)
 	}
-	icebergOnly := TableTarget{Root: orders.Root, Partition: 3, Iceberg: true, Ident: ordersBoth.Ident}
+	icebergOnly := Target{Root: orders.Root, Partition: 3, Iceberg: true, Ident: ordersBoth.Ident}
 	if _, err := e.CompactToTable(ctxT(t), id, icebergOnly); err == nil || !crashed {
 		t.Fatalf("no crash: %v", err)
 	}
@@ -293,7 +294,7 @@ func TestCompactToTableIcebergConcurrent(t *testing.T) {
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	opts := env.opts(clk)
 	opts.CompactMaxBytes = 4 << 10
-	engines := []*Engine{env.engine(t, opts), env.engine(t, opts)} // two catalogs on one sqlite file
+	engines := []testNode{env.engine(t, opts), env.engine(t, opts)} // two catalogs on one sqlite file
 	const id = 9
 	r := rand.New(rand.NewPCG(5, 6))
 	appendPulsar(t, engines[0], id, r, 40, clk.now().UnixMilli()-3600_000)
@@ -307,7 +308,7 @@ func TestCompactToTableIcebergConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for {
 				_, err := e.CompactToTable(ctxT(t), id, ordersBoth)
-				if errors.Is(err, ErrNothingToCompact) {
+				if errors.Is(err, engine.ErrNothingToCompact) {
 					return
 				}
 				if err != nil && !errors.Is(err, lakestream.ErrConflict) {
@@ -376,49 +377,5 @@ func TestCompactToTablePyIceberg(t *testing.T) {
 	}
 	if !strings.Contains(string(out), wantLine) {
 		t.Fatalf("pyiceberg printed %q, want %q", out, wantLine)
-	}
-}
-
-// TestCompactToTableIcebergNode: engine.StartNode defaults the Iceberg
-// catalog to <DataDir>/iceberg/catalog.db over the node's object store, and
-// the table survives a node restart (the next range goes to the same table).
-func TestCompactToTableIcebergNode(t *testing.T) {
-	dir := t.TempDir()
-	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	start := func() *Node {
-		n, err := StartNode(ctxT(t), NodeConfig{DataDir: dir, Engine: Options{Now: clk.now, Logger: quietLogger}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	const id = 9
-	r := rand.New(rand.NewPCG(13, 14))
-	n := start()
-	if got, want := n.Config.Engine.IcebergCatalog.URI, filepath.Join(dir, "iceberg", "catalog.db"); got != want {
-		t.Fatalf("catalog file %s, want %s", got, want)
-	}
-	if n.Config.Engine.IcebergCatalog.StoreURL != n.Config.ObjectURL {
-		t.Fatalf("catalog store %s, node store %s", n.Config.Engine.IcebergCatalog.StoreURL, n.Config.ObjectURL)
-	}
-	recs := appendPulsar(t, n.Engine, id, r, 10, clk.now().UnixMilli())
-	clk.advance(time.Minute)
-	compactAllTo(t, n.Engine, id, ordersBoth)
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	n = start()
-	defer n.Close()
-	recs += appendPulsar(t, n.Engine, id, r, 10, clk.now().UnixMilli())
-	clk.advance(time.Minute)
-	compactAllTo(t, n.Engine, id, ordersBoth)
-	ctx := ctxT(t)
-	cat, err := iceberg.Open(ctx, n.Config.Engine.IcebergCatalog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
-	if end, err := cat.RecordedEnd(ctx, ordersBoth.Ident, id); err != nil || end != recs {
-		t.Fatalf("iceberg end %d, %v; want %d", end, err, recs)
 	}
 }

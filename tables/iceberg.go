@@ -1,4 +1,4 @@
-package engine
+package tables
 
 // The Iceberg side of CompactToTable: step 3b of docs/compaction.md, format
 // in docs/iceberg.md.
@@ -15,29 +15,30 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// icebergState is the engine's Iceberg catalog, opened on the first
-// Iceberg commit and closed by Engine.Close.
+// icebergState is the layer's Iceberg catalog, opened on the first
+// Iceberg commit and closed by Tables.Close.
 type icebergState struct {
 	mu struct {
 		sync.Mutex
-		cat *iceberg.Catalog
+		cat    *iceberg.Catalog
+		closed bool
 	}
 }
 
 // icebergCatalog returns the catalog Options.IcebergCatalog names, opening
 // it on first use.
-func (e *Engine) icebergCatalog(ctx context.Context) (*iceberg.Catalog, error) {
-	e.iceberg.mu.Lock()
-	defer e.iceberg.mu.Unlock()
-	if e.iceberg.mu.cat != nil {
-		return e.iceberg.mu.cat, nil
+func (t *Tables) icebergCatalog(ctx context.Context) (*iceberg.Catalog, error) {
+	t.iceberg.mu.Lock()
+	defer t.iceberg.mu.Unlock()
+	if t.iceberg.mu.cat != nil {
+		return t.iceberg.mu.cat, nil
 	}
-	if e.closed() {
+	if t.iceberg.mu.closed {
 		return nil, lakestream.ErrClosed
 	}
-	cfg := e.opts.IcebergCatalog
+	cfg := t.opts.IcebergCatalog
 	if cfg.StoreURL == "" {
-		return nil, fmt.Errorf("%w: Iceberg commits need Options.IcebergCatalog.StoreURL (engine.StartNode sets it)", lakestream.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: Iceberg commits need Options.IcebergCatalog.StoreURL (node.Start sets it)", lakestream.ErrInvalidArgument)
 	}
 	cat, err := iceberg.Open(ctx, cfg)
 	if err != nil {
@@ -46,35 +47,36 @@ func (e *Engine) icebergCatalog(ctx context.Context) (*iceberg.Catalog, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", lakestream.ErrUnavailable, err)
 	}
-	e.iceberg.mu.cat = cat
+	t.iceberg.mu.cat = cat
 	return cat, nil
 }
 
-func (e *Engine) closeIceberg() error {
-	e.iceberg.mu.Lock()
-	defer e.iceberg.mu.Unlock()
-	if e.iceberg.mu.cat == nil {
+func (t *Tables) closeIceberg() error {
+	t.iceberg.mu.Lock()
+	defer t.iceberg.mu.Unlock()
+	t.iceberg.mu.closed = true
+	if t.iceberg.mu.cat == nil {
 		return nil
 	}
-	err := e.iceberg.mu.cat.Close()
-	e.iceberg.mu.cat = nil
+	err := t.iceberg.mu.cat.Close()
+	t.iceberg.mu.cat = nil
 	return err
 }
 
 // commitIceberg adds the claim's files to its Iceberg table with the
 // property lakegate.log.<id>.end = c.End in one catalog commit; a table
 // already at or past c.End for the log is left alone (a resumed claim).
-func (e *Engine) commitIceberg(ctx context.Context, id lakestream.LogID, c tableClaim, typed *lakehouse.TypedSchema) (err error) {
+func (t *Tables) commitIceberg(ctx context.Context, id lakestream.LogID, c tableClaim, typed *lakehouse.TypedSchema) (err error) {
 	// A panic inside the Iceberg library or the object-store drivers under
 	// it (gocloud's azureblob writer dereferences nil when an upload fails)
 	// fails this commit, not the node: the claim resumes later.
 	defer func() {
 		if r := recover(); r != nil {
-			e.opts.Logger.Error("engine: Iceberg commit panicked", "log", id, "table", c.Root, "panic", r, "stack", string(debug.Stack()))
+			t.opts.Logger.Error("tables: Iceberg commit panicked", "log", id, "table", c.Root, "panic", r, "stack", string(debug.Stack()))
 			err = fmt.Errorf("%w: log %d: Iceberg commit to %s failed: panic: %v", lakestream.ErrUnavailable, id, c.Root, r)
 		}
 	}()
-	cat, err := e.icebergCatalog(ctx)
+	cat, err := t.icebergCatalog(ctx)
 	if err != nil {
 		return err
 	}
@@ -89,7 +91,7 @@ func (e *Engine) commitIceberg(ctx context.Context, id lakestream.LogID, c table
 	case errors.Is(err, iceberg.ErrConflict):
 		return fmt.Errorf("%w: log %d: %w", lakestream.ErrConflict, id, err)
 	case errors.Is(err, iceberg.ErrInvalid) || errors.Is(err, iceberg.ErrTableMismatch):
-		return fmt.Errorf("engine: log %d: %w", id, err)
+		return fmt.Errorf("tables: log %d: %w", id, err)
 	}
 	return fmt.Errorf("%w: log %d: %w", lakestream.ErrUnavailable, id, err)
 }

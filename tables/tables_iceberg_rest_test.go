@@ -1,4 +1,4 @@
-package engine
+package tables
 
 // CompactToTable's Iceberg commit through a real Iceberg REST catalog
 // server (docs/iceberg.md, "REST catalog"): the same crash/resume checks as
@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
 )
@@ -30,7 +31,7 @@ import (
 // newRESTIcebergEnv is newIcebergEnv with the catalog at
 // LAKEGATE_ICEBERG_REST_URI (skips when unset), plus a target whose
 // namespace is new on that server: one server outlives every test of a run.
-func newRESTIcebergEnv(t *testing.T) (icebergEnv, TableTarget) {
+func newRESTIcebergEnv(t *testing.T) (icebergEnv, Target) {
 	t.Helper()
 	uri := os.Getenv("LAKEGATE_ICEBERG_REST_URI")
 	if uri == "" {
@@ -110,7 +111,7 @@ func TestCompactToTableIcebergRESTConcurrent(t *testing.T) {
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	opts := env.opts(clk)
 	opts.CompactMaxBytes = 4 << 10
-	engines := []*Engine{env.engine(t, opts), env.engine(t, opts)}
+	engines := []testNode{env.engine(t, opts), env.engine(t, opts)}
 	const id = 9
 	r := rand.New(rand.NewPCG(23, 24))
 	appendPulsar(t, engines[0], id, r, 40, clk.now().UnixMilli()-3600_000)
@@ -124,7 +125,7 @@ func TestCompactToTableIcebergRESTConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for {
 				_, err := e.CompactToTable(ctxT(t), id, target)
-				if errors.Is(err, ErrNothingToCompact) {
+				if errors.Is(err, engine.ErrNothingToCompact) {
 					return
 				}
 				if err != nil && !errors.Is(err, lakestream.ErrConflict) {
@@ -149,7 +150,7 @@ func TestCompactToTableIcebergRESTConcurrent(t *testing.T) {
 
 // checkPyIcebergREST has pyiceberg's RestCatalog load the table and compare
 // row count and payload checksum (skipped without LAKEGATE_PYICEBERG).
-func checkPyIcebergREST(t *testing.T, env icebergEnv, target TableTarget, end int64, rows map[int64][]byte) {
+func checkPyIcebergREST(t *testing.T, env icebergEnv, target Target, end int64, rows map[int64][]byte) {
 	t.Helper()
 	python := os.Getenv("LAKEGATE_PYICEBERG")
 	if python == "" {

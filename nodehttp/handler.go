@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/lakestream"
 )
@@ -18,23 +17,25 @@ import (
 // readyTimeout bounds the metadata read of one /readyz.
 const readyTimeout = 2 * time.Second
 
-// Registry returns a registry with the Go runtime, process, engine and (when
-// gw is not nil) gateway collectors.
-func Registry(e *engine.Engine, gw *gateway.Server) *prometheus.Registry {
+// Registry returns a registry with the Go runtime, process, the given
+// (the storage engine's: engine.Engine.Collector) and, when gw is not nil,
+// the gateway collectors.
+func Registry(gw *gateway.Server, storage ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(e.Collector())
+	reg.MustRegister(storage...)
 	if gw != nil {
 		reg.MustRegister(gw.Collector())
 	}
 	return reg
 }
 
-// Handler serves /metrics, /healthz, /readyz and, when gw is not nil, the
-// admin REST under /admin/. cat, when not nil, is read by /readyz.
-func Handler(e *engine.Engine, gw *gateway.Server, cat lakestream.StreamCatalog) http.Handler {
+// Handler serves /metrics (the collectors of Registry), /healthz, /readyz
+// and, when gw is not nil, the admin REST under /admin/. cat, when not
+// nil, is read by /readyz.
+func Handler(gw *gateway.Server, cat lakestream.StreamCatalog, storage ...prometheus.Collector) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(Registry(e, gw), promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(Registry(gw, storage...), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := ready(r.Context(), gw, cat); err != nil {

@@ -1,4 +1,4 @@
-package engine
+package tables
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestTableViewScanAndInfo(t *testing.T) {
 		ID:     lakestream.StreamIdentifier{Namespace: "public/default", Name: "orders"},
 		LogIDs: []lakestream.LogID{id}, Partitioning: lakestream.Partitioning{NumPartitions: 4},
 	}
-	tv := e.TableView(md, "mem://bucket?x=y")
+	tv := e.tables.View(md, "mem://bucket?x=y")
 	if _, err := tv.Scan(ctx); !errors.Is(err, lakestream.ErrNotMaterialized) {
 		t.Fatalf("Scan before compaction: %v, want ErrNotMaterialized", err)
 	}

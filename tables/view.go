@@ -1,4 +1,4 @@
-package engine
+package tables
 
 // The table view of a stream: scans of its Delta table and what Info
 // reports (docs/compaction.md, "Reading the table").
@@ -93,29 +93,30 @@ func minOffset(f delta.AddFile) int64 {
 
 // tableView implements lakestream.Table for one stream.
 type tableView struct {
-	e        *Engine
+	t        *Tables
 	md       lakestream.StreamMetadata
 	storeURL string
 }
 
-// TableView returns the table view of a stream whose objects are in the
-// store at storeURL (for the URIs Info reports).
-func (e *Engine) TableView(md lakestream.StreamMetadata, storeURL string) lakestream.Table {
-	return &tableView{e: e, md: md, storeURL: storeURL}
+// View returns the table view of a stream whose objects are in the
+// store at storeURL (for the URIs Info reports): the stream catalog's
+// TableProvider (Stream.Table()).
+func (t *Tables) View(md lakestream.StreamMetadata, storeURL string) lakestream.Table {
+	return &tableView{t: t, md: md, storeURL: storeURL}
 }
 
 // Scan returns every row as Arrow IPC stream bytes, one element per batch.
 // It holds the whole table in memory: for large tables use ScanTable.
-func (t *tableView) Scan(ctx context.Context) ([][]byte, error) {
+func (v *tableView) Scan(ctx context.Context) ([][]byte, error) {
 	var out [][]byte
-	err := ScanTable(ctx, t.e.store, TableRoot(t.md.ID), func(rec arrow.RecordBatch) error {
+	err := ScanTable(ctx, v.t.e.Store(), TableRoot(v.md.ID), func(rec arrow.RecordBatch) error {
 		var buf bytes.Buffer
 		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
 		if err := w.Write(rec); err != nil {
-			return fmt.Errorf("engine: arrow ipc: %w", err)
+			return fmt.Errorf("tables: arrow ipc: %w", err)
 		}
 		if err := w.Close(); err != nil {
-			return fmt.Errorf("engine: arrow ipc: %w", err)
+			return fmt.Errorf("tables: arrow ipc: %w", err)
 		}
 		out = append(out, buf.Bytes())
 		return nil
@@ -125,10 +126,10 @@ func (t *tableView) Scan(ctx context.Context) ([][]byte, error) {
 
 // Info reports the stream's Delta table (and Iceberg, when committed) and
 // each log's compacted position.
-func (t *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
-	root := TableRoot(t.md.ID)
-	info := lakestream.TableInfo{Location: StoreURI(t.storeURL, root)}
-	tbl, err := delta.Open(ctx, t.e.store, root)
+func (v *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
+	root := TableRoot(v.md.ID)
+	info := lakestream.TableInfo{Location: StoreURI(v.storeURL, root)}
+	tbl, err := delta.Open(ctx, v.t.e.Store(), root)
 	if err != nil {
 		return info, err
 	}
@@ -149,7 +150,7 @@ func (t *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
 			Rows:          rows, Files: len(snap.Files), LastCommitMs: last,
 		})
 	}
-	fi, iceEnds, ok, err := t.e.icebergInfo(ctx, t.md.ID, t.md.LogIDs)
+	fi, iceEnds, ok, err := v.t.icebergInfo(ctx, v.md.ID, v.md.LogIDs)
 	if err != nil {
 		return info, err
 	}
@@ -157,9 +158,9 @@ func (t *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
 		info.Formats = append(info.Formats, fi)
 	}
 	if len(info.Formats) == 0 {
-		return info, fmt.Errorf("%w: stream %s has no table yet", lakestream.ErrNotMaterialized, t.md.ID)
+		return info, fmt.Errorf("%w: stream %s has no table yet", lakestream.ErrNotMaterialized, v.md.ID)
 	}
-	for i, id := range t.md.LogIDs {
+	for i, id := range v.md.LogIDs {
 		// Where both formats exist, the Delta commit comes first: the
 		// smaller end is what every format holds.
 		end, ok := snap.Txns[tableAppID(id)]
@@ -167,13 +168,11 @@ func (t *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
 			end = iceEnd
 		}
 		p := lakestream.TablePartitionInfo{Partition: -1, Log: id, CompactedEnd: end}
-		if t.md.Partitioning.NumPartitions > 0 {
+		if v.md.Partitioning.NumPartitions > 0 {
 			p.Partition = i
 		}
-		if l, err := t.e.log(ctx, id); err == nil {
-			if h, err := l.refresh(ctx); err == nil {
-				p.LogEnd = h.Next
-			}
+		if last, err := v.t.e.LastOffset(ctx, id); err == nil {
+			p.LogEnd = last + 1
 		}
 		info.Partitions = append(info.Partitions, p)
 	}

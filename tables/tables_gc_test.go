@@ -1,4 +1,4 @@
-package engine
+package tables
 
 import (
 	"errors"
@@ -93,7 +93,7 @@ func TestCompactToTableGCOrphans(t *testing.T) {
 	appendPulsar(t, e3, id, r, 10, clk.now().UnixMilli())
 	clk.advance(time.Minute)
 	compactAll(t, e3, id)
-	pp := e3.keys.pendingPrefix()
+	pp := e3.MetaRoot() + "wal-pending/"
 	if kvs, err := env.meta.Range(ctxT(t), pp, prefixEnd(pp), 0); err != nil || len(kvs) != 0 {
 		t.Fatalf("intents left after the next claim: %d (%v)", len(kvs), err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package tables
 
 // BenchmarkCompactToTable: compaction throughput, WAL chunks → Parquet →
 // Delta (and Iceberg), per core. One op is one stored entry: a Pulsar batch
@@ -59,8 +59,8 @@ func benchBatchEntry(b *testing.B) []byte {
 func BenchmarkCompactToTable(b *testing.B) {
 	for _, formats := range []string{"delta", "delta+iceberg"} {
 		b.Run(formats, func(b *testing.B) {
-			var e *Engine
-			target := TableTarget{Root: "tables/public/default/bench", Partition: 0, Delta: true}
+			var e testNode
+			target := Target{Root: "tables/public/default/bench", Partition: 0, Delta: true}
 			clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 			opts := Options{Now: clk.now, Logger: quietLogger, CompactMaxBytes: 64 << 20}
 			if formats == "delta" {
@@ -81,7 +81,7 @@ func BenchmarkCompactToTable(b *testing.B) {
 				next <- struct{}{}
 			}
 			close(next)
-			for range benchProducers {
+			for range 64 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

@@ -1,4 +1,4 @@
-package engine
+package node
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// Scheme is the lakestream.Open scheme of this engine:
+// Scheme is the lakestream.Open scheme of a lakegate node (import this
+// package for its side effect to register it):
 //
 //	lakegate:///abs/data/dir                      embedded etcd + file objects
 //	lakegate://?data=DIR&objects=URL&etcd=H:P,H:P  any combination
@@ -18,7 +19,7 @@ func init() { lakestream.Register("lakegate", openCatalog) }
 
 func openCatalog(ctx context.Context, u *url.URL, props map[string]string) (lakestream.StreamCatalog, error) {
 	q := u.Query()
-	cfg := NodeConfig{DataDir: q.Get("data"), ObjectURL: q.Get("objects")}
+	cfg := Config{DataDir: q.Get("data"), ObjectURL: q.Get("objects")}
 	if cfg.DataDir == "" && u.Path != "" {
 		cfg.DataDir = u.Path
 	}
@@ -29,7 +30,7 @@ func openCatalog(ctx context.Context, u *url.URL, props map[string]string) (lake
 	if cfg.DataDir == "" && (cfg.ObjectURL == "" || len(cfg.EtcdEndpoints) == 0) {
 		return nil, fmt.Errorf("%w: lakegate URI needs a data dir, or objects= and etcd=", lakestream.ErrInvalidArgument)
 	}
-	n, err := StartNode(ctx, cfg)
+	n, err := Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -47,12 +48,13 @@ func (c *nodeCatalog) Close() error {
 	return c.node.Close()
 }
 
-// Catalog returns the level-2 stream catalog over this node's engine.
+// Catalog returns the level-2 stream catalog over this node's engine, with
+// the table layer's view as Stream.Table().
 func (n *Node) Catalog() *catalog.Catalog {
 	return catalog.New(n.Meta, n.Engine, catalog.Options{
-		Root: n.Engine.opts.MetaRoot,
+		Root: n.Engine.MetaRoot(),
 		TableProvider: func(md lakestream.StreamMetadata) lakestream.Table {
-			return n.Engine.TableView(md, n.Config.ObjectURL)
+			return n.Tables.View(md, n.Config.ObjectURL)
 		},
 	})
 }

@@ -1,22 +1,32 @@
-package engine
+// Package node runs a lakegate storage node: the object store and the
+// metadata store (embedded etcd or an external cluster) a configuration
+// names, the storage engine on them, the table layer above it, and the
+// engine's garbage collection loop. It is the composition root of the
+// storage side (engine + tables), shared by cmd/lakegate, the e2e tests and
+// lakestream.Open("lakegate://…") (open.go). It holds no logic of its own:
+// what runs is the engine's and the tables package's.
+package node
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/objstore"
+	"github.com/lakegate/lakegate/tables"
 )
 
-// NodeConfig says where a node's data and metadata live.
-type NodeConfig struct {
+// Config says where a node's data and metadata live.
+type Config struct {
 	// DataDir holds the embedded etcd member (DataDir/etcd) and, unless
 	// ObjectURL says otherwise, the objects (DataDir/objects). Default
 	// "./data".
@@ -34,39 +44,46 @@ type NodeConfig struct {
 	// with other users. Default "".
 	EtcdPrefix string
 	// Engine options (NodeID, flush sizes, …). RemoteStore is set from the
-	// ObjectURL's scheme when left false.
-	Engine Options
+	// ObjectURL's scheme when left false; ChunkDecoder and Attachments are
+	// the tables package's (tables.EngineOptions).
+	Engine engine.Options
+	// Tables options (compaction age and size, Iceberg catalog). Logger
+	// and Now default to the engine's; IcebergCatalog.StoreURL to
+	// ObjectURL and its sqlite file to <DataDir>/iceberg/catalog.db.
+	Tables tables.Options
 	// GCInterval is how often the node runs CollectGarbage (docs/gc.md);
 	// negative: never. Default 1 min.
 	GCInterval time.Duration
 }
 
-// Node is a running storage node: stores, embedded etcd (if any) and the
-// engine. Close stops them in reverse order.
+// Node is a running storage node: stores, embedded etcd (if any), the
+// engine and the table layer. Close stops them in reverse order.
 type Node struct {
-	Engine   *Engine
+	Engine   *engine.Engine
+	Tables   *tables.Tables
 	Store    objstore.Store
 	Meta     meta.Store
 	Embedded *meta.Embedded // nil with external etcd
-	Config   NodeConfig
+	Config   Config
 
 	gcStop   chan struct{} // closed by Close; nil when GC does not run
 	gcDone   chan struct{}
 	stopOnce sync.Once
 }
 
-// StartNode opens the stores named by cfg and starts an engine on them.
-func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
+// Start opens the stores named by cfg and starts an engine and its table
+// layer on them.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = "data"
 	}
 	abs, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("engine: data dir: %w", err)
+		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	cfg.DataDir = abs
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("engine: data dir: %w", err)
+		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	if cfg.ObjectURL == "" {
 		cfg.ObjectURL = "file://" + filepath.ToSlash(cfg.DataDir)
@@ -78,11 +95,17 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 			}
 		}
 	}
-	if cfg.Engine.IcebergCatalog.StoreURL == "" {
-		cfg.Engine.IcebergCatalog.StoreURL = cfg.ObjectURL
+	if cfg.Tables.IcebergCatalog.StoreURL == "" {
+		cfg.Tables.IcebergCatalog.StoreURL = cfg.ObjectURL
 	}
-	if k := cfg.Engine.IcebergCatalog.Kind; (k == "" || k == iceberg.KindSQL) && cfg.Engine.IcebergCatalog.URI == "" {
-		cfg.Engine.IcebergCatalog.URI = filepath.Join(cfg.DataDir, "iceberg", "catalog.db")
+	if k := cfg.Tables.IcebergCatalog.Kind; (k == "" || k == iceberg.KindSQL) && cfg.Tables.IcebergCatalog.URI == "" {
+		cfg.Tables.IcebergCatalog.URI = filepath.Join(cfg.DataDir, "iceberg", "catalog.db")
+	}
+	if cfg.Tables.Logger == nil {
+		cfg.Tables.Logger = cfg.Engine.Logger
+	}
+	if cfg.Tables.Now == nil {
+		cfg.Tables.Now = cfg.Engine.Now
 	}
 	n := &Node{Config: cfg}
 	ok := false
@@ -109,9 +132,10 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 			return nil, err
 		}
 	}
-	if n.Engine, err = New(n.Store, n.Meta, cfg.Engine); err != nil {
+	if n.Engine, err = engine.New(n.Store, n.Meta, tables.EngineOptions(cfg.Engine)); err != nil {
 		return nil, err
 	}
+	n.Tables = tables.New(n.Engine, cfg.Tables)
 	if cfg.GCInterval == 0 {
 		cfg.GCInterval = time.Minute
 		n.Config.GCInterval = cfg.GCInterval
@@ -128,7 +152,10 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 // collecting at once is safe (docs/gc.md).
 func (n *Node) collectGarbage(interval time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	log := n.Engine.opts.Logger
+	log := n.Config.Engine.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -149,9 +176,9 @@ func (n *Node) collectGarbage(interval time.Duration, stop <-chan struct{}, done
 		cancel()
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):
-			log.Warn("engine: garbage collection failed", "err", err)
+			log.Warn("node: garbage collection failed", "err", err)
 		case st.Deleted+st.TableOrphans > 0:
-			log.Info("engine: garbage collected", "wal_objects", st.Deleted, "table_orphans", st.TableOrphans,
+			log.Info("node: garbage collected", "wal_objects", st.Deleted, "table_orphans", st.TableOrphans,
 				"kept", st.Referenced, "protected", st.Protected)
 		}
 	}
@@ -165,6 +192,9 @@ func (n *Node) Close() error {
 		<-n.gcDone
 	}
 	var errs []error
+	if n.Tables != nil {
+		errs = append(errs, n.Tables.Close())
+	}
 	if n.Engine != nil {
 		errs = append(errs, n.Engine.Close())
 	}

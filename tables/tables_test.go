@@ -1,4 +1,4 @@
-package engine
+package tables
 
 // Tests of CompactToTable (docs/compaction.md): WAL chunks of real
 // Pulsar-shaped entries (batched and not, every codec, keys, properties)
@@ -22,6 +22,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakestream"
@@ -133,7 +135,7 @@ var tableCodecs = []pb.CompressionType{
 // appendPulsar appends n entries to log id, one WAL chunk each (every
 // Append waits for its commit), with publish times from publishMs on, and
 // returns their records.
-func appendPulsar(t testing.TB, e *Engine, id lakestream.LogID, r *rand.Rand, n int, publishMs int64) int64 {
+func appendPulsar(t testing.TB, e testNode, id lakestream.LogID, r *rand.Rand, n int, publishMs int64) int64 {
 	t.Helper()
 	ctx := ctxT(t)
 	var recs int64
@@ -148,7 +150,7 @@ func appendPulsar(t testing.TB, e *Engine, id lakestream.LogID, r *rand.Rand, n 
 }
 
 // readAll reads every entry of a log.
-func readAll(t testing.TB, e *Engine, id lakestream.LogID) []lakestream.Entry {
+func readAll(t testing.TB, e testNode, id lakestream.LogID) []lakestream.Entry {
 	t.Helper()
 	ctx := ctxT(t)
 	var out []lakestream.Entry
@@ -186,19 +188,15 @@ func sameEntries(t testing.TB, got, want []lakestream.Entry) {
 }
 
 // kinds counts the log's index entries by kind.
-func kinds(t testing.TB, e *Engine, id lakestream.LogID) map[string]int {
+func kinds(t testing.TB, e testNode, id lakestream.LogID) map[string]int {
 	t.Helper()
-	l, err := e.log(ctxT(t), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ies, err := l.chunks(ctxT(t), 0, 100000)
+	ies, err := e.Chunks(ctxT(t), id, 0, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
 	for _, ie := range ies {
-		if ie.Kind == kindParquet {
+		if ie.Kind == index.KindParquet {
 			out["parquet"]++
 			if !strings.HasPrefix(ie.Object, "tables/public/default/orders/data/__partition=3/__publish_date=") {
 				t.Fatalf("parquet object %s", ie.Object)
@@ -256,14 +254,14 @@ func checkTable(t testing.TB, store objstore.Store, root string, end int64) {
 	}
 }
 
-var orders = TableTarget{Root: "tables/public/default/orders", Partition: 3, Delta: true}
+var orders = Target{Root: "tables/public/default/orders", Partition: 3, Delta: true}
 
 // compactAll runs CompactToTable until nothing is eligible.
-func compactAll(t testing.TB, e *Engine, id lakestream.LogID) (ranges int) {
+func compactAll(t testing.TB, e testNode, id lakestream.LogID) (ranges int) {
 	t.Helper()
 	for {
 		_, err := e.CompactToTable(ctxT(t), id, orders)
-		if errors.Is(err, ErrNothingToCompact) {
+		if errors.Is(err, engine.ErrNothingToCompact) {
 			return ranges
 		}
 		if err != nil {
@@ -392,7 +390,7 @@ func TestCompactToTableCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), id), want)
-			kv, _, err := env.meta.Get(ctxT(t), e2.keys.log(id)+"compacted")
+			kv, _, err := env.meta.Get(ctxT(t), e2.LogKey(id, "compacted"))
 			if err != nil || string(kv.Value) != fmt.Sprint(want[len(want)-1].End()) {
 				t.Fatalf("compaction cursor %q, %v", kv.Value, err)
 			}
@@ -404,7 +402,7 @@ func TestCompactToTableConcurrent(t *testing.T) {
 	env := newMemEnv(t)
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	opts := Options{Now: clk.now, CompactMaxBytes: 4 << 10, Logger: quietLogger}
-	engines := []*Engine{env.engine(t, opts), env.engine(t, opts)}
+	engines := []testNode{env.engine(t, opts), env.engine(t, opts)}
 	const id = 9
 	r := rand.New(rand.NewPCG(5, 6))
 	appendPulsar(t, engines[0], id, r, 40, clk.now().UnixMilli()-3600_000)
@@ -417,7 +415,7 @@ func TestCompactToTableConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for {
 				_, err := e.CompactToTable(ctxT(t), id, orders)
-				if errors.Is(err, ErrNothingToCompact) {
+				if errors.Is(err, engine.ErrNothingToCompact) {
 					return
 				}
 				if err != nil && !errors.Is(err, lakestream.ErrConflict) {
@@ -510,7 +508,7 @@ func TestCompactToTableTrim(t *testing.T) {
 		t.Fatal("no crash")
 	}
 	var c tableClaim
-	kv, _, err := env.meta.Get(ctx, e.keys.tableClaimKey(id))
+	kv, _, err := env.meta.Get(ctx, e.tables.claimKey(id))
 	if err != nil {
 		t.Fatal(err)
 	}

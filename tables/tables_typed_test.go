@@ -1,4 +1,4 @@
-package engine
+package tables
 
 import (
 	"fmt"
@@ -70,7 +70,7 @@ func TestCompactToTableTypedColumns(t *testing.T) {
 	const id = 9
 	v1 := `{"type":"record","name":"P","fields":[{"name":"id","type":"long"},{"name":"name","type":["null","string"]}]}`
 	v2 := `{"type":"record","name":"P","fields":[{"name":"id","type":"long"},{"name":"name","type":["null","string"]},{"name":"price","type":"double"}]}`
-	target := TableTarget{Root: "tables/public/default/prices", Partition: -1, Delta: true, Iceberg: true,
+	target := Target{Root: "tables/public/default/prices", Partition: -1, Delta: true, Iceberg: true,
 		Ident: []string{"public", "default", "prices"}, Schema: lakestream.SchemaConfig{Type: lakestream.SchemaJSON, Definition: []byte(v1)}}
 	ctx := ctxT(t)
 	for i := range 20 {

@@ -1,23 +1,21 @@
-package engine
+package tables
 
 // Parquet chunks: building a table file from log entries (compaction) and
-// reading one back as a chunk (the read path). docs/compaction.md.
+// reading one back as a chunk (the engine's read path, through Decoder).
+// docs/compaction.md.
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
+	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/engine/wal"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
-	"github.com/lakegate/lakegate/objstore"
 )
-
-const kindParquet = index.KindParquet
 
 // tableEntry is one log entry on its way into a table file.
 type tableEntry struct {
@@ -58,7 +56,7 @@ func entryRows(te tableEntry, partition int32, ledger int64) ([]lakehouse.Messag
 	if err != nil {
 		m, oerr := lakehouse.OpaqueEntry(e, partition, ledger)
 		if oerr != nil {
-			return nil, fmt.Errorf("engine: entry at offset %d cannot go into a table: %w", te.offset, err)
+			return nil, fmt.Errorf("tables: entry at offset %d cannot go into a table: %w", te.offset, err)
 		}
 		msgs = []lakehouse.Message{m}
 	}
@@ -73,7 +71,7 @@ func entryRows(te tableEntry, partition int32, ledger int64) ([]lakehouse.Messag
 // the decoded chunk read back from them. The read-back is checked against
 // the run (every rebuilt entry byte-identical): a file that would not serve
 // reads exactly is never written.
-func buildParquet(ctx context.Context, run []tableEntry, partition int32, ledger, writeMs int64, typed *lakehouse.TypedSchema) ([]byte, *loadedChunk, lakehouse.FileStats, error) {
+func buildParquet(ctx context.Context, run []tableEntry, partition int32, ledger int64, typed *lakehouse.TypedSchema) ([]byte, []wal.DecodedEntry, lakehouse.FileStats, error) {
 	var rows []lakehouse.Message
 	for _, te := range run {
 		msgs, err := entryRows(te, partition, ledger)
@@ -94,29 +92,41 @@ func buildParquet(ctx context.Context, run []tableEntry, partition int32, ledger
 	// The range is bounded by CompactMaxBytes; the file takes all of it.
 	st, err := lakehouse.WriteParquet(&buf, rb.Schema(), recs, lakehouse.WriteOptions{MaxFileBytes: math.MaxInt64})
 	if err != nil {
-		return nil, nil, st, fmt.Errorf("engine: write parquet: %w", err)
+		return nil, nil, st, fmt.Errorf("tables: write parquet: %w", err)
 	}
 	if st.Records != len(recs) || st.Rows != int64(len(rows)) {
-		return nil, nil, st, fmt.Errorf("engine: parquet took %d of %d records", st.Records, len(recs))
+		return nil, nil, st, fmt.Errorf("tables: parquet took %d of %d records", st.Records, len(recs))
 	}
 	data := buf.Bytes()
-	c, err := decodeParquet(ctx, data, run[0].offset, int64(len(run)), writeMs)
+	ents, err := decodeParquet(ctx, data, run[0].offset, int64(len(run)))
 	if err != nil {
-		return nil, nil, st, fmt.Errorf("engine: parquet read-back: %w", err)
+		return nil, nil, st, fmt.Errorf("tables: parquet read-back: %w", err)
 	}
-	for i, de := range c.entries {
+	for i, de := range ents {
 		te := run[i]
 		if de.Records != te.records || de.PublishTimeMs != te.publishMs || !bytes.Equal(de.Payload, te.payload) {
-			return nil, nil, st, fmt.Errorf("engine: parquet read-back differs at offset %d", te.offset)
+			return nil, nil, st, fmt.Errorf("tables: parquet read-back differs at offset %d", te.offset)
 		}
 	}
-	return data, c, st, nil
+	return data, ents, st, nil
+}
+
+// Decoder is the engine's engine.ChunkDecoder for index entries of kind
+// index.KindParquet: it rebuilds a table file's entries from its rows
+// (docs/compaction.md, "Reads"). The zero value is ready to use.
+type Decoder struct{}
+
+var _ engine.ChunkDecoder = Decoder{}
+
+// DecodeChunk implements engine.ChunkDecoder.
+func (Decoder) DecodeChunk(ctx context.Context, data []byte, c index.Entry) ([]wal.DecodedEntry, error) {
+	return decodeParquet(ctx, data, c.First, c.Entries)
 }
 
 // decodeParquet rebuilds the entries of a table file whose first entry is
 // at offset first; it must hold exactly wantEntries entries, in offset
 // order.
-func decodeParquet(ctx context.Context, data []byte, first, wantEntries, writeMs int64) (*loadedChunk, error) {
+func decodeParquet(ctx context.Context, data []byte, first, wantEntries int64) ([]wal.DecodedEntry, error) {
 	rows, err := lakehouse.ReadParquet(ctx, bytes.NewReader(data), nil)
 	if err != nil {
 		return nil, err
@@ -125,7 +135,7 @@ func decodeParquet(ctx context.Context, data []byte, first, wantEntries, writeMs
 	if int64(len(groups)) != wantEntries {
 		return nil, fmt.Errorf("%w: parquet file holds %d entries, index says %d", wal.ErrCorrupt, len(groups), wantEntries)
 	}
-	c := &loadedChunk{writeMs: writeMs, entries: make([]wal.DecodedEntry, len(groups))}
+	out := make([]wal.DecodedEntry, len(groups))
 	off := first
 	for i, g := range groups {
 		if g[0].EntryID != off {
@@ -139,37 +149,8 @@ func decodeParquet(ctx context.Context, data []byte, first, wantEntries, writeMs
 		if n < 1 {
 			return nil, fmt.Errorf("%w: parquet entry at offset %d has %d records", wal.ErrCorrupt, off, n)
 		}
-		c.entries[i] = wal.DecodedEntry{Records: n, PublishTimeMs: g[0].PublishTimeMs, Payload: p, PayloadSize: len(p)}
-		c.size += int64(len(p))
+		out[i] = wal.DecodedEntry{Records: n, PublishTimeMs: g[0].PublishTimeMs, Payload: p, PayloadSize: len(p)}
 		off += int64(n)
 	}
-	return c, nil
-}
-
-// loadParquetChunk is loadChunk for a KindParquet index entry: one GET of
-// the whole file.
-func (l *logHandle) loadParquetChunk(ctx context.Context, ie indexEntry) (*loadedChunk, error) {
-	loc := chunkLoc{ie.Object, 0}
-	if c := l.e.cache.get(loc); c != nil {
-		l.e.metrics.cacheHits.Add(1)
-		return c, nil
-	}
-	b, err := l.e.store.Get(ctx, ie.Object)
-	if err != nil {
-		if errors.Is(err, objstore.ErrNotFound) {
-			return nil, fmt.Errorf("engine: log %d parquet file %s missing: %w", l.id, ie.Object, err)
-		}
-		return nil, fmt.Errorf("%w: get %s: %w", lakestream.ErrUnavailable, ie.Object, err)
-	}
-	l.e.metrics.gets.Add(1)
-	l.e.metrics.getBytes.Add(int64(len(b)))
-	if ie.Length != 0 && int64(len(b)) != ie.Length {
-		return nil, fmt.Errorf("%w: log %d parquet file %s: %d bytes, index says %d", wal.ErrCorrupt, l.id, ie.Object, len(b), ie.Length)
-	}
-	c, err := decodeParquet(ctx, b, ie.First, ie.Entries, ie.WriteMs)
-	if err != nil {
-		return nil, fmt.Errorf("log %d parquet file %s: %w", l.id, ie.Object, err)
-	}
-	l.e.cache.put(loc, c)
-	return c, nil
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package tables
 
 // Typed value columns of compacted tables (docs/table-schema.md, "Typed
 // value columns"): which typed schema the next table files get, and how it
@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakestream"
@@ -53,7 +54,7 @@ func typedFromDelta(s delta.Schema) (*lakehouse.TypedSchema, error) {
 		}
 		id, err := metaInt(f.Metadata[typedMetaID])
 		if err != nil {
-			return nil, fmt.Errorf("engine: typed column %s: field id: %w", f.Name, err)
+			return nil, fmt.Errorf("tables: typed column %s: field id: %w", f.Name, err)
 		}
 		retired, _ := f.Metadata[typedMetaRetired].(bool)
 		ts.Fields = append(ts.Fields, lakehouse.TypedField{Name: f.Name, ID: int32(id), Type: lakehouse.ValueType(vt), Retired: retired})
@@ -151,8 +152,9 @@ func deltaSchemaOf(ts *lakehouse.TypedSchema) (delta.Schema, error) {
 // tableSchemaKey is the key of a table's typed-schema state: the one source
 // of truth for typed column ids of every log (partition) of the stream and
 // of both formats (docs/table-schema.md, "Typed columns in compacted
-// tables").
-func (k keys) tableSchemaKey(root string) string { return k.root + "table-schemas/" + root }
+// tables"). It lives under the engine's root, outside the engine's
+// prefixes (docs/index-format.md).
+func (t *Tables) tableSchemaKey(root string) string { return t.e.MetaRoot() + "table-schemas/" + root }
 
 // typedState is the value of tableSchemaKey.
 type typedState struct {
@@ -198,7 +200,7 @@ func (s *typedState) decoder() (*lakehouse.TypedSchema, error) {
 			return nil, err
 		}
 		if !sameColumns(ts, cols) {
-			return nil, fmt.Errorf("engine: stored typed schema does not match its definition")
+			return nil, fmt.Errorf("tables: stored typed schema does not match its definition")
 		}
 		return ts, nil
 	}
@@ -209,8 +211,8 @@ func (s *typedState) decoder() (*lakehouse.TypedSchema, error) {
 const typedStateAttempts = 16
 
 // loadTableSchema returns a table's typed columns (nil: none yet).
-func (e *Engine) loadTableSchema(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {
-	kv, found, err := e.meta.Get(ctx, e.keys.tableSchemaKey(root))
+func (t *Tables) loadTableSchema(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {
+	kv, found, err := t.e.Meta().Get(ctx, t.tableSchemaKey(root))
 	if err != nil {
 		return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
 	}
@@ -219,7 +221,7 @@ func (e *Engine) loadTableSchema(ctx context.Context, root string) (*lakehouse.T
 	}
 	var st typedState
 	if err := json.Unmarshal(kv.Value, &st); err != nil {
-		return nil, fmt.Errorf("%w: table schema of %s: %v", errCorruptMeta, root, err)
+		return nil, fmt.Errorf("%w: table schema of %s: %v", index.ErrCorrupt, root, err)
 	}
 	return st.schema(), nil
 }
@@ -229,10 +231,10 @@ func (e *Engine) loadTableSchema(ctx context.Context, root string) (*lakehouse.T
 // columns evolved by sc (stored with a compare-and-swap, so every log and
 // node agrees on the ids). A schema that cannot be applied is logged and
 // the stored one kept; compaction never stops on a schema.
-func (e *Engine) tableSchema(ctx context.Context, root string, sc lakestream.SchemaConfig) (*lakehouse.TypedSchema, error) {
-	key := e.keys.tableSchemaKey(root)
+func (t *Tables) tableSchema(ctx context.Context, root string, sc lakestream.SchemaConfig) (*lakehouse.TypedSchema, error) {
+	key := t.tableSchemaKey(root)
 	for range typedStateAttempts {
-		kv, found, err := e.meta.Get(ctx, key)
+		kv, found, err := t.e.Meta().Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
 		}
@@ -240,13 +242,13 @@ func (e *Engine) tableSchema(ctx context.Context, root string, sc lakestream.Sch
 		var st typedState
 		if found {
 			if err := json.Unmarshal(kv.Value, &st); err != nil {
-				return nil, fmt.Errorf("%w: table schema of %s: %v", errCorruptMeta, root, err)
+				return nil, fmt.Errorf("%w: table schema of %s: %v", index.ErrCorrupt, root, err)
 			}
 			prev = st.schema()
 		}
 		next, warn := nextTypedSchema(prev, sc)
 		if warn != nil {
-			e.opts.Logger.Warn("engine: stream schema not applied to its table; columns kept", "table", root, "err", warn)
+			t.opts.Logger.Warn("tables: stream schema not applied to its table; columns kept", "table", root, "err", warn)
 		}
 		if next == nil {
 			return nil, nil
@@ -259,13 +261,13 @@ func (e *Engine) tableSchema(ctx context.Context, root string, sc lakestream.Sch
 		}
 		value, err := json.Marshal(stateOf(next, sc.Definition))
 		if err != nil {
-			return nil, fmt.Errorf("engine: table schema: %w", err)
+			return nil, fmt.Errorf("tables: table schema: %w", err)
 		}
 		cmp := meta.Cmp{Key: key, ModRevision: 0}
 		if found {
 			cmp.ModRevision = kv.ModRevision
 		}
-		ok, _, err := e.meta.Txn(ctx, []meta.Cmp{cmp}, []meta.Op{meta.Put(key, value)})
+		ok, _, err := t.e.Meta().Txn(ctx, []meta.Cmp{cmp}, []meta.Op{meta.Put(key, value)})
 		if err != nil {
 			return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
 		}
