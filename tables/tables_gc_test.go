@@ -1,7 +1,6 @@
 package tables
 
 import (
-	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -31,15 +30,8 @@ func tableFiles(t *testing.T, store objstore.Store) []string {
 func TestCompactToTableGCOrphans(t *testing.T) {
 	env := newMemEnv(t)
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	crashAt := "put"
 	opts := Options{Now: clk.now, CompactMaxBytes: 1 << 30, Logger: quietLogger}
-	opts.hooks.compactStep = func(_ int64, s string) error {
-		if s == crashAt {
-			crashAt = ""
-			return errors.New("injected crash after " + s)
-		}
-		return nil
-	}
+	crashOnceAfter(&opts, "put")
 	e := env.engine(t, opts)
 	const id = 9
 	r := rand.New(rand.NewPCG(5, 6))
@@ -83,7 +75,7 @@ func TestCompactToTableGCOrphans(t *testing.T) {
 
 	// A crash after the cursor step leaves the claim's intents; the next
 	// claim deletes them, so GC never takes that claim's (committed) files.
-	crashAt = "cursor"
+	crashOnceAfter(&opts, "cursor")
 	e3 := env.engine(t, opts)
 	appendPulsar(t, e3, id, r, 10, clk.now().UnixMilli())
 	clk.advance(time.Minute)

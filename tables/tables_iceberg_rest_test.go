@@ -12,20 +12,16 @@ package tables
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
-	"github.com/lakegate/lakegate/lakestream"
 )
 
 // newRESTIcebergEnv is newIcebergEnv with the catalog at
@@ -52,42 +48,7 @@ func TestCompactToTableIcebergREST(t *testing.T) {
 	for _, step := range []string{"claim", "iceberg", "cursor"} {
 		t.Run(step, func(t *testing.T) {
 			env, target := newRESTIcebergEnv(t)
-			clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-			crashed := false
-			opts := env.opts(clk)
-			opts.hooks.compactStep = func(_ int64, s string) error {
-				if s == step && !crashed {
-					crashed = true
-					return errors.New("injected crash after " + s)
-				}
-				return nil
-			}
-			e := env.engine(t, opts)
-			const id = 9
-			r := rand.New(rand.NewPCG(21, 22))
-			day2 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli()
-			appendPulsar(t, e, id, r, 20, day2-15)
-			appendPulsar(t, e, id, r, 20, day2+3600_000)
-			clk.advance(time.Minute)
-			want := readAll(t, e, id)
-			end := want[len(want)-1].End()
-
-			if _, err := e.CompactToTable(ctxT(t), id, target); err == nil || !crashed {
-				t.Fatalf("no crash: %v", err)
-			}
-			// A restarted engine (a new REST client) resumes and finishes
-			// both tables.
-			e2 := env.engine(t, env.opts(clk))
-			if n := compactAllTo(t, e2, id, target); n < 2 {
-				t.Fatalf("%d ranges after the crash, want several", n)
-			}
-			if k := kinds(t, e2, id); k["wal"] != 0 {
-				t.Fatalf("index: %v", k)
-			}
-			checkTable(t, env.store, orders.Root, end)
-			rows := deltaRows(t, env.store, orders.Root)
-			checkIceberg(t, env, target.Ident, end, rows)
-			sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), id), want)
+			end, rows := icebergCrashResume(t, env, target, step, 21)
 			// The table's metadata is where lakegate put it, beside
 			// _delta_log, not in the server's warehouse.
 			meta, err := filepath.Glob(filepath.Join(env.dir, filepath.FromSlash(orders.Root), "metadata", "*.metadata.json"))
@@ -119,31 +80,7 @@ func TestCompactToTableIcebergRESTConcurrent(t *testing.T) {
 	want := readAll(t, engines[0], id)
 	end := want[len(want)-1].End()
 
-	var wg sync.WaitGroup
-	errs := make([]error, len(engines))
-	for i, e := range engines {
-		wg.Go(func() {
-			for {
-				_, err := e.CompactToTable(ctxT(t), id, target)
-				if errors.Is(err, engine.ErrNothingToCompact) {
-					return
-				}
-				if err != nil && !errors.Is(err, lakestream.ErrConflict) {
-					errs[i] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if k := kinds(t, engines[0], id); k["wal"] != 0 {
-		t.Fatalf("index: %v", k)
-	}
+	raceCompactions(t, engines, id, target)
 	checkTable(t, env.store, orders.Root, end)
 	checkIceberg(t, env, target.Ident, end, deltaRows(t, env.store, orders.Root))
 }

@@ -6,7 +6,7 @@ package tables
 // row exactly once in both the Delta and the Iceberg table; two engines
 // compact one log concurrently into both. The pyiceberg reader check is
 // TestCompactToTablePyIceberg (needs LAKEGATE_PYICEBERG).
-// Run: go test -p 1 -count=1 -run 'CompactToTableIceberg|PyIceberg' ./engine/
+// Run: go test -p 1 -count=1 -run 'CompactToTableIceberg|PyIceberg' ./tables/
 
 import (
 	"bytes"
@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -173,41 +172,7 @@ func checkIceberg(t testing.TB, env icebergEnv, ident []string, end int64, want 
 func TestCompactToTableIcebergCrash(t *testing.T) {
 	for _, step := range []string{"put", "claim", "commit", "iceberg", "replace", "cursor"} {
 		t.Run(step, func(t *testing.T) {
-			env := newIcebergEnv(t)
-			clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-			crashed := false
-			opts := env.opts(clk)
-			opts.hooks.compactStep = func(_ int64, s string) error {
-				if s == step && !crashed {
-					crashed = true
-					return errors.New("injected crash after " + s)
-				}
-				return nil
-			}
-			e := env.engine(t, opts)
-			const id = 9
-			r := rand.New(rand.NewPCG(3, 4))
-			day2 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli()
-			appendPulsar(t, e, id, r, 20, day2-15)
-			appendPulsar(t, e, id, r, 20, day2+3600_000)
-			clk.advance(time.Minute)
-			want := readAll(t, e, id)
-			end := want[len(want)-1].End()
-
-			if _, err := e.CompactToTable(ctxT(t), id, ordersBoth); err == nil || !crashed {
-				t.Fatalf("no crash: %v", err)
-			}
-			sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), id), want)
-
-			// A restarted engine resumes and finishes both tables.
-			e2 := env.engine(t, env.opts(clk))
-			compactAllTo(t, e2, id, ordersBoth)
-			if k := kinds(t, e2, id); k["wal"] != 0 {
-				t.Fatalf("index: %v", k)
-			}
-			checkTable(t, env.store, orders.Root, end)
-			checkIceberg(t, env, ordersBoth.Ident, end, deltaRows(t, env.store, orders.Root))
-			sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), id), want)
+			icebergCrashResume(t, newIcebergEnv(t), ordersBoth, step, 3)
 		})
 	}
 }
@@ -218,15 +183,8 @@ func TestCompactToTableIcebergCrash(t *testing.T) {
 func TestCompactToTableIcebergFormats(t *testing.T) {
 	env := newIcebergEnv(t)
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	crashed := false
 	opts := env.opts(clk)
-	opts.hooks.compactStep = func(_ int64, s string) error {
-		if s == "claim" && !crashed {
-			crashed = true
-			return errors.New("injected crash after claim")
-		}
-		return nil
-	}
+	crashed := crashOnceAfter(&opts, "claim")
 	e := env.engine(t, opts)
 	const id = 9
 	r := rand.New(rand.NewPCG(11, 12))
@@ -258,7 +216,7 @@ func TestCompactToTableIcebergFormats(t *testing.T) {
 		t.Fatalf("old claim %+v: %v", old, err)
 	}
 	icebergOnly := Target{Root: orders.Root, Partition: 3, Iceberg: true, Ident: ordersBoth.Ident}
-	if _, err := e.CompactToTable(ctxT(t), id, icebergOnly); err == nil || !crashed {
+	if _, err := e.CompactToTable(ctxT(t), id, icebergOnly); err == nil || !*crashed {
 		t.Fatalf("no crash: %v", err)
 	}
 	// Resumed by a caller asking for both: the claimed range goes to
@@ -302,31 +260,7 @@ func TestCompactToTableIcebergConcurrent(t *testing.T) {
 	want := readAll(t, engines[0], id)
 	end := want[len(want)-1].End()
 
-	var wg sync.WaitGroup
-	errs := make([]error, len(engines))
-	for i, e := range engines {
-		wg.Go(func() {
-			for {
-				_, err := e.CompactToTable(ctxT(t), id, ordersBoth)
-				if errors.Is(err, engine.ErrNothingToCompact) {
-					return
-				}
-				if err != nil && !errors.Is(err, lakestream.ErrConflict) {
-					errs[i] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if k := kinds(t, engines[0], id); k["wal"] != 0 {
-		t.Fatalf("index: %v", k)
-	}
+	raceCompactions(t, engines, id, ordersBoth)
 	checkTable(t, env.store, orders.Root, end)
 	checkIceberg(t, env, ordersBoth.Ident, end, deltaRows(t, env.store, orders.Root))
 }
@@ -335,7 +269,7 @@ func TestCompactToTableIcebergConcurrent(t *testing.T) {
 // file:// and has pyiceberg load the table through its SqlCatalog and
 // compare row count and payload checksum. Needs a python with pyiceberg:
 //
-//	LAKEGATE_PYICEBERG=$(e2e/interop/iceberg/setup.sh | tail -1) go test -p 1 -run PyIceberg ./engine/
+//	LAKEGATE_PYICEBERG=$(e2e/interop/iceberg/setup.sh | tail -1) go test -p 1 -run PyIceberg ./tables/
 //
 // Without LAKEGATE_PYICEBERG the test is skipped (a skip is not a pass);
 // e2e/interop/iceberg/run.sh runs it.

@@ -4,7 +4,7 @@ package tables
 // Pulsar-shaped entries (batched and not, every codec, keys, properties)
 // compacted into Parquet files of a Delta table in a mem:// store, then read
 // back through the log, the Delta log and GC; with a crash injected after
-// each step. Run: go test -race -run CompactToTable ./engine/
+// each step. Run: go test -race -run CompactToTable ./tables/
 
 import (
 	"bytes"
@@ -357,15 +357,8 @@ func TestCompactToTableCrash(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			env := newMemEnv(t)
 			clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-			crashed := false
 			opts := Options{Now: clk.now, CompactMaxBytes: 8 << 10, Logger: quietLogger}
-			opts.hooks.compactStep = func(_ int64, s string) error {
-				if s == step && !crashed {
-					crashed = true
-					return errors.New("injected crash after " + s)
-				}
-				return nil
-			}
+			crashed := crashOnceAfter(&opts, step)
 			e := env.engine(t, opts)
 			const id = 9
 			r := rand.New(rand.NewPCG(3, 4))
@@ -373,7 +366,7 @@ func TestCompactToTableCrash(t *testing.T) {
 			clk.advance(time.Minute)
 			want := readAll(t, e, id)
 
-			if _, err := e.CompactToTable(ctxT(t), id, orders); err == nil || !crashed {
+			if _, err := e.CompactToTable(ctxT(t), id, orders); err == nil || !*crashed {
 				t.Fatalf("no crash: %v", err)
 			}
 			// The log is readable right after the crash, from a cold engine.
@@ -409,31 +402,7 @@ func TestCompactToTableConcurrent(t *testing.T) {
 	clk.advance(time.Minute)
 	want := readAll(t, engines[0], id)
 
-	var wg sync.WaitGroup
-	errs := make([]error, len(engines))
-	for i, e := range engines {
-		wg.Go(func() {
-			for {
-				_, err := e.CompactToTable(ctxT(t), id, orders)
-				if errors.Is(err, engine.ErrNothingToCompact) {
-					return
-				}
-				if err != nil && !errors.Is(err, lakestream.ErrConflict) {
-					errs[i] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if k := kinds(t, engines[0], id); k["wal"] != 0 {
-		t.Fatalf("index: %v", k)
-	}
+	raceCompactions(t, engines, id, orders)
 	checkTable(t, env.store, orders.Root, want[len(want)-1].End())
 	sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), id), want)
 }
@@ -441,7 +410,7 @@ func TestCompactToTableConcurrent(t *testing.T) {
 // TestCompactToTableDeltaRS compacts a log into a table on file:// and has
 // delta-rs read it. Needs a python with deltalake:
 //
-//	LAKEGATE_PYTHON=$(e2e/interop/delta/setup.sh | tail -1) go test -p 1 -run DeltaRS ./engine/
+//	LAKEGATE_PYTHON=$(e2e/interop/delta/setup.sh | tail -1) go test -p 1 -run DeltaRS ./tables/
 //
 // Without LAKEGATE_PYTHON the test is skipped (a skip is not a pass); `make
 // interop` runs it. (It found that a column named __batch_index collides
@@ -485,15 +454,8 @@ func TestCompactToTableDeltaRS(t *testing.T) {
 func TestCompactToTableTrim(t *testing.T) {
 	env := newMemEnv(t)
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	crash := true
 	opts := Options{Now: clk.now, CompactMaxBytes: 4 << 10, Logger: quietLogger}
-	opts.hooks.compactStep = func(_ int64, s string) error {
-		if s == "claim" && crash {
-			crash = false
-			return errors.New("injected crash after claim")
-		}
-		return nil
-	}
+	crashOnceAfter(&opts, "claim")
 	e := env.engine(t, opts)
 	ctx := ctxT(t)
 	const id = 9
