@@ -14,8 +14,8 @@ import (
 // CompactStats reports one compaction of one log.
 type CompactStats struct {
 	Chunks int // chunks replaced
-	Files  int // table files written (CompactToTable)
-	// FileBytes is the size of those files (CompactToTable).
+	Files  int // table files written (tables.CompactToTable)
+	// FileBytes is the size of those files (tables.CompactToTable).
 	FileBytes int64
 	Records   int64 // records in them
 	From      int64 // first offset of the replaced range
@@ -24,7 +24,7 @@ type CompactStats struct {
 
 // ErrNothingToCompact is returned by CompactLog when fewer than two chunks
 // are eligible (or the first cannot merge with the next within the WAL
-// limits; the compaction cursor then moves past it), and by CompactToTable
+// limits; the compaction cursor then moves past it), and by the table layer's CompactToTable
 // when none is.
 var ErrNothingToCompact = errors.New("engine: nothing to compact")
 

@@ -1,4 +1,5 @@
-// Package meta is the engine's metadata-store boundary: a small,
+// Package meta is lakegate's metadata-store boundary — the ground floor
+// that the engine, the stream catalog and the table layer use: a small,
 // linearizable key-value interface (Store) with etcd's revision model,
 // multi-key compare-and-swap transactions and prefix watches.
 //

@@ -1,4 +1,6 @@
-// Package objstore is the engine's boundary to object storage: the Store
+// Package objstore is lakegate's boundary to object storage — the ground
+// floor that the engine, the table layer (tables) and the Delta log writer
+// (lakehouse/delta) all use: the Store
 // interface (whole-object put, atomic put-if-absent, ranged get, delete,
 // ordered listing) and its implementation over gocloud.dev/blob URLs.
 //
@@ -21,7 +23,8 @@
 // # What it must not touch
 //
 // Object names, formats and layout (WAL objects, Parquet files, Delta and
-// Iceberg metadata) belong to the engine packages that write them; this
+// Iceberg metadata) belong to the packages that write them (engine/wal,
+// tables, lakehouse/delta, lakehouse/iceberg); this
 // package moves opaque bytes under opaque keys. It knows nothing of etcd,
 // offsets or topics, and it does not retry: a failed call is reported, and
 // after a failed Put or PutIfAbsent the outcome is unknown (the caller

@@ -12,7 +12,8 @@
 // It also provides the data-plane handles: lakestream.Stream with its
 // layout (Pulsar-compatible murmur3 key routing, round-robin otherwise),
 // writer and reader, which delegate to LogStorage. Table views come from
-// Options.TableProvider (the lakehouse layer); without one, Scan returns
+// Options.TableProvider (the tables package's View, wired by node);
+// without one, Scan returns
 // lakestream.ErrNotMaterialized.
 //
 // It must not touch log data itself (offsets, index, cursors, WAL objects:
