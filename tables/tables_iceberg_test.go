@@ -298,14 +298,23 @@ func TestCompactToTablePyIceberg(t *testing.T) {
 	}
 	rows := deltaRows(t, env.store, orders.Root)
 	checkIceberg(t, env, ordersBoth.Ident, end, rows)
+	runPyIceberg(t, python, script, []string{"--catalog-db", env.catalog.URI}, ordersBoth.Ident, end, rows)
+}
+
+// runPyIceberg runs an e2e/interop/iceberg* check script with python: it
+// loads table ident through the catalog named by catalogArgs and prints
+// the row count and the SHA-256 of the payloads of partition 3 in offset
+// order, which must be those of rows [0, end).
+func runPyIceberg(t *testing.T, python, script string, catalogArgs, ident []string, end int64, rows map[int64][]byte) {
+	t.Helper()
 	h := sha256.New()
 	for o := range end {
 		h.Write(rows[o])
 	}
 	wantLine := fmt.Sprintf("rows=%d payload_sha256=%x", end, h.Sum(nil))
-	out, err := exec.CommandContext(t.Context(), python, script, "--catalog-db", env.catalog.URI,
-		"--table", strings.Join(ordersBoth.Ident, "."), "--partition", "3").CombinedOutput()
-	t.Logf("check_table.py: %s", out)
+	args := append(append([]string{script}, catalogArgs...), "--table", strings.Join(ident, "."), "--partition", "3")
+	out, err := exec.CommandContext(t.Context(), python, args...).CombinedOutput()
+	t.Logf("%s: %s", filepath.Base(script), out)
 	if err != nil {
 		t.Fatalf("pyiceberg: %v", err)
 	}

@@ -9,7 +9,6 @@ package tables
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -22,7 +21,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
@@ -256,19 +254,10 @@ func checkTable(t testing.TB, store objstore.Store, root string, end int64) {
 
 var orders = Target{Root: "tables/public/default/orders", Partition: 3, Delta: true}
 
-// compactAll runs CompactToTable until nothing is eligible.
+// compactAll runs CompactToTable(orders) until nothing is eligible.
 func compactAll(t testing.TB, e testNode, id lakestream.LogID) (ranges int) {
 	t.Helper()
-	for {
-		_, err := e.CompactToTable(ctxT(t), id, orders)
-		if errors.Is(err, engine.ErrNothingToCompact) {
-			return ranges
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranges++
-	}
+	return compactAllTo(t, e, id, orders)
 }
 
 func TestCompactToTable(t *testing.T) {
