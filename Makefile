@@ -12,7 +12,8 @@ FUZZ_TARGETS := \
 	./engine/wal:FuzzDecodeChunk ./engine/wal:FuzzDecodeObject \
 	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress \
-	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x
+	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
+	./gateway:FuzzSession:20000x
 
 .PHONY: run build test test-unit fuzz interop bench bench-pulsar lint tools proto clean
 
@@ -56,7 +57,7 @@ interop:
 ## upstream Go Pulsar perf tool against a standalone node (bench/pulsar-perf.sh); ~3–6 min
 bench: build
 	$(BIN)/lakegate bench engine $(BENCH_FLAGS)
-	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/
+	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/ ./tables/
 	./bench/pulsar-perf.sh
 	./bench/pulsar-perf-java.sh
 

@@ -13,7 +13,8 @@ import (
 )
 
 // TableCompactor compacts the eligible committed WAL chunks of one log into
-// its stream's tables (the engine's CompactToTable behind it). A call that
+// its stream's tables (tables.Tables.Compactor() behind it, wired by
+// cmd/lakegate: actors sees neither the engine nor the table layer). A call that
 // finds nothing eligible returns a zero result and no error. A conflict
 // with another node compacting the same log is an error like any other: the
 // job backs off and tries again.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -15,10 +14,10 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar/backoff"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
-	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/internal/testservers"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
 )
 
 // Bounds of TestEtcdClusterMemberLoss. commitTimeout is the engine's
@@ -47,46 +46,22 @@ func (b *cappedBackoff) Reset()                    { b.d = 0 }
 
 // etcdNode is one in-process lakegate node on an external etcd cluster:
 // engine (shared file:// objects) plus gateway.
-type etcdNode struct {
-	node *engine.Node
-	cat  lakestream.StreamCatalog
-	gw   *gateway.Server
-}
+type etcdNode = cluster
 
 func startEtcdNode(t *testing.T, endpoints []string, objects, name string) *etcdNode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := engine.NodeConfig{
+	cfg := node.Config{
 		DataDir:       filepath.Join(t.TempDir(), name),
 		ObjectURL:     "file://" + filepath.ToSlash(objects),
 		EtcdEndpoints: endpoints,
 	}
 	cfg.Engine.NodeID = name
-	cfg.Engine.Logger = testLogger()
 	cfg.Engine.CommitTimeout = etcdTestCommitTimeout
-	n, err := engine.StartNode(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := n.Catalog()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	en := &etcdNode{node: n, cat: cat, gw: gw}
-	t.Cleanup(func() {
-		_ = gw.Close()
-		cat.Close()
-		_ = n.Close()
-	})
-	return en
+	return startNode(t, testnode.Config{Node: cfg})
 }
 
-func (n *etcdNode) client(t *testing.T) pulsar.Client {
+// etcdClient is a client of n that logs as the etcd tests want.
+func (n *etcdNode) etcdClient(t *testing.T) pulsar.Client {
 	t.Helper()
 	cl, err := pulsar.NewClient(pulsar.ClientOptions{
 		URL:               n.gw.ServiceURL(),
@@ -258,7 +233,7 @@ func TestEtcdClusterMemberLoss(t *testing.T) {
 	// Deduplication on: a producer resending after a SEND_ERROR (the Go
 	// client resends everything pending on its new connection) must not
 	// store a message twice.
-	if _, err := n1.cat.CreateStream(ctx, mustStreamID(t, topic), lakestream.StreamConfig{}, lakestream.Partitioning{},
+	if _, err := n1.catalog.CreateStream(ctx, mustStreamID(t, topic), lakestream.StreamConfig{}, lakestream.Partitioning{},
 		lakestream.SchemaConfig{Type: lakestream.SchemaNone}, map[string]string{"lakegate.dedup": "true"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +242,7 @@ func TestEtcdClusterMemberLoss(t *testing.T) {
 	// sharing it with a producer. (That case, a consumer re-subscribing
 	// while the old one's close waits for etcd, has been seen to receive
 	// nothing afterwards: reported, not covered here.)
-	c0, c1, c2 := n1.client(t), n1.client(t), n2.client(t)
+	c0, c1, c2 := n1.etcdClient(t), n1.etcdClient(t), n2.etcdClient(t)
 	cons, err := c0.Subscribe(pulsar.ConsumerOptions{
 		Topic: topic, SubscriptionName: "all", Type: pulsar.Exclusive,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,

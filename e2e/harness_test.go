@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"testing"
@@ -11,16 +10,19 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
-	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
 )
 
-// cluster is one in-process lakegate node: an engine (embedded etcd + file
-// objects under t.TempDir()) and the Pulsar gateway on 127.0.0.1:0.
+// cluster is one in-process lakegate node (internal/testnode, the one
+// harness every e2e test starts nodes with): by default file objects and
+// embedded etcd under t.TempDir(), and the Pulsar gateway on 127.0.0.1:0.
 type cluster struct {
 	t       *testing.T
-	node    *engine.Node
+	tn      *testnode.Node
+	node    *node.Node
 	catalog lakestream.StreamCatalog
 	gw      *gateway.Server
 }
@@ -33,6 +35,16 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// startNode starts a node as cfg says, logging with testLogger.
+func startNode(t *testing.T, cfg testnode.Config) *cluster {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger()
+	}
+	tn := testnode.Start(t, cfg)
+	return &cluster{t: t, tn: tn, node: tn.Node, catalog: tn.Catalog, gw: tn.Gateway}
+}
+
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	return startClusterIn(t, t.TempDir())
@@ -42,41 +54,11 @@ func startCluster(t *testing.T) *cluster {
 // data: a restart).
 func startClusterIn(t *testing.T, dir string) *cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := engine.NodeConfig{DataDir: dir}
-	cfg.Engine.Logger = testLogger()
-	n, err := engine.StartNode(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := n.Catalog()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, node: n, catalog: cat, gw: gw}
-	t.Cleanup(c.stop)
-	return c
+	return startNode(t, testnode.Config{Node: node.Config{DataDir: dir}})
 }
 
 // stop closes the gateway (persisting cursors) and the node; idempotent.
-func (c *cluster) stop() {
-	if c.gw == nil {
-		return
-	}
-	if err := c.gw.Close(); err != nil {
-		c.t.Errorf("gateway close: %v", err)
-	}
-	c.catalog.Close()
-	if err := c.node.Close(); err != nil {
-		c.t.Errorf("node close: %v", err)
-	}
-	c.gw = nil
-}
+func (c *cluster) stop() { c.tn.Stop() }
 
 func (c *cluster) client() pulsar.Client {
 	c.t.Helper()

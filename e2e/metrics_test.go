@@ -1,7 +1,7 @@
 package e2e
 
 // /metrics after a real load: a node (engine on embedded etcd and file
-// objects, gateway on 127.0.0.1) and its HTTP handler (internal/nodehttp,
+// objects, gateway on 127.0.0.1) and its HTTP handler (nodehttp,
 // the same one `lakegate serve` mounts); pulsar-client-go produces and
 // consumes, the engine compacts into a table, then the test scrapes
 // /metrics over HTTP and checks every family of docs/metrics.md has
@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +23,10 @@ import (
 
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
-	"github.com/lakegate/lakegate/internal/nodehttp"
+	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/tables"
 )
 
 // scrape GETs url and parses the Prometheus text format.
@@ -82,26 +83,11 @@ next:
 func TestMetricsAfterLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cfg := engine.NodeConfig{DataDir: t.TempDir()}
-	cfg.Engine.Logger = testLogger()
-	cfg.Engine.CompactAge = time.Millisecond // chunks are eligible at once
+	var cfg node.Config
+	cfg.Tables.CompactAge = time.Millisecond // chunks are eligible at once
 	cfg.Engine.CacheBytes = 1                // reads miss the cache: object GETs
-	n, err := engine.StartNode(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := n.Catalog()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, node: n, catalog: cat, gw: gw}
-	t.Cleanup(c.stop)
-	srv := httptest.NewServer(nodehttp.Handler(n.Engine, gw, cat))
-	t.Cleanup(srv.Close)
+	c := startNode(t, testnode.Config{Node: cfg, HTTP: true})
+	n, srv := c.node, c.tn.HTTP
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(srv.URL + path)
@@ -151,7 +137,7 @@ func TestMetricsAfterLoad(t *testing.T) {
 
 	// Compact everything so far into a table, then produce more: the
 	// compaction lag is then exactly `later` records.
-	st, err := n.Engine.CompactToTable(ctx, lakestream.LogID(logID), engine.TableTarget{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true})
+	st, err := n.Tables.CompactToTable(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +145,7 @@ func TestMetricsAfterLoad(t *testing.T) {
 		t.Fatalf("compacted %d records, want %d", st.Records, sent)
 	}
 	// A second call finds nothing new, reading the table's log.
-	if _, err := n.Engine.CompactToTable(ctx, lakestream.LogID(logID), engine.TableTarget{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true}); !errors.Is(err, engine.ErrNothingToCompact) {
+	if _, err := n.Tables.CompactToTable(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true}); !errors.Is(err, engine.ErrNothingToCompact) {
 		t.Fatalf("second compaction: %v, want ErrNothingToCompact", err)
 	}
 	for range later {
@@ -259,26 +245,8 @@ func TestMetricsAfterLoad(t *testing.T) {
 // three live subscriptions, a scrape exports two backlog series (the first
 // by topic and name) and reports one dropped.
 func TestMetricsSubscriptionSeriesCap(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := engine.NodeConfig{DataDir: t.TempDir()}
-	cfg.Engine.Logger = testLogger()
-	n, err := engine.StartNode(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := n.Catalog()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: testLogger(), MetricsSubscriptionsMax: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, node: n, catalog: cat, gw: gw}
-	t.Cleanup(c.stop)
-	srv := httptest.NewServer(nodehttp.Handler(n.Engine, gw, cat))
-	t.Cleanup(srv.Close)
+	c := startNode(t, testnode.Config{Gateway: gateway.Config{MetricsSubscriptionsMax: 2}, HTTP: true})
+	srv := c.tn.HTTP
 
 	cl := c.client()
 	const topic = "persistent://public/default/metrics-cap"

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,19 +13,17 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/internal/faultproxy"
+	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/internal/testservers"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
 )
 
 // startProxiedS3Node starts a lakegate node (embedded etcd, gateway) whose
 // object store is bucket on SeaweedFS reached through proxy.
 func startProxiedS3Node(t *testing.T, s3 *testservers.Seaweed, proxy *faultproxy.Proxy, bucket string, commitTimeout time.Duration) *etcdNode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	s3.CreateBucket(t, bucket)
 	q := url.Values{
 		"endpoint":       {proxy.URL},
@@ -34,32 +31,13 @@ func startProxiedS3Node(t *testing.T, s3 *testservers.Seaweed, proxy *faultproxy
 		"region":         {"us-east-1"},
 		"anonymous":      {"true"},
 	}
-	cfg := engine.NodeConfig{
+	cfg := node.Config{
 		DataDir:   filepath.Join(t.TempDir(), "node"),
 		ObjectURL: "s3://" + bucket + "?" + q.Encode(),
 	}
-	cfg.Engine.Logger = testLogger()
 	cfg.Engine.CommitTimeout = commitTimeout
-	cfg.Engine.Linger = 20 * time.Millisecond // many small objects: many PUTs to fault
-	n, err := engine.StartNode(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := n.Catalog()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		proxy.Set() // no faults while the node flushes and stops
-		_ = gw.Close()
-		cat.Close()
-		_ = n.Close()
-	})
-	return &etcdNode{node: n, cat: cat, gw: gw}
+	cfg.Engine.Linger = 20 * time.Millisecond                                       // many small objects: many PUTs to fault
+	return startNode(t, testnode.Config{Node: cfg, OnStop: func() { proxy.Set() }}) // no faults while the node flushes and stops
 }
 
 // faultTopic creates topic with deduplication on and starts a consumer
@@ -68,7 +46,7 @@ func startProxiedS3Node(t *testing.T, s3 *testservers.Seaweed, proxy *faultproxy
 // before has then been delivered).
 func faultTopic(t *testing.T, ctx context.Context, n *etcdNode, cl pulsar.Client, topic string, l *ledger) func(p pulsar.Producer, key string, within time.Duration) {
 	t.Helper()
-	if _, err := n.cat.CreateStream(ctx, mustStreamID(t, topic), lakestream.StreamConfig{}, lakestream.Partitioning{},
+	if _, err := n.catalog.CreateStream(ctx, mustStreamID(t, topic), lakestream.StreamConfig{}, lakestream.Partitioning{},
 		lakestream.SchemaConfig{Type: lakestream.SchemaNone}, map[string]string{"lakegate.dedup": "true"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +129,7 @@ func TestStoreFaults(t *testing.T) {
 		n := startProxiedS3Node(t, s3, proxy, "faults-throttled", 20*time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		cl := n.client(t)
+		cl := n.etcdClient(t)
 		l := newLedger()
 		const topic = "persistent://public/default/store-throttled"
 		sentinel := faultTopic(t, ctx, n, cl, topic, l)
@@ -231,7 +209,7 @@ func TestStoreFaults(t *testing.T) {
 		n := startProxiedS3Node(t, s3, proxy, "faults-outage", commitTimeout)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		cl := n.client(t)
+		cl := n.etcdClient(t)
 		l := newLedger()
 		const topic = "persistent://public/default/store-outage"
 		sentinel := faultTopic(t, ctx, n, cl, topic, l)

@@ -14,13 +14,12 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/lakegate/lakegate/actors"
-	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/engine/objstore"
-	"github.com/lakegate/lakegate/gateway"
-	"github.com/lakegate/lakegate/internal/compactor"
+	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/internal/testservers"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // TestTablesOnEveryStore runs the shared scenario — produce, consume,
@@ -45,37 +44,19 @@ func TestTablesOnEveryStore(t *testing.T) {
 func storeScenario(t *testing.T, storeURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := engine.NodeConfig{DataDir: t.TempDir(), ObjectURL: storeURL, GCInterval: 200 * time.Millisecond}
-	cfg.Engine.Logger = testLogger()
-	cfg.Engine.CompactAge = 200 * time.Millisecond
+	cfg := node.Config{ObjectURL: storeURL, GCInterval: 200 * time.Millisecond}
+	cfg.Tables.CompactAge = 200 * time.Millisecond
 	cfg.Engine.Linger = 5 * time.Millisecond // remote stores default to 250 ms
-	n, err := engine.StartNode(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	cat := n.Catalog()
-	defer cat.Close()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil {
-		t.Fatal(err)
-	}
 	on := true
-	if err := cat.SetDefaultMaterialization(ctx, &lakestream.TableMaterializationPolicy{Enabled: &on}); err != nil {
-		t.Fatal(err)
-	}
-	rt := actors.NewRuntime(nil)
-	defer rt.Shutdown()
-	gw, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: testLogger(), Runtime: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	worker := actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
-		Catalog: cat, Compactor: compactor.Engine{E: n.Engine}, ScanInterval: 200 * time.Millisecond,
-		Policy: actors.CompactionPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
-		Logger: testLogger(),
+	c := startNode(t, testnode.Config{
+		Node:            cfg,
+		Materialization: &lakestream.TableMaterializationPolicy{Enabled: &on},
+		Compaction: &actors.CompactionWorkerOptions{
+			ScanInterval: 200 * time.Millisecond,
+			Policy:       actors.CompactionPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
+		},
 	})
-	defer worker.Stop()
+	n, cat, gw := c.node, c.catalog, c.gw
 
 	const topic = "persistent://public/default/events"
 	id := lakestream.StreamIdentifier{Namespace: "public/default", Name: "events"}

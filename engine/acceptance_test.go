@@ -18,10 +18,10 @@ import (
 	"testing"
 
 	"github.com/lakegate/lakegate/engine/enginetest"
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/meta/metatest"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/internal/testservers"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/meta/metatest"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 func TestAcceptance(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
 )
 
 const (
@@ -79,7 +80,7 @@ func TestKill9Writer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), kill9ChildMax)
 	defer cancel()
-	n, err := engine.StartNode(ctx, engine.NodeConfig{DataDir: dir, Engine: engine.Options{FlushBytes: kill9FlushBytes}})
+	n, err := node.Start(ctx, node.Config{DataDir: dir, Engine: engine.Options{FlushBytes: kill9FlushBytes}})
 	if err != nil {
 		t.Fatalf("child: StartNode: %v", err)
 	}

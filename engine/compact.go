@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/engine/wal"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // CompactStats reports one compaction of one log.
 type CompactStats struct {
 	Chunks int // chunks replaced
-	Files  int // table files written (CompactToTable)
-	// FileBytes is the size of those files (CompactToTable).
+	Files  int // table files written (tables.CompactToTable)
+	// FileBytes is the size of those files (tables.CompactToTable).
 	FileBytes int64
 	Records   int64 // records in them
 	From      int64 // first offset of the replaced range
@@ -23,7 +23,9 @@ type CompactStats struct {
 }
 
 // ErrNothingToCompact is returned by CompactLog when fewer than two chunks
-// are eligible, and by CompactToTable when none is.
+// are eligible (or the first cannot merge with the next within the WAL
+// limits; the compaction cursor then moves past it), and by the table layer's CompactToTable
+// when none is.
 var ErrNothingToCompact = errors.New("engine: nothing to compact")
 
 // CompactLog repacks up to maxChunks consecutive WAL chunks of a log, from
@@ -84,17 +86,40 @@ func (e *Engine) CompactLog(ctx context.Context, id lakestream.LogID, maxChunks 
 		return st, ErrNothingToCompact
 	}
 
-	// Step 1: the new object.
-	b := wal.NewBuilder()
-	var writeMs int64
+	// Step 1: the new object, of as many whole chunks as fit one WAL chunk
+	// (records, bytes: the limits of engine/wal).
+	var budget wal.Budget
+	var loaded []*loadedChunk
+chunks:
 	for _, ie := range old {
 		c, err := l.loadChunk(ctx, ie)
 		if err != nil {
 			return st, err
 		}
+		for _, de := range c.entries {
+			if err := budget.Add(int64(id), wal.Entry{Records: de.Records, Payload: de.Payload}); err != nil {
+				break chunks // this chunk starts the next repack
+			}
+		}
+		loaded = append(loaded, c)
+	}
+	if len(loaded) < 2 {
+		// The first chunk cannot take its successor: it is as compact as
+		// it gets. The cursor moves past it, so the next call goes on.
+		if err := e.advanceCompactCursor(ctx, id, old[0].End()); err != nil {
+			return st, err
+		}
+		return st, ErrNothingToCompact
+	}
+	old, revs = old[:len(loaded)], revs[:len(loaded)]
+	b := wal.NewBuilder()
+	var writeMs int64
+	for _, c := range loaded {
 		writeMs = max(writeMs, c.writeMs)
 		for _, de := range c.entries {
-			b.Add(int64(id), wal.Entry{Records: de.Records, PublishTimeMs: de.PublishTimeMs, Payload: de.Payload})
+			if _, err := b.Add(int64(id), wal.Entry{Records: de.Records, PublishTimeMs: de.PublishTimeMs, Payload: de.Payload}); err != nil {
+				return st, fmt.Errorf("engine: log %d: repack: %w", id, err)
+			}
 		}
 	}
 	data, refs := b.Build(writeMs)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/engine/cursor"
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // durableCursor is the engine's lakestream.LogCursor, durable or ephemeral.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // Engine is one node's storage engine: it implements lakestream.LogStorage
@@ -35,9 +35,6 @@ type Engine struct {
 		logs    map[lakestream.LogID]*logHandle
 		cursors map[*durableCursor]struct{} // open durable cursors
 	}
-
-	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
-	iceberg icebergState
 }
 
 var _ lakestream.LogStorage = (*Engine)(nil)
@@ -110,9 +107,6 @@ func (e *Engine) Close() error {
 	}
 	e.cancel()
 	e.bg.Wait()
-	if err := e.closeIceberg(); err != nil && firstErr == nil {
-		firstErr = err
-	}
 	return firstErr
 }
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // testEnv is a metadata store and a bucket shared by any number of engines.

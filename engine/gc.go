@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // GCStats reports one garbage-collection pass.
@@ -18,8 +18,9 @@ type GCStats struct {
 	Protected  int // of those, protected by a live pending intent
 	Deleted    int // deleted by this pass
 	Intents    int // dead intents removed
-	// TableOrphans are table files deleted because the compaction that
-	// wrote them died before claiming them (docs/gc.md, "Table files").
+	// TableOrphans are objects outside wal/ (table files) that a layer
+	// above PUT through PutPending and never made referenced: deleted
+	// (docs/gc.md, "Table files").
 	TableOrphans int
 }
 
@@ -73,19 +74,18 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 	}
 
 	refs := map[string]bool{}
-	claimed := map[string]bool{} // table files of the logs' current claims
+	held := map[string]bool{} // objects the logs' Attachments hold (table claims)
 	lp := e.keys.logsPrefix()
 	if err := e.scan(ctx, lp, func(key string, value []byte) error {
 		// logs/<16 hex>/idx/<16 hex>; anything else (heads, cursors whose
 		// names contain "/idx/") is not an index entry.
 		rest := key[len(lp):]
-		if len(rest) == 16+6 && rest[16:] == "/table" {
-			var c tableClaim
-			if err := json.Unmarshal(value, &c); err != nil {
+		if objs, ok, err := e.attachmentObjects(rest, value); ok {
+			if err != nil {
 				return fmt.Errorf("engine: gc: %s: %w", key, err)
 			}
-			for _, f := range c.Files {
-				claimed[c.Root+"/"+f.Path] = true
+			for _, o := range objs {
+				held[o] = true
 			}
 			return nil
 		}
@@ -102,12 +102,12 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 		return st, err
 	}
 
-	// Table files are never listed: the tables own them. A table file
-	// with a dead intent that no index entry and no claim names was
-	// written by a compaction that died (or lost its claim) before step 2,
-	// so no table references it: an orphan.
+	// Objects outside wal/ (table files) are never listed: the layer
+	// above owns them. One with a dead intent that no index entry and no
+	// Attachment names was PUT by a compaction that died (or lost its
+	// claim) before it claimed it, so no table references it: an orphan.
 	for obj, k := range dead {
-		if !strings.HasPrefix(obj, "tables/") || refs[obj] || claimed[obj] {
+		if strings.HasPrefix(obj, "wal/") || refs[obj] || held[obj] {
 			continue
 		}
 		if err := e.store.Delete(ctx, obj); err != nil && !errors.Is(err, objstore.ErrNotFound) {

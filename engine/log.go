@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/engine/wal"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // logHandle is the engine's lakestream.Log. One handle per log per Engine;
@@ -253,8 +254,8 @@ func decodeChunk(b []byte) (*loadedChunk, error) {
 // loadChunk returns the decoded chunk an index entry points at, from the
 // cache or with one ranged GET (a whole-object GET for a Parquet file).
 func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk, error) {
-	if ie.Kind == kindParquet {
-		return l.loadParquetChunk(ctx, ie)
+	if ie.Kind == index.KindParquet {
+		return l.loadDecodedChunk(ctx, ie)
 	}
 	if ie.Kind != kindWAL {
 		return nil, fmt.Errorf("engine: log %d offsets %d..%d are in a %v chunk this engine cannot read", l.id, ie.First, ie.Last(), ie.Kind)
@@ -287,21 +288,66 @@ func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk,
 	return c, nil
 }
 
+// loadDecodedChunk is loadChunk for an index entry of a kind the engine
+// does not write (KindParquet): one GET of the whole object, decoded by
+// Options.ChunkDecoder (port.go).
+func (l *logHandle) loadDecodedChunk(ctx context.Context, ie indexEntry) (*loadedChunk, error) {
+	loc := chunkLoc{ie.Object, ie.Offset}
+	if c := l.e.cache.get(loc); c != nil {
+		l.e.metrics.cacheHits.Add(1)
+		return c, nil
+	}
+	dec := l.e.opts.ChunkDecoder
+	if dec == nil {
+		return nil, fmt.Errorf("engine: log %d offsets %d..%d are in a %v chunk and no ChunkDecoder is configured", l.id, ie.First, ie.Last(), ie.Kind)
+	}
+	b, err := l.e.store.Get(ctx, ie.Object)
+	if err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil, fmt.Errorf("engine: log %d file %s missing: %w", l.id, ie.Object, err)
+		}
+		return nil, fmt.Errorf("%w: get %s: %w", lakestream.ErrUnavailable, ie.Object, err)
+	}
+	l.e.metrics.gets.Add(1)
+	l.e.metrics.getBytes.Add(int64(len(b)))
+	if ie.Length != 0 && int64(len(b)) != ie.Length {
+		return nil, fmt.Errorf("%w: log %d file %s: %d bytes, index says %d", wal.ErrCorrupt, l.id, ie.Object, len(b), ie.Length)
+	}
+	ents, err := dec.DecodeChunk(ctx, b, ie)
+	if err != nil {
+		return nil, fmt.Errorf("log %d file %s: %w", l.id, ie.Object, err)
+	}
+	if int64(len(ents)) != ie.Entries {
+		return nil, fmt.Errorf("%w: log %d file %s: %d entries, index says %d", wal.ErrCorrupt, l.id, ie.Object, len(ents), ie.Entries)
+	}
+	c := &loadedChunk{writeMs: ie.WriteMs, entries: ents}
+	for _, de := range ents {
+		c.size += int64(len(de.Payload))
+	}
+	l.e.cache.put(loc, c)
+	return c, nil
+}
+
 // prefixEnd is the smallest key greater than every key with prefix p.
 func prefixEnd(p string) string { return p[:len(p)-1] + string(p[len(p)-1]+1) }
 
 // chunks returns up to limit index entries whose ranges end at or after
-// offset from, in offset order.
-func (l *logHandle) chunks(ctx context.Context, from int64, limit int) ([]indexEntry, error) {
+// offset from, in offset order, with their keys' revisions.
+func (l *logHandle) chunks(ctx context.Context, from int64, limit int) ([]Chunk, error) {
+	return l.chunksIn(ctx, from, prefixEnd(l.e.keys.idxPrefix(l.id)), limit)
+}
+
+// chunksIn is chunks up to (excluding) the index key endKey.
+func (l *logHandle) chunksIn(ctx context.Context, from int64, endKey string, limit int) ([]Chunk, error) {
 	if from < 0 {
 		from = 0
 	}
 	p := l.e.keys.idxPrefix(l.id)
-	kvs, err := l.e.meta.Range(ctx, l.e.keys.idx(l.id, from), prefixEnd(p), limit)
+	kvs, err := l.e.meta.Range(ctx, l.e.keys.idx(l.id, from), endKey, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: log %d index: %w", lakestream.ErrUnavailable, l.id, err)
 	}
-	out := make([]indexEntry, 0, len(kvs))
+	out := make([]Chunk, 0, len(kvs))
 	for _, kv := range kvs {
 		last, err := parseIdxLast(kv.Key, p)
 		if err != nil {
@@ -314,7 +360,7 @@ func (l *logHandle) chunks(ctx context.Context, from int64, limit int) ([]indexE
 		if ie.Last() != last {
 			return nil, fmt.Errorf("%w: index key %q holds %d..%d", errCorruptMeta, kv.Key, ie.First, ie.Last())
 		}
-		out = append(out, ie)
+		out = append(out, Chunk{Entry: ie, Revision: kv.ModRevision})
 	}
 	return out, nil
 }
@@ -338,7 +384,7 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 			if ie.First > pos {
 				return l.gapError(ctx, pos, ie.First)
 			}
-			c, err := l.loadChunk(ctx, ie)
+			c, err := l.loadChunk(ctx, ie.Entry)
 			if errors.Is(err, objstore.ErrNotFound) && missing < 3 {
 				// The index entry we read was replaced and its object
 				// deleted since: read the index again from pos.
@@ -668,7 +714,7 @@ func (l *logHandle) prefetch(ctx context.Context, start, endExcl int64) error {
 			return err
 		}
 		for _, ie := range ies {
-			if _, err := l.loadChunk(ctx, ie); err != nil {
+			if _, err := l.loadChunk(ctx, ie.Entry); err != nil {
 				return err
 			}
 			pos = ie.End()
@@ -696,7 +742,7 @@ func (l *logHandle) FindOffsetByTime(ctx context.Context, t time.Time) (int64, e
 		}
 		for _, ie := range ies {
 			if ie.MaxPublishMs >= ms {
-				c, err := l.loadChunk(ctx, ie)
+				c, err := l.loadChunk(ctx, ie.Entry)
 				if err != nil {
 					return 0, err
 				}

@@ -35,8 +35,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // MembershipConfig configures Engine.JoinCluster. Zero values take the

@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // Metrics are the engine's counters. Read them with Engine.Metrics; the
@@ -31,7 +31,7 @@ type Metrics struct {
 	TxnNanos         int64
 	CursorPersists   int64
 	GCDeletedObjects int64
-	CompactionRuns   int64 // CompactToTable calls that compacted a range
+	CompactionRuns   int64 // table compactions (tables.CompactToTable) that compacted a range
 	CompactedRecords int64
 	CompactedBytes   int64 // table file bytes written by compaction
 }
@@ -160,7 +160,7 @@ func (m *metrics) observeFlush(bytes int, d time.Duration, err error) {
 
 // ObserveCompaction records one table compaction of log id: its outcome,
 // duration and, when it compacted a range, the records moved and the table
-// bytes written. CompactToTable calls it itself; a compaction scheduler
+// bytes written. The table layer's CompactToTable calls it; a compaction scheduler
 // needs to call it only for compactions it runs by other means. A log
 // compacted once is tracked for lakegate_compaction_lag_records from then
 // on (at most compactionLagLogsMax logs).

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"time"
-
-	"github.com/lakegate/lakegate/lakehouse/iceberg"
 )
 
 // Options configure an Engine. The zero value of every field means its
@@ -55,21 +53,13 @@ type Options struct {
 	// Default 10 min.
 	PendingIntentTTL time.Duration
 
-	// CompactAge: CompactToTable takes only WAL chunks written at least
-	// this long ago. Default 30 s.
-	CompactAge time.Duration
-	// CompactMaxBytes bounds the WAL payload bytes one CompactToTable call
-	// turns into table files (its first chunk is always taken). Default
-	// 64 MiB.
-	CompactMaxBytes int64
-	// IcebergCatalog is the Iceberg catalog CompactToTable commits to for
-	// a TableTarget with Iceberg set (docs/iceberg.md): Kind "sql" (default;
-	// URI = the sqlite file) or "rest" (URI = the catalog's base URL),
-	// Props, and StoreURL = this engine's object store URL, from which table
-	// locations are built. Default (engine.StartNode): the sqlite file
-	// <DataDir>/iceberg/catalog.db and the node's ObjectURL. An engine from
-	// New with no StoreURL refuses Iceberg targets. Opened on first use.
-	IcebergCatalog iceberg.CatalogConfig
+	// ChunkDecoder reads index entries of kind index.KindParquet (table
+	// files the tables package writes; port.go). Default nil: reading such
+	// an offset fails.
+	ChunkDecoder ChunkDecoder
+	// Attachments are the per-log metadata values of the layer above whose
+	// objects GC keeps (port.go, docs/gc.md). Default none.
+	Attachments []Attachment
 
 	// Logger receives the engine's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -86,9 +76,8 @@ type Options struct {
 type hooks struct {
 	afterPut    func(object string) error
 	afterCommit func(object string) error
-	// compactStep is called after each step of a compaction ("put",
-	// "replace", "cursor"; CompactToTable also "claim", "commit" and
-	// "iceberg").
+	// compactStep is called after each step of CompactLog ("put",
+	// "replace", "cursor").
 	compactStep func(log int64, step string) error
 }
 
@@ -144,12 +133,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PendingIntentTTL <= 0 {
 		o.PendingIntentTTL = 10 * time.Minute
-	}
-	if o.CompactAge <= 0 {
-		o.CompactAge = 30 * time.Second
-	}
-	if o.CompactMaxBytes <= 0 {
-		o.CompactMaxBytes = 64 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // Backoff of WAL object PUT retries (docs/storage.md, "Store faults"):
@@ -18,6 +18,43 @@ const (
 	putRetryBase = 50 * time.Millisecond
 	putRetryMax  = 2 * time.Second
 )
+
+// The engine's two retry schedules: metadata operations (commit conflicts,
+// head updates, outcome resolution, watches) retry fast and without jitter;
+// object PUTs back off with jitter, since many nodes hit one store.
+var (
+	metaRetry = retryBackoff{base: time.Millisecond, max: 200 * time.Millisecond}
+	putRetry  = retryBackoff{base: putRetryBase, max: putRetryMax, jitter: true}
+)
+
+// retryBackoff is a doubling backoff: before attempt n (1-based) it waits
+// base·2^(n-1), at most max; with jitter the wait is drawn from [d/2, d).
+type retryBackoff struct {
+	base, max time.Duration
+	jitter    bool
+}
+
+// delay is the wait before attempt n (1-based).
+func (b retryBackoff) delay(n int) time.Duration {
+	d := b.base << min(max(n-1, 0), 20)
+	d = min(d, b.max)
+	if b.jitter && d > 1 {
+		d = d/2 + time.Duration(rand.Int64N(int64(d/2)))
+	}
+	return d
+}
+
+// wait sleeps delay(n), or returns ctx's error when ctx ends first.
+func (b retryBackoff) wait(ctx context.Context, n int) error {
+	t := time.NewTimer(b.delay(n))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // putObject creates f's WAL object, retrying failed attempts (store errors,
 // throttling, timeouts of one request) with backoff until ctx ends; the
@@ -68,14 +105,5 @@ func (w *walWriter) putObject(ctx context.Context, f *flush) error {
 // putBackoff waits before PUT retry attempt n (1-based): putRetryBase
 // doubling to putRetryMax, each wait drawn from [d/2, d).
 func putBackoff(ctx context.Context, n int) error {
-	d := min(putRetryBase<<min(n-1, 10), putRetryMax)
-	d = d/2 + time.Duration(rand.Int64N(int64(d/2)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return putRetry.wait(ctx, n)
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 func newFaultyEnv(t *testing.T) (*testEnv, *objstore.Faulty) {

@@ -1,6 +1,6 @@
 package engine_test
 
-// Restart tests: a node (engine.StartNode: embedded etcd + file objects in
+// Restart tests: a node (node.Start: embedded etcd + file objects in
 // one data dir) is stopped and started again on the same dir; everything
 // acknowledged must be there, identical.
 //
@@ -21,6 +21,7 @@ import (
 
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
 )
 
 // restartTimeout bounds a restart test (a failure deadline, not a wait).
@@ -34,9 +35,9 @@ func restartCtx(t *testing.T) context.Context {
 
 // startNode starts a node on dir; the returned stop closes it once (also
 // at the end of the test if the test did not).
-func startNode(t *testing.T, dir string, opts engine.Options) (*engine.Node, func()) {
+func startNode(t *testing.T, dir string, opts engine.Options) (*node.Node, func()) {
 	t.Helper()
-	n, err := engine.StartNode(restartCtx(t), engine.NodeConfig{DataDir: dir, Engine: opts})
+	n, err := node.Start(restartCtx(t), node.Config{DataDir: dir, Engine: opts})
 	if err != nil {
 		t.Fatalf("StartNode(%s): %v", dir, err)
 	}

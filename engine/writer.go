@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/engine/wal"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // walWriter is the node's single WAL writer. It batches entries of every log
@@ -80,6 +80,7 @@ type flush struct {
 	logs    []lakestream.LogID // first-append order
 	byLog   map[lakestream.LogID][]*appendReq
 	bytes   int64
+	budget  wal.Budget // what the object will hold: every WAL limit is checked on it before an entry is taken
 	data    []byte
 	refs    []wal.ChunkRef
 	putDone chan struct{}
@@ -198,16 +199,23 @@ func (w *walWriter) batchLoop() {
 		w.commitCh <- f
 	}
 	add := func(r *appendReq) {
-		if cur != nil {
-			n, seen := cur.byLog[r.log]
-			if len(n) >= wal.MaxEntriesPerChunk || (!seen && len(cur.logs) >= wal.MaxChunksPerObject) {
-				cut() // the WAL format's per-object limits
-			}
+		// Every limit of the WAL format (records and entries per chunk,
+		// logs and bytes per object) is checked before the entry is taken:
+		// an entry that would break one goes into the next object. An
+		// empty object takes any entry Append accepted.
+		e := wal.Entry{Records: r.records, Payload: r.payload}
+		if cur != nil && !cur.budget.Fits(int64(r.log), e) {
+			cut()
 		}
 		if cur == nil {
 			seq++
 			cur = &flush{seq: seq, byLog: map[lakestream.LogID][]*appendReq{}, putDone: make(chan struct{})}
 			timer.Reset(w.opts.Linger)
+		}
+		if err := cur.budget.Add(int64(r.log), e); err != nil {
+			// Unreachable for an entry Append validated; fail it, never the node.
+			r.done(appendResult{err: fmt.Errorf("%w: %w", lakestream.ErrInvalidArgument, err)})
+			return
 		}
 		if _, ok := cur.byLog[r.log]; !ok {
 			cur.logs = append(cur.logs, r.log)
@@ -255,7 +263,12 @@ func (w *walWriter) put(f *flush) {
 				// the index's per-chunk time bounds are exact.
 				r.publishMs = f.writeMs
 			}
-			b.Add(int64(id), wal.Entry{Records: r.records, PublishTimeMs: r.publishMs, Payload: r.payload})
+			if _, err := b.Add(int64(id), wal.Entry{Records: r.records, PublishTimeMs: r.publishMs, Payload: r.payload}); err != nil {
+				// The batch loop's budget admitted exactly these entries, so
+				// this is a bug; the flush fails, the node stays up.
+				f.putErr = fmt.Errorf("engine: build WAL object: %w", err)
+				return
+			}
 		}
 	}
 	f.data, f.refs = b.Build(f.writeMs)
@@ -657,8 +670,8 @@ func heldAll(gs []*ownership) error {
 	return nil
 }
 
-// checkGuards re-reads the guards after a failed commit (ErrFenced for the
-// first that is lost).
+// checkGuards re-reads the guards after a failed commit (ErrGuardLost for
+// the first that is lost).
 func checkGuards(ctx context.Context, ms meta.Store, gs []*ownership) error {
 	for _, g := range gs {
 		if err := g.check(ctx, ms); err != nil {
@@ -668,16 +681,8 @@ func checkGuards(ctx context.Context, ms meta.Store, gs []*ownership) error {
 	return nil
 }
 
-// backoff waits before retry attempt n (1-based): 1 ms doubling to 200 ms.
+// backoff waits before retry attempt n (1-based) of a metadata operation:
+// 1 ms doubling to 200 ms, no jitter (retryBackoff).
 func backoff(ctx context.Context, n int) error {
-	d := time.Millisecond << min(n-1, 8)
-	d = min(d, 200*time.Millisecond)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return metaRetry.wait(ctx, n)
 }

@@ -18,7 +18,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"strconv"
 	"testing"
@@ -804,32 +803,6 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("rebuilt entry differs")
 		}
 	})
-}
-
-// TestWriteSample writes a sample file (JSON-typed, every codec, batched
-// and not) for other-language readers when LAKEHOUSE_SAMPLE_PARQUET names
-// the output path; skipped otherwise.
-func TestWriteSample(t *testing.T) {
-	path := os.Getenv("LAKEHOUSE_SAMPLE_PARQUET")
-	if path == "" {
-		t.Skip("LAKEHOUSE_SAMPLE_PARQUET not set")
-	}
-	r := rand.New(rand.NewPCG(11, 12))
-	var specs []entrySpec
-	for i, codec := range codecs {
-		specs = append(specs, randEntry(r, codec, i%2 == 0, uint64(i*100)), randEntry(r, codec, i%2 == 1, uint64(i*100+50)))
-	}
-	specs[0].msgs[0].payload = []byte(`{"id":1,"item":"book","qty":2,"price":9.5,"ok":true,"at":1764460800000,"tags":["a"],"blob":"AAEC"}`)
-	msgs := decodeAll(t, logEntries(t, specs, 0))
-	ts, err := NewRecordSchema(KindJSON, []byte(recordDef), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, st := writeFile(t, memory.DefaultAllocator, ts, msgs, RecordLimits{MaxRows: 10}, WriteOptions{RowGroupBytes: 64 << 10})
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s: %d rows, %d row groups, %d bytes", path, st.Rows, st.RowGroups, st.SizeBytes)
 }
 
 // TestRecompressPolicy: with Recompress nothing raw is kept and the

@@ -1,5 +1,6 @@
 // Package lakestream is the contract between lakegate's Pulsar-facing layers
-// (gateway, actors) and the storage engine beneath them. It holds Go
+// (gateway, actors) and the storage beneath them (the engine, and the table
+// layer behind Stream.Table()). It holds Go
 // interfaces and value types only — no implementation — mirroring the public
 // Lakestream API (Java package io.lakestream.api) with Go conventions:
 // context first, (T, error) instead of futures, []byte payloads, sentinel
@@ -21,9 +22,10 @@
 //     materialization policy that turns a stream into Delta/Iceberg tables,
 //     and the data-plane handles StreamWriter and StreamReader.
 //
-// The ergonomic entry point:
+// The ergonomic entry point (the lakegate:// scheme is registered by
+// importing package node):
 //
-//	cat, err := lakestream.Open(ctx, "lakegate://?data=file:///tmp/d", nil)
+//	cat, err := lakestream.Open(ctx, "lakegate:///tmp/d", nil)
 //	s, err := cat.Stream(ctx, lakestream.MustParseStreamID("public/orders"))
 //	res, err := s.NewWriter().Append(ctx, lakestream.ByKey("k"), 1, payload)
 //	rows, err := s.Table().Scan(ctx)

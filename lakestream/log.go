@@ -88,14 +88,24 @@ func ApplyAppendOptions(opts []AppendOption) AppendOptions {
 type Log interface {
 	ID() LogID
 
-	// Append stores one entry of records (≥ 1) records and returns its header
-	// once it is durable in the object store and committed in metadata. The
-	// payload is not retained after Append returns. Errors: ErrFenced,
-	// ErrTooLarge, ErrInvalidArgument, ErrNoSuchLog, ErrClosed,
-	// ErrUnavailable (not committed), ErrIndeterminate (the outcome is
-	// unknown: the entry may or may not be committed; ctx ending after the
-	// entry was queued gives it too), ctx errors (ended before the entry was
-	// queued: not committed).
+	// Append stores one entry of records (1 ≤ records ≤ math.MaxInt32)
+	// records and returns its header once it is durable in the object store
+	// and committed in metadata. The payload is not retained after Append
+	// returns. Errors:
+	//   - ErrInvalidArgument (records out of range), ErrTooLarge (payload
+	//     over the implementation's entry limit): nothing was stored;
+	//   - ErrFenced, ErrNoSuchLog (fenced or deleted log), ErrClosed (the
+	//     storage was closed), ErrGuardLost (AppendOptions.Guard lost):
+	//     nothing was stored;
+	//   - ErrUnavailable: the object PUT or the metadata commit failed;
+	//     the entry is not committed;
+	//   - ErrIndeterminate: the outcome is unknown — the commit's result
+	//     was lost and could not be established, or ctx ended after the
+	//     entry was handed to the writer (then it wraps ctx's error). The
+	//     entry may or may not be committed, and if it was, it is readable
+	//     exactly once;
+	//   - ctx's error alone (context.Canceled, DeadlineExceeded): ctx ended
+	//     before the entry was handed to the writer; nothing was stored.
 	Append(ctx context.Context, records int, payload []byte, opts ...AppendOption) (EntryHeader, error)
 
 	// AppendAsync is Append without the wait: it returns once the entry's
@@ -104,7 +114,8 @@ type Log interface {
 	// higher offsets if both commit — and reports the outcome by calling
 	// done exactly once, with Append's results, from a goroutine of the
 	// implementation. done must not block (hand the result over to a queue
-	// of your own). The payload is not retained after AppendAsync returns.
+	// of your own). The payload is not retained after AppendAsync returns
+	// (unless it is donated: AppendOptions.Donate).
 	// AppendAsync blocks while the implementation's bound on bytes in flight
 	// is reached (backpressure), until ctx ends; ctx bounds only that wait,
 	// not the commit. When it returns an error (validation, ErrFenced known

@@ -7,6 +7,7 @@ type LogStorage interface {
 	// Log returns a handle for the log, creating the log's metadata on first
 	// use. ErrNoSuchLog if the log was deleted.
 	Log(ctx context.Context, id LogID) (Log, error)
+	// Append is Log.Append on log id (same limits and errors).
 	Append(ctx context.Context, id LogID, records int, payload []byte, opts ...AppendOption) (EntryHeader, error)
 	ReadEntries(ctx context.Context, id LogID, start int64, maxRecords int, maxBytes int64) ([]Entry, error)
 	FirstOffset(ctx context.Context, id LogID) (int64, error)

@@ -2,7 +2,7 @@ package main
 
 // `lakegate admin` against a real node: an engine (embedded etcd, file
 // objects), the Pulsar gateway on 127.0.0.1 and the node's HTTP handler
-// (internal/nodehttp) on an httptest server; a pulsar-client-go producer
+// (nodehttp) on an httptest server; a pulsar-client-go producer
 // and consumer make stats and subscriptions real.
 // Run: go test -p 1 -count=1 -run Admin ./cmd/lakegate/
 
@@ -11,8 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,50 +21,28 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
-	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/gateway"
-	"github.com/lakegate/lakegate/internal/nodehttp"
+	"github.com/lakegate/lakegate/adminclient"
+	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/tables"
 )
 
-// adminNode starts a node with Delta tables on by default and returns its
-// engine, admin URL and Pulsar URL.
-func adminNode(t *testing.T) (e *engine.Engine, adminURL, pulsarURL string) {
+// adminNode starts a node with Delta tables on by default and its HTTP
+// surface (internal/testnode) and returns its table layer, admin URL and
+// Pulsar URL.
+func adminNode(t *testing.T) (tbl *tables.Tables, adminURL, pulsarURL string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	cfg := engine.NodeConfig{DataDir: t.TempDir()}
-	cfg.Engine.Logger = quiet
-	cfg.Engine.CompactAge = time.Millisecond // compact what is there when asked
-	n, err := engine.StartNode(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := n.Catalog()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		t.Fatal(err)
-	}
+	var cfg node.Config
+	cfg.Tables.CompactAge = time.Millisecond // compact what is there when asked
 	on := true
-	if err := cat.SetDefaultMaterialization(ctx, &lakestream.TableMaterializationPolicy{Enabled: &on, Catalogs: []string{"DELTA"}}); err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(nodehttp.Handler(n.Engine, gw, cat))
-	t.Cleanup(func() {
-		srv.Close()
-		if err := gw.Close(); err != nil {
-			t.Errorf("gateway close: %v", err)
-		}
-		cat.Close()
-		if err := n.Close(); err != nil {
-			t.Errorf("node close: %v", err)
-		}
+	n := testnode.Start(t, testnode.Config{
+		Node:            cfg,
+		Materialization: &lakestream.TableMaterializationPolicy{Enabled: &on, Catalogs: []string{"DELTA"}},
+		HTTP:            true,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	return n.Engine, srv.URL, gw.ServiceURL()
+	return n.Tables, n.HTTP.URL, n.Gateway.ServiceURL()
 }
 
 // admin runs `lakegate admin args...` with LAKEGATE_ADMIN_URL=url.
@@ -212,7 +190,7 @@ func TestAdminCLI(t *testing.T) {
 	}
 	id := lakestream.StreamIdentifier{Namespace: "public/default", Name: "events"}
 	st, err := eng.CompactToTable(ctx, lakestream.LogID(ids[0].LedgerID()),
-		engine.TableTarget{Root: engine.TableRoot(id), Partition: -1, Delta: true})
+		tables.Target{Root: tables.TableRoot(id), Partition: -1, Delta: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +213,7 @@ func TestAdminCLI(t *testing.T) {
 
 	// Server errors print the status and the server's reason.
 	_, err = admin(t, url, "tables", "no-such-topic")
-	var he *adminHTTPError
+	var he *adminclient.HTTPError
 	if !errors.As(err, &he) || he.Status != 404 || he.Reason == "" || !strings.Contains(err.Error(), "HTTP 404 Not Found: ") {
 		t.Fatalf("tables of a missing topic: %v", err)
 	}

@@ -1,35 +1,21 @@
 package main
 
-// `lakegate bench engine` drives a real storage node (engine.StartNode:
-// embedded etcd and file:// objects in a temporary directory unless told
-// otherwise) with a closed-loop append load, once per log count, and
-// reports appends/s, MB/s, append latency quantiles, object PUTs/s and
-// etcd transactions/s. docs/benchmarks.md records its results.
+// `lakegate bench engine`: flags of the engine benchmark driver (package
+// bench runs it).
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
-	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/bench"
 )
 
 func runBench(args []string) error {
@@ -47,60 +33,40 @@ func runBench(args []string) error {
 	}
 }
 
-// engineBenchConfig is the parsed command line of `bench engine`.
-type engineBenchConfig struct {
-	logCounts  []int
-	duration   time.Duration // measured part of each run
-	warmup     time.Duration // unmeasured load before it
-	producers  int           // concurrent appenders (closed loop)
-	sizeBytes  int           // payload bytes per entry
-	linger     time.Duration // engine.Options.Linger; 0 = engine default
-	flushBytes int           // engine.Options.FlushBytes; 0 = engine default
-	pick       string        // "round-robin" or "random"
-	objects    string        // object store URL; "" = file:// in the data dir
-	etcd       []string      // external endpoints; nil = embedded member
-	dataDir    string        // "" = a temporary directory, removed afterwards
-	keep       bool
-	csvPath    string
-	verify     bool
-	cpuProfile string // pprof CPU profile of all runs; "" = none
+func runBenchEngine(args []string) error {
+	cfg, err := parseEngineBenchFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.Run(ctx, cfg)
 }
 
-const (
-	pickRoundRobin = "round-robin"
-	pickRandom     = "random"
-	// benchVerifyWorkers bounds the logs read back concurrently by --verify
-	// and the logs opened concurrently before a run.
-	benchVerifyWorkers = 8
-	// benchReadBytesMax bounds one ReadEntries call of --verify.
-	benchReadBytesMax = 8 << 20
-	// benchLogTagBytes: payloads start with their log id (8 bytes, big
-	// endian) when they are at least this long, so --verify can tell a
-	// misplaced entry.
-	benchLogTagBytes = 8
-)
-
-func parseEngineBenchFlags(args []string) (engineBenchConfig, error) {
+func parseEngineBenchFlags(args []string) (bench.Config, error) {
 	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
 	var (
-		c          engineBenchConfig
+		c          bench.Config
 		logs, etcd string
 	)
 	fs.StringVar(&logs, "logs", "1,100,1000", "comma-separated log counts; one run per count")
-	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time of each run")
-	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured load before each measured run")
-	fs.IntVar(&c.producers, "producers", 64, "concurrent appenders, each waiting for its append before the next (closed loop)")
-	fs.IntVar(&c.sizeBytes, "size", 1024, "payload bytes per entry (one record per entry)")
-	fs.DurationVar(&c.linger, "linger", 0, "engine Linger: flush a WAL object this long after its first entry (0 = engine default: 2ms local, 250ms remote)")
-	fs.IntVar(&c.flushBytes, "flush-bytes", 0, "engine FlushBytes: flush a WAL object at this many payload bytes (0 = engine default: 1 MiB local, 4 MiB remote)")
-	fs.StringVar(&c.pick, "pick", pickRoundRobin, "how each append picks its log: round-robin or random")
-	fs.StringVar(&c.objects, "objects", "", "object store URL (file://, s3://, gs://, azblob://); default file://<data-dir>/<run>/objects")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "measured time of each run")
+	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "unmeasured load before each measured run")
+	fs.IntVar(&c.Producers, "producers", 64, "concurrent appenders, each waiting for its append before the next (closed loop)")
+	fs.IntVar(&c.SizeBytes, "size", 1024, "payload bytes per entry (one record per entry)")
+	fs.DurationVar(&c.Linger, "linger", 0, "engine Linger: flush a WAL object this long after its first entry (0 = engine default: 2ms local, 250ms remote)")
+	fs.IntVar(&c.FlushBytes, "flush-bytes", 0, "engine FlushBytes: flush a WAL object at this many payload bytes (0 = engine default: 1 MiB local, 4 MiB remote)")
+	fs.StringVar(&c.Pick, "pick", bench.PickRoundRobin, "how each append picks its log: round-robin or random")
+	fs.StringVar(&c.Objects, "objects", "", "object store URL (file://, s3://, gs://, azblob://); default file://<data-dir>/<run>/objects")
 	fs.StringVar(&etcd, "etcd", "", "comma-separated external etcd endpoints; empty runs an embedded member per run")
-	fs.StringVar(&c.dataDir, "data-dir", "", "directory for embedded etcd and local objects (default: a temporary directory, removed afterwards)")
-	fs.BoolVar(&c.keep, "keep", false, "keep the temporary data directory")
-	fs.StringVar(&c.csvPath, "csv", "", "also write the results as CSV to this file")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs (engine, embedded etcd and load) to this file")
-	fs.BoolVar(&c.verify, "verify", false, "after each run, read every log back and check its entries against the acknowledged appends")
+	fs.StringVar(&c.DataDir, "data-dir", "", "directory for embedded etcd and local objects (default: a temporary directory, removed afterwards)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary data directory")
+	fs.StringVar(&c.CSVPath, "csv", "", "also write the results as CSV to this file")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs (engine, embedded etcd and load) to this file")
+	fs.BoolVar(&c.Verify, "verify", false, "after each run, read every log back and check its entries against the acknowledged appends")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: lakegate bench engine [flags]\n\nProgress goes to stderr (one line a second), the results table (Markdown) to stdout.\n\nflags:")
 		fs.PrintDefaults()
@@ -116,463 +82,10 @@ func parseEngineBenchFlags(args []string) (engineBenchConfig, error) {
 		if err != nil || n < 1 {
 			return c, fmt.Errorf("bench engine: --logs: %q is not a positive count", s)
 		}
-		c.logCounts = append(c.logCounts, n)
+		c.LogCounts = append(c.LogCounts, n)
 	}
 	if etcd != "" {
-		c.etcd = strings.Split(etcd, ",")
+		c.Etcd = strings.Split(etcd, ",")
 	}
-	switch {
-	case c.duration <= 0:
-		return c, errors.New("bench engine: --duration must be positive")
-	case c.warmup < 0:
-		return c, errors.New("bench engine: --warmup must not be negative")
-	case c.producers < 1:
-		return c, errors.New("bench engine: --producers must be at least 1")
-	case c.sizeBytes < 1:
-		return c, errors.New("bench engine: --size must be at least 1")
-	case c.linger < 0 || c.flushBytes < 0:
-		return c, errors.New("bench engine: --linger and --flush-bytes must not be negative")
-	case c.pick != pickRoundRobin && c.pick != pickRandom:
-		return c, fmt.Errorf("bench engine: --pick %q: want %s or %s", c.pick, pickRoundRobin, pickRandom)
-	}
-	return c, nil
-}
-
-// benchResult is one run: one log count.
-type benchResult struct {
-	logs    int
-	seconds float64 // measured window
-
-	appends     int64 // successful appends completed in the window
-	errors      int64 // failed appends, whole run (warmup included)
-	firstErr    error
-	lat         latencyHist // latencies of appends completed in the window
-	appendBytes int64       // payload bytes of those appends
-
-	// Engine counter deltas over the window.
-	puts, putBytes, putNanos int64
-	txns, txnConflicts       int64
-	txnNanos                 int64
-
-	verified string // "ok", "-" (not asked) or what failed
-}
-
-func (r *benchResult) appendsPerSec() float64 { return float64(r.appends) / r.seconds }
-func (r *benchResult) mbPerSec() float64      { return float64(r.appendBytes) / 1e6 / r.seconds }
-func (r *benchResult) putsPerSec() float64    { return float64(r.puts) / r.seconds }
-func (r *benchResult) txnsPerSec() float64    { return float64(r.txns) / r.seconds }
-
-func (r *benchResult) kibPerPut() float64 {
-	if r.puts == 0 {
-		return 0
-	}
-	return float64(r.putBytes) / 1024 / float64(r.puts)
-}
-
-func (r *benchResult) meanMs(nanos, n int64) float64 {
-	if n == 0 {
-		return 0
-	}
-	return float64(nanos) / 1e6 / float64(n)
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-func runBenchEngine(args []string) error {
-	cfg, err := parseEngineBenchFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	base := cfg.dataDir
-	if base == "" {
-		if base, err = os.MkdirTemp("", "lakegate-bench-"); err != nil {
-			return err
-		}
-		if cfg.keep {
-			fmt.Fprintln(os.Stderr, "bench: data kept in", base)
-		} else {
-			defer os.RemoveAll(base)
-		}
-	}
-	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("bench engine: --cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("bench engine: --cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	var results []*benchResult
-	var runErr error
-	for i, n := range cfg.logCounts {
-		r, err := runEngineBenchOnce(ctx, cfg, base, i, n)
-		if err != nil {
-			runErr = fmt.Errorf("bench engine: run with %d logs: %w", n, err)
-			break
-		}
-		results = append(results, r)
-	}
-	if len(results) > 0 {
-		printBenchTable(os.Stdout, cfg, results)
-		if cfg.csvPath != "" {
-			if err := writeBenchCSV(cfg, results); err != nil && runErr == nil {
-				runErr = err
-			}
-		}
-	}
-	if runErr == nil {
-		for _, r := range results {
-			if r.verified != "-" && r.verified != "ok" {
-				runErr = fmt.Errorf("bench engine: verification failed for %d logs: %s", r.logs, r.verified)
-				break
-			}
-		}
-	}
-	return runErr
-}
-
-// benchProducer is one closed-loop appender's private state.
-type benchProducer struct {
-	lat      latencyHist
-	appends  int64 // completed in the window
-	bytes    int64
-	errors   int64
-	firstErr error
-}
-
-// runEngineBenchOnce starts a fresh node, opens nLogs logs, runs the load
-// for warmup+duration and returns the measured window.
-func runEngineBenchOnce(ctx context.Context, cfg engineBenchConfig, base string, runIdx, nLogs int) (*benchResult, error) {
-	dir := filepath.Join(base, fmt.Sprintf("run-%d-logs-%d", runIdx, nLogs))
-	if _, err := os.Stat(dir); err == nil {
-		// Logs that already hold entries would skew the run and fail --verify.
-		return nil, fmt.Errorf("%s exists (left by an earlier run?): remove it or choose another --data-dir", dir)
-	}
-	ncfg := engine.NodeConfig{DataDir: dir, ObjectURL: cfg.objects, EtcdEndpoints: cfg.etcd}
-	if len(cfg.etcd) > 0 {
-		// A shared cluster: keep every run's keys apart.
-		ncfg.EtcdPrefix = fmt.Sprintf("/lakegate-bench/%d-%d", time.Now().UnixNano(), runIdx)
-	}
-	ncfg.Engine.Linger = cfg.linger
-	ncfg.Engine.FlushBytes = cfg.flushBytes
-	ncfg.Engine.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	node, err := engine.StartNode(ctx, ncfg)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := node.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: closing node:", err)
-		}
-		if cfg.dataDir == "" && !cfg.keep {
-			os.RemoveAll(dir)
-		}
-	}()
-	e := node.Engine
-
-	logs, err := openBenchLogs(ctx, e, nLogs)
-	if err != nil {
-		return nil, err
-	}
-
-	var (
-		perLogOK  = make([]atomic.Int64, nLogs) // acknowledged appends per log, whole run
-		perLogErr = make([]atomic.Int64, nLogs) // failed (possibly committed) appends per log
-		completed atomic.Int64                  // appends answered (ok or not), for progress
-		failed    atomic.Int64
-		rr        atomic.Uint64
-		producers = make([]*benchProducer, cfg.producers)
-		wg        sync.WaitGroup
-		startAt   = time.Now()
-		measureAt = startAt.Add(cfg.warmup)
-		stopAt    = measureAt.Add(cfg.duration)
-	)
-	for p := range producers {
-		bp := &benchProducer{}
-		producers[p] = bp
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(runIdx), uint64(p)))
-			payload := make([]byte, cfg.sizeBytes)
-			for i := range payload {
-				payload[i] = byte(rng.Uint32())
-			}
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if !t0.Before(stopAt) {
-					return
-				}
-				var li int
-				if cfg.pick == pickRandom {
-					li = rng.IntN(nLogs)
-				} else {
-					li = int((rr.Add(1) - 1) % uint64(nLogs))
-				}
-				if len(payload) >= benchLogTagBytes {
-					binary.BigEndian.PutUint64(payload, uint64(li))
-				}
-				_, err := logs[li].Append(ctx, 1, payload)
-				t1 := time.Now()
-				completed.Add(1)
-				if err != nil {
-					perLogErr[li].Add(1)
-					failed.Add(1)
-					bp.errors++
-					if bp.firstErr == nil {
-						bp.firstErr = err
-					}
-					continue
-				}
-				perLogOK[li].Add(1)
-				if !t1.Before(measureAt) && t1.Before(stopAt) {
-					bp.lat.Record(t1.Sub(t0))
-					bp.appends++
-					bp.bytes += int64(len(payload))
-				}
-			}
-		}()
-	}
-
-	// The coordinator: engine counters at the window's edges, progress
-	// once a second.
-	var m0, m1 engine.Metrics
-	measureTimer := time.NewTimer(time.Until(measureAt))
-	stopTimer := time.NewTimer(time.Until(stopAt))
-	tick := time.NewTicker(time.Second)
-	defer measureTimer.Stop()
-	defer stopTimer.Stop()
-	defer tick.Stop()
-	if cfg.warmup == 0 {
-		m0 = e.Metrics()
-	}
-	lastN, lastPuts, lastT := int64(0), e.Metrics().ObjectPuts, startAt
-	progress := func(now time.Time) {
-		n := completed.Load()
-		puts := e.Metrics().ObjectPuts
-		dt := now.Sub(lastT).Seconds()
-		phase := "measure"
-		if now.Before(measureAt) {
-			phase = "warmup"
-		}
-		fmt.Fprintf(os.Stderr, "bench logs=%-5d %-7s %5.1fs  appends=%-9d rate=%8.0f/s  puts=%6.0f/s  errors=%d\n",
-			nLogs, phase, now.Sub(startAt).Seconds(), n, float64(n-lastN)/dt, float64(puts-lastPuts)/dt, failed.Load())
-		lastN, lastPuts, lastT = n, puts, now
-	}
-loop:
-	for {
-		select {
-		case <-measureTimer.C:
-			if cfg.warmup > 0 {
-				m0 = e.Metrics()
-			}
-		case <-stopTimer.C:
-			m1 = e.Metrics()
-			break loop
-		case now := <-tick.C:
-			progress(now)
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	r := &benchResult{
-		logs: nLogs, seconds: cfg.duration.Seconds(),
-		puts: m1.ObjectPuts - m0.ObjectPuts, putBytes: m1.ObjectPutBytes - m0.ObjectPutBytes,
-		putNanos: m1.ObjectPutNanos - m0.ObjectPutNanos,
-		txns:     m1.Txns - m0.Txns, txnConflicts: m1.TxnConflicts - m0.TxnConflicts,
-		txnNanos: m1.TxnNanos - m0.TxnNanos,
-		verified: "-",
-	}
-	for _, bp := range producers {
-		r.lat.Merge(&bp.lat)
-		r.appends += bp.appends
-		r.appendBytes += bp.bytes
-		r.errors += bp.errors
-		if r.firstErr == nil {
-			r.firstErr = bp.firstErr
-		}
-	}
-	fmt.Fprintf(os.Stderr, "bench logs=%d: %.0f appends/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f PUTs/s (mean %.2f ms), %.1f txns/s (mean %.2f ms, %d conflicts), %d errors\n",
-		nLogs, r.appendsPerSec(), r.mbPerSec(), ms(r.lat.Quantile(0.5)), ms(r.lat.Quantile(0.99)), ms(r.lat.Quantile(0.999)), ms(r.lat.Max()),
-		r.putsPerSec(), r.meanMs(r.putNanos, r.puts), r.txnsPerSec(), r.meanMs(r.txnNanos, r.txns), r.txnConflicts, r.errors)
-	if r.firstErr != nil {
-		fmt.Fprintln(os.Stderr, "bench: first append error:", r.firstErr)
-	}
-	if cfg.verify {
-		start := time.Now()
-		r.verified = verifyBenchLogs(ctx, logs, perLogOK, perLogErr, cfg.sizeBytes)
-		fmt.Fprintf(os.Stderr, "bench logs=%d: verify %s (%.1fs)\n", nLogs, r.verified, time.Since(start).Seconds())
-	}
-	return r, nil
-}
-
-// openBenchLogs opens (creating) logs 0..n-1 before the clock starts, so
-// that log creation is not measured.
-func openBenchLogs(ctx context.Context, e *engine.Engine, n int) ([]lakestream.Log, error) {
-	logs := make([]lakestream.Log, n)
-	err := forEachParallel(n, func(i int) error {
-		l, err := e.Log(ctx, lakestream.LogID(i))
-		logs[i] = l
-		return err
-	})
-	return logs, err
-}
-
-// forEachParallel calls fn(0..n-1) on benchVerifyWorkers goroutines and
-// returns the first error.
-func forEachParallel(n int, fn func(i int) error) error {
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-	)
-	for range min(n, benchVerifyWorkers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					errOnce.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
-// verifyBenchLogs reads every log back from offset 0 and checks that it
-// holds exactly the acknowledged appends (or, for a log with failed
-// appends, whose outcome is unknown, between acknowledged and acknowledged
-// plus failed), with contiguous offsets, one record per entry, the right
-// size and the log's own tag. It returns "ok" or the first problem.
-func verifyBenchLogs(ctx context.Context, logs []lakestream.Log, ok, failed []atomic.Int64, size int) string {
-	err := forEachParallel(len(logs), func(i int) error {
-		l := logs[i]
-		lo, hi := ok[i].Load(), ok[i].Load()+failed[i].Load()
-		next, err := l.NextOffset(ctx)
-		if err != nil {
-			return fmt.Errorf("log %d: %w", i, err)
-		}
-		if next < lo || next > hi {
-			return fmt.Errorf("log %d: head %d, but %d appends acknowledged (%d failed)", i, next, lo, hi-lo)
-		}
-		var off int64
-		for off < next {
-			ents, err := l.ReadEntries(ctx, off, 1<<16, benchReadBytesMax)
-			if err != nil {
-				return fmt.Errorf("log %d: read at %d: %w", i, off, err)
-			}
-			if len(ents) == 0 {
-				return fmt.Errorf("log %d: read at %d below head %d returned nothing", i, off, next)
-			}
-			for _, ent := range ents {
-				switch {
-				case ent.Offset != off:
-					return fmt.Errorf("log %d: entry at %d, want %d", i, ent.Offset, off)
-				case ent.Records != 1 || len(ent.Payload) != size:
-					return fmt.Errorf("log %d: entry %d has %d records and %d bytes, want 1 and %d", i, off, ent.Records, len(ent.Payload), size)
-				case size >= benchLogTagBytes && binary.BigEndian.Uint64(ent.Payload) != uint64(i):
-					return fmt.Errorf("log %d: entry %d belongs to log %d", i, off, binary.BigEndian.Uint64(ent.Payload))
-				}
-				off++
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err.Error()
-	}
-	return "ok"
-}
-
-func describeBenchSetup(cfg engineBenchConfig) string {
-	objects := "file:// (temporary directory)"
-	if cfg.objects != "" {
-		objects = cfg.objects
-	} else if cfg.dataDir != "" {
-		objects = "file://" + cfg.dataDir
-	}
-	etcd := "embedded single member"
-	if len(cfg.etcd) > 0 {
-		etcd = strings.Join(cfg.etcd, ",")
-	}
-	linger, flush := "engine default", "engine default"
-	if cfg.linger > 0 {
-		linger = cfg.linger.String()
-	}
-	if cfg.flushBytes > 0 {
-		flush = strconv.Itoa(cfg.flushBytes)
-	}
-	return fmt.Sprintf("objects %s, etcd %s; %d producers (closed loop), %d-byte entries, pick %s; linger %s, flush-bytes %s; warmup %s, measured %s per row; GOMAXPROCS %d, %s",
-		objects, etcd, cfg.producers, cfg.sizeBytes, cfg.pick, linger, flush, cfg.warmup, cfg.duration, runtime.GOMAXPROCS(0), runtime.Version())
-}
-
-func printBenchTable(w io.Writer, cfg engineBenchConfig, rs []*benchResult) {
-	fmt.Fprintf(w, "%s\n\n", describeBenchSetup(cfg))
-	fmt.Fprintln(w, "| logs | appends/s | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | PUTs/s | KiB/PUT | PUT ms | commit txns/s | txn ms | errors | verify |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
-	for _, r := range rs {
-		fmt.Fprintf(w, "| %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %.2f | %d | %s |\n",
-			r.logs, r.appendsPerSec(), r.mbPerSec(),
-			ms(r.lat.Quantile(0.5)), ms(r.lat.Quantile(0.99)), ms(r.lat.Quantile(0.999)), ms(r.lat.Max()),
-			r.putsPerSec(), r.kibPerPut(), r.meanMs(r.putNanos, r.puts),
-			r.txnsPerSec(), r.meanMs(r.txnNanos, r.txns), r.errors, r.verified)
-	}
-}
-
-func writeBenchCSV(cfg engineBenchConfig, rs []*benchResult) error {
-	f, err := os.Create(cfg.csvPath)
-	if err != nil {
-		return fmt.Errorf("bench engine: --csv: %w", err)
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{
-		"logs", "producers", "size_bytes", "linger", "flush_bytes", "pick", "seconds",
-		"appends", "appends_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms",
-		"puts", "puts_per_s", "bytes_per_put", "put_mean_ms",
-		"txns", "txns_per_s", "txn_conflicts", "txn_mean_ms", "errors", "verify",
-	})
-	f64 := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
-	for _, r := range rs {
-		bytesPerPut := 0.0
-		if r.puts > 0 {
-			bytesPerPut = float64(r.putBytes) / float64(r.puts)
-		}
-		w.Write([]string{
-			strconv.Itoa(r.logs), strconv.Itoa(cfg.producers), strconv.Itoa(cfg.sizeBytes),
-			cfg.linger.String(), strconv.Itoa(cfg.flushBytes), cfg.pick, f64(r.seconds),
-			strconv.FormatInt(r.appends, 10), f64(r.appendsPerSec()), f64(r.mbPerSec()),
-			f64(ms(r.lat.Quantile(0.5))), f64(ms(r.lat.Quantile(0.99))), f64(ms(r.lat.Quantile(0.999))),
-			f64(ms(r.lat.Max())), f64(ms(r.lat.Mean())),
-			strconv.FormatInt(r.puts, 10), f64(r.putsPerSec()), f64(bytesPerPut), f64(r.meanMs(r.putNanos, r.puts)),
-			strconv.FormatInt(r.txns, 10), f64(r.txnsPerSec()), strconv.FormatInt(r.txnConflicts, 10),
-			f64(r.meanMs(r.txnNanos, r.txns)), strconv.FormatInt(r.errors, 10), r.verified,
-		})
-	}
-	w.Flush()
-	if err := errors.Join(w.Error(), f.Close()); err != nil {
-		return fmt.Errorf("bench engine: --csv: %w", err)
-	}
-	return nil
+	return c, c.Validate()
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/tables"
 )
 
 func runStandalone(args []string) error {
@@ -55,7 +57,7 @@ func runNode(c *Config) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := engine.NodeConfig{
+	cfg := node.Config{
 		DataDir: c.DataDir, ObjectURL: c.Objects,
 		GCInterval:    gcInterval(c.Engine.GCInterval),
 		EtcdEndpoints: c.Etcd.Endpoints, EtcdClientPort: c.Etcd.Port, EtcdPrefix: c.Etcd.Prefix,
@@ -68,13 +70,15 @@ func runNode(c *Config) error {
 			CommitTimeout:         c.Engine.CommitTimeout,
 			CacheBytes:            c.Engine.CacheBytes,
 			CursorPersistInterval: c.Engine.CursorPersist,
-			CompactAge:            c.Tables.Age,
-			CompactMaxBytes:       c.Tables.MaxBytes,
-			IcebergCatalog:        icebergCatalogConfig(c),
 			Logger:                log,
 		},
+		Tables: tables.Options{
+			CompactAge:      c.Tables.Age,
+			CompactMaxBytes: c.Tables.MaxBytes,
+			IcebergCatalog:  icebergCatalogConfig(c),
+		},
 	}
-	n, err := engine.StartNode(ctx, cfg)
+	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

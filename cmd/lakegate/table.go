@@ -19,11 +19,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/objstore"
+	"github.com/lakegate/lakegate/tables"
 )
 
 const tableUsage = `usage: lakegate table scan [flags] <topic>
@@ -92,7 +92,7 @@ func runTable(args []string, stdout io.Writer) error {
 	defer store.Close()
 	var rows int64
 	errLimit := errors.New("limit reached")
-	err = engine.ScanTable(ctx, store, engine.TableRoot(id), func(rec arrow.RecordBatch) error {
+	err = tables.ScanTable(ctx, store, tables.TableRoot(id), func(rec arrow.RecordBatch) error {
 		if *limit > 0 && rows+rec.NumRows() > *limit {
 			rec = rec.NewSlice(0, *limit-rows)
 			defer rec.Release()

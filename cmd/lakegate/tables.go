@@ -6,10 +6,9 @@ import (
 	"strings"
 
 	"github.com/lakegate/lakegate/actors"
-	"github.com/lakegate/lakegate/engine"
-	"github.com/lakegate/lakegate/internal/compactor"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node"
 )
 
 // defaultMaterialization is the cluster default policy for the configured
@@ -28,7 +27,7 @@ func defaultMaterialization(formats []string) *lakestream.TableMaterializationPo
 // startTables stores the cluster default materialization from the
 // configuration and, when enabled, starts this node's compaction worker
 // (nil when not).
-func startTables(ctx context.Context, c *Config, n *engine.Node, cat lakestream.StreamCatalog, rt actors.Runtime, log *slog.Logger) (*actors.CompactionWorker, error) {
+func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.StreamCatalog, rt actors.Runtime, log *slog.Logger) (*actors.CompactionWorker, error) {
 	if err := cat.SetDefaultMaterialization(ctx, defaultMaterialization(c.Tables.Formats)); err != nil {
 		return nil, err
 	}
@@ -37,16 +36,16 @@ func startTables(ctx context.Context, c *Config, n *engine.Node, cat lakestream.
 	}
 	return actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
 		Catalog:      cat,
-		Compactor:    compactor.Engine{E: n.Engine},
+		Compactor:    n.Tables.Compactor(),
 		Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
 		ScanInterval: c.Tables.ScanInterval,
 		Logger:       log,
 	}), nil
 }
 
-// icebergCatalogConfig maps the tables.iceberg keys to the engine's
+// icebergCatalogConfig maps the tables.iceberg keys to the table layer's
 // catalog configuration (the store URL and the sqlite default are filled
-// in by engine.StartNode).
+// in by node.Start).
 func icebergCatalogConfig(c *Config) iceberg.CatalogConfig {
 	ic := iceberg.CatalogConfig{Kind: c.Tables.Iceberg.Kind, URI: c.Tables.Iceberg.URI}
 	props := map[string]string{}

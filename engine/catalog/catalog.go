@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // Options configure a Catalog. The zero value is usable.

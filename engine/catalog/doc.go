@@ -1,5 +1,5 @@
 // Package catalog implements lakestream.StreamCatalog (level 2 of the
-// Lakestream API) on the metadata store (engine/meta.Store) and a level-1
+// Lakestream API) on the metadata store (meta.Store) and a level-1
 // lakestream.LogStorage.
 //
 // It owns the keys under <root>catalog/ — namespaces, streams, tombstones of
@@ -12,7 +12,8 @@
 // It also provides the data-plane handles: lakestream.Stream with its
 // layout (Pulsar-compatible murmur3 key routing, round-robin otherwise),
 // writer and reader, which delegate to LogStorage. Table views come from
-// Options.TableProvider (the lakehouse layer); without one, Scan returns
+// Options.TableProvider (the tables package's View, wired by node);
+// without one, Scan returns
 // lakestream.ErrNotMaterialized.
 //
 // It must not touch log data itself (offsets, index, cursors, WAL objects:

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // storeFactory makes a fresh, empty metadata store for one test.

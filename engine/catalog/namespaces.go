@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // loadNamespace reads a namespace record and its ModRevision

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // partitionsMax bounds a stream's partition count (count): the stream

@@ -3,8 +3,8 @@ package catalog
 import (
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/meta/metatest"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/meta/metatest"
 )
 
 // Test commands:

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lakegate/lakegate/engine/meta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // RegisterTableCatalog registers a table catalog (ErrAlreadyExists).

@@ -46,9 +46,9 @@ import (
 
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/engine/cursor"
-	"github.com/lakegate/lakegate/engine/meta"
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // opTimeout bounds each subtest's operations. It is a failure deadline, not

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -73,30 +74,48 @@ func ValidateEntry(e Entry) error {
 // MaxRecordsPerChunk). When it returns false the writer flushes first; an
 // empty Builder fits every entry that passes ValidateEntry.
 func (b *Builder) Fits(log int64, e Entry) bool {
+	c, ok := b.byLog[log]
+	var entries int
+	var records int64
+	if ok {
+		entries, records = len(c.entries), c.records
+	}
+	return fits(b.size, b.used, !ok, entries, records, e)
+}
+
+// fits is the one statement of the limits, shared by Builder and Budget: an
+// object of objectSize encoded bytes and chunks chunks takes e into a chunk
+// that holds entries entries of records records (newChunk: a chunk not yet
+// in the object).
+func fits(objectSize int64, chunks int, newChunk bool, entries int, records int64, e Entry) bool {
 	grow := int64(entryRecordLen) + int64(len(e.Payload))
-	if c, ok := b.byLog[log]; ok {
-		if len(c.entries) >= MaxEntriesPerChunk || c.records+int64(e.Records) > MaxRecordsPerChunk {
-			return false
-		}
-	} else {
-		if b.used >= MaxChunksPerObject {
+	if newChunk {
+		if chunks >= MaxChunksPerObject {
 			return false
 		}
 		grow += dirRecordLen + chunkOverhead
+	} else if entries >= MaxEntriesPerChunk || records+int64(e.Records) > MaxRecordsPerChunk {
+		return false
 	}
-	return b.size+grow <= MaxObjectBytes
+	return objectSize+grow <= MaxObjectBytes
 }
+
+// ErrFull is returned by Builder.Add and Budget.Add for a valid entry that
+// does not fit the object (Fits is false): the caller flushes first.
+var ErrFull = errors.New("wal: object full")
 
 // Add appends e to log's chunk and returns e's index in that chunk (0 for the
 // first entry of the log in this object). It keeps a reference to e.Payload
-// (see Builder). Add panics if ValidateEntry(e) fails or !b.Fits(log, e):
-// both are the caller's to check.
-func (b *Builder) Add(log int64, e Entry) (entryIndexInChunk int) {
+// (see Builder). It returns an error, and adds nothing, when
+// ValidateEntry(e) fails (ErrInvalidEntry, ErrTooLarge) or the entry does
+// not fit (ErrFull): both are the caller's to check first, and a writer
+// that checked Fits never sees them.
+func (b *Builder) Add(log int64, e Entry) (entryIndexInChunk int, err error) {
 	if err := ValidateEntry(e); err != nil {
-		panic(fmt.Sprintf("wal: Builder.Add: %v", err))
+		return 0, err
 	}
 	if !b.Fits(log, e) {
-		panic(fmt.Sprintf("wal: Builder.Add: entry of %d bytes for log %d does not fit (flush first)", len(e.Payload), log))
+		return 0, fmt.Errorf("%w: entry of %d bytes and %d records for log %d (flush first)", ErrFull, len(e.Payload), e.Records, log)
 	}
 	c, ok := b.byLog[log]
 	if !ok {
@@ -118,7 +137,7 @@ func (b *Builder) Add(log int64, e Entry) (entryIndexInChunk int) {
 	c.minPublishMs = min(c.minPublishMs, e.PublishTimeMs)
 	c.maxPublishMs = max(c.maxPublishMs, e.PublishTimeMs)
 	b.size += entryRecordLen + int64(len(e.Payload))
-	return len(c.entries) - 1
+	return len(c.entries) - 1, nil
 }
 
 // Len returns the size in bytes of the object Build would return now.

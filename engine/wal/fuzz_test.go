@@ -61,7 +61,9 @@ func FuzzDecodeChunk(f *testing.F) {
 			if payload < 1<<20 { // rebuild the prefix with zero payloads
 				bl := NewBuilder()
 				for _, e := range h.Entries {
-					bl.Add(h.Log, Entry{Records: e.Records, PublishTimeMs: e.PublishTimeMs, Payload: make([]byte, e.PayloadSize)})
+					if _, err := bl.Add(h.Log, Entry{Records: e.Records, PublishTimeMs: e.PublishTimeMs, Payload: make([]byte, e.PayloadSize)}); err != nil {
+						t.Fatalf("re-encoding an accepted input: %v", err)
+					}
 				}
 				obj, refs := bl.Build(h.WriteTimeMs)
 				pl := ChunkPrefixLen(refs[0].Entries)
@@ -78,7 +80,9 @@ func FuzzDecodeChunk(f *testing.F) {
 		}
 		bl := NewBuilder()
 		for _, e := range c.Entries {
-			bl.Add(c.Log, Entry{Records: e.Records, PublishTimeMs: e.PublishTimeMs, Payload: e.Payload})
+			if _, err := bl.Add(c.Log, Entry{Records: e.Records, PublishTimeMs: e.PublishTimeMs, Payload: e.Payload}); err != nil {
+				t.Fatalf("re-encoding an accepted input: %v", err)
+			}
 		}
 		obj, refs := bl.Build(c.WriteTimeMs)
 		r := refs[0]
@@ -129,7 +133,9 @@ func FuzzDecodeObject(f *testing.F) {
 				t.Fatal(err)
 			}
 			for _, e := range c.Entries {
-				bl.Add(c.Log, Entry{Records: e.Records, PublishTimeMs: e.PublishTimeMs, Payload: e.Payload})
+				if _, err := bl.Add(c.Log, Entry{Records: e.Records, PublishTimeMs: e.PublishTimeMs, Payload: e.Payload}); err != nil {
+					t.Fatalf("re-encoding an accepted input: %v", err)
+				}
 			}
 		}
 		obj, refs := bl.Build(o.WriteTimeMs)

@@ -66,7 +66,11 @@ func randomObject(t testing.TB, rnd *rand.Rand, b *Builder, maxLogs, maxEntries,
 		if !b.Fits(log, e) {
 			continue // the writer would flush here; here we just skip it
 		}
-		if got, want := b.Add(log, e), len(m[log]); got != want {
+		got, err := b.Add(log, e)
+		if err != nil {
+			t.Fatalf("Add(%d) after Fits: %v", log, err)
+		}
+		if want := len(m[log]); got != want {
 			t.Fatalf("Add(%d) = index %d, want %d", log, got, want)
 		}
 		m[log] = append(m[log], e)
@@ -548,30 +552,31 @@ func TestValidateEntry(t *testing.T) {
 	}
 }
 
-func mustPanic(t *testing.T, name string, f func()) {
+func mustAdd(t *testing.T, b *Builder, log int64, e Entry) {
 	t.Helper()
-	defer func() {
-		if recover() == nil {
-			t.Fatalf("%s did not panic", name)
-		}
-	}()
-	f()
+	if _, err := b.Add(log, e); err != nil {
+		t.Fatalf("Add(%d, %d records, %d bytes): %v", log, e.Records, len(e.Payload), err)
+	}
 }
 
 func TestBuilderLimits(t *testing.T) {
 	one := Entry{Records: 1}
 	t.Run("invalid entry", func(t *testing.T) {
-		mustPanic(t, "Add(0 records)", func() { NewBuilder().Add(1, Entry{}) })
+		if _, err := NewBuilder().Add(1, Entry{}); !errors.Is(err, ErrInvalidEntry) {
+			t.Fatalf("Add(0 records) = %v, want ErrInvalidEntry", err)
+		}
 	})
 	t.Run("entries per chunk", func(t *testing.T) {
 		b := NewBuilder()
 		for range MaxEntriesPerChunk {
-			b.Add(1, one)
+			mustAdd(t, b, 1, one)
 		}
 		if b.Fits(1, one) || !b.Fits(2, one) {
 			t.Fatal("Fits ignores MaxEntriesPerChunk")
 		}
-		mustPanic(t, "Add over MaxEntriesPerChunk", func() { b.Add(1, one) })
+		if _, err := b.Add(1, one); !errors.Is(err, ErrFull) {
+			t.Fatalf("Add over MaxEntriesPerChunk = %v, want ErrFull", err)
+		}
 		obj, refs := b.Build(0)
 		if _, err := DecodeObject(obj); err != nil || refs[0].Entries != MaxEntriesPerChunk {
 			t.Fatalf("full chunk: %v", err)
@@ -579,10 +584,13 @@ func TestBuilderLimits(t *testing.T) {
 	})
 	t.Run("records per chunk", func(t *testing.T) {
 		b := NewBuilder()
-		b.Add(1, Entry{Records: math.MaxInt32 - 1})
-		b.Add(1, one)
+		mustAdd(t, b, 1, Entry{Records: math.MaxInt32 - 1})
+		mustAdd(t, b, 1, one)
 		if b.Fits(1, one) || !b.Fits(2, one) {
 			t.Fatal("Fits ignores MaxRecordsPerChunk")
+		}
+		if _, err := b.Add(1, one); !errors.Is(err, ErrFull) {
+			t.Fatalf("Add over MaxRecordsPerChunk = %v, want ErrFull", err)
 		}
 		obj, refs := b.Build(0)
 		if _, err := DecodeObject(obj); err != nil || refs[0].Records != math.MaxInt32 {
@@ -592,7 +600,7 @@ func TestBuilderLimits(t *testing.T) {
 	t.Run("chunks per object", func(t *testing.T) {
 		b := NewBuilder()
 		for log := range int64(MaxChunksPerObject) {
-			b.Add(log, one)
+			mustAdd(t, b, log, one)
 		}
 		if b.Fits(MaxChunksPerObject, one) || !b.Fits(0, one) {
 			t.Fatal("Fits ignores MaxChunksPerObject")
@@ -610,13 +618,56 @@ func TestBuilderLimits(t *testing.T) {
 		big := Entry{Records: 1, Payload: make([]byte, MaxEntryBytes)} // Add keeps a reference: no copy
 		b := NewBuilder()
 		for log := range int64(MaxObjectBytes/MaxEntryBytes - 1) {
-			b.Add(log, big)
+			mustAdd(t, b, log, big)
 		}
 		if b.Fits(99, big) || b.Fits(0, big) || !b.Fits(0, Entry{Records: 1, Payload: make([]byte, 1<<20)}) {
 			t.Fatal("Fits ignores MaxObjectBytes")
 		}
-		mustPanic(t, "Add over MaxObjectBytes", func() { b.Add(0, big) })
+		if _, err := b.Add(0, big); !errors.Is(err, ErrFull) {
+			t.Fatalf("Add over MaxObjectBytes = %v, want ErrFull", err)
+		}
 	})
+}
+
+// TestBudgetAgreesWithBuilder: a Budget fed the same entries as a Builder
+// answers Fits the same at every step, up to every limit, and reports the
+// same size.
+func TestBudgetAgreesWithBuilder(t *testing.T) {
+	big := make([]byte, MaxEntryBytes)
+	cases := map[string]func(i int) (int64, Entry){
+		"entries per chunk": func(int) (int64, Entry) { return 1, Entry{Records: 1} },
+		"records per chunk": func(i int) (int64, Entry) { return int64(i % 3), Entry{Records: math.MaxInt32/2 + 1} },
+		"chunks per object": func(i int) (int64, Entry) { return int64(i), Entry{Records: 1} },
+		"object bytes":      func(i int) (int64, Entry) { return int64(i % 2), Entry{Records: 1, Payload: big} },
+	}
+	for name, next := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, g := NewBuilder(), &Budget{}
+			for i := 0; ; i++ {
+				log, e := next(i)
+				fb, fg := b.Fits(log, e), g.Fits(log, e)
+				if fb != fg {
+					t.Fatalf("step %d: Builder.Fits %v, Budget.Fits %v", i, fb, fg)
+				}
+				if !fb {
+					if err := g.Add(log, e); !errors.Is(err, ErrFull) {
+						t.Fatalf("Budget.Add past a limit = %v, want ErrFull", err)
+					}
+					break
+				}
+				mustAdd(t, b, log, e)
+				if err := g.Add(log, e); err != nil {
+					t.Fatal(err)
+				}
+				if int64(b.Len()) != g.Len() || b.Logs() != g.Logs() {
+					t.Fatalf("step %d: Builder %d bytes %d logs, Budget %d bytes %d logs", i, b.Len(), b.Logs(), g.Len(), g.Logs())
+				}
+				if i > 2*MaxChunksPerObject {
+					t.Fatal("no limit reached")
+				}
+			}
+		})
+	}
 }
 
 func TestChunkPrefixLen(t *testing.T) {

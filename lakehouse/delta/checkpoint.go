@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // Spark's classic checkpoint schema (docs/delta.md); every field nullable.

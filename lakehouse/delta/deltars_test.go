@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 func TestDeltaRSReadsOurTable(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // Snapshot is the table state at one version. It is a copy: the caller owns

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // sparkCheck is the JSON line printed by check_delta.py.

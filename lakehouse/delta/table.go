@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 const (

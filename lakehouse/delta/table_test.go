@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lakegate/lakegate/engine/objstore"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 const root = "tables/public/default/orders"

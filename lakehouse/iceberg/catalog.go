@@ -62,7 +62,7 @@ type CatalogConfig struct {
 	Props map[string]string
 	// Name is the catalog name. Default DefaultCatalogName.
 	Name string
-	// StoreURL is the object store, as engine/objstore.Open takes it; table
+	// StoreURL is the object store, as objstore.Open takes it; table
 	// locations are built from it (StoreLocation). Required.
 	StoreURL string
 }

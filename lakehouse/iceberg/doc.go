@@ -10,7 +10,7 @@
 // docs/iceberg.md.
 //
 // It must not write data files: the Parquet files are written once by the
-// engine's compaction (engine/tables.go) and shared with the Delta table
+// table layer's compaction (tables/compact.go) and shared with the Delta table
 // (lakehouse/delta). It never deletes files either. It knows tables and
 // files, not logs' offsets beyond the numbers it is given.
 package iceberg

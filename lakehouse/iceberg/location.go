@@ -16,7 +16,7 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 )
 
-// StoreLocation maps an object-store URL, as engine/objstore.Open takes it,
+// StoreLocation maps an object-store URL, as objstore.Open takes it,
 // to the Iceberg location of its key "" (no trailing slash) and the FileIO
 // properties that reach it (docs/iceberg.md, "Locations"):
 //

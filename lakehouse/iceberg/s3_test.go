@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/engine/objstore"
 	"github.com/lakegate/lakegate/internal/testservers"
+	"github.com/lakegate/lakegate/objstore"
 )
 
 // TestCommitS3 commits files PUT through lakegate's object store into a

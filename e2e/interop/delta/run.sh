@@ -7,6 +7,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 py="$("$here/setup.sh" | tail -1)"
 cd "$repo"
-LAKEGATE_PYTHON="$py" go test -p 1 -count=1 -run 'TestDeltaRS' -v ./lakehouse/delta/
-# The engine's compaction into a Delta table (WAL → Parquet → _delta_log), read by delta-rs.
-LAKEGATE_PYTHON="$py" go test -p 1 -count=1 -run 'TestCompactToTableDeltaRS' -v ./engine/
+. "$repo/e2e/interop/gotest.sh"
+LAKEGATE_PYTHON="$py" go_test_pass ./lakehouse/delta/ TestDeltaRSReadsOurTable -- -p 1 -count=1
+# Compaction into a Delta table (WAL → Parquet → _delta_log), read by delta-rs.
+LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestCompactToTableDeltaRS -- -p 1 -count=1

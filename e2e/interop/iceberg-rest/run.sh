@@ -50,8 +50,9 @@ done
 echo "run.sh: REST catalog server up on $uri" >&2
 
 cd "$repo"
+. "$repo/e2e/interop/gotest.sh"
 if ! LAKEGATE_ICEBERG_REST_URI="$uri" LAKEGATE_PYICEBERG="$py" \
-  go test -p 1 -count=1 -run 'TestCompactToTableIcebergREST' -v ./engine/; then
+  go_test_pass ./tables/ TestCompactToTableIcebergREST TestCompactToTableIcebergRESTConcurrent -- -p 1 -count=1; then
   echo "run.sh: failed; server log:" >&2
   tail -n 200 "$tmp/server.log" >&2
   exit 1

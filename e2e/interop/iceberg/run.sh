@@ -8,4 +8,5 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 py="$("$here/setup.sh" | tail -1)"
 cd "$repo"
-LAKEGATE_PYICEBERG="$py" go test -p 1 -count=1 -run 'TestCompactToTablePyIceberg' -v ./engine/
+. "$repo/e2e/interop/gotest.sh"
+LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestCompactToTablePyIceberg -- -p 1 -count=1

@@ -10,5 +10,6 @@ out="$("$here/setup.sh")"
 py="$(tail -2 <<<"$out" | sed -n 1p)"
 jars="$(tail -1 <<<"$out")"
 cd "$repo"
+. "$repo/e2e/interop/gotest.sh"
 LAKEGATE_SPARK_PYTHON="$py" LAKEGATE_SPARK_JARS="$jars" \
-  go test -p 1 -count=1 -timeout 15m -run 'TestSparkReadsOurTable' -v ./lakehouse/delta/
+  go_test_pass ./lakehouse/delta/ TestSparkReadsOurTable -- -p 1 -count=1 -timeout 15m

@@ -14,7 +14,8 @@ spark_py="$(tail -2 <<<"$spark_out" | sed -n 1p)"
 spark_jars="$(tail -1 <<<"$spark_out")"
 iceberg_py="$("$repo/e2e/interop/iceberg/setup.sh" | tail -1)"
 cd "$repo"
+. "$repo/e2e/interop/gotest.sh"
 LAKEGATE_TABLES_INTEROP=1 LAKEGATE_TABLES_SCRIPT="$here/read_table.py" \
 LAKEGATE_PYTHON="$delta_py" LAKEGATE_SPARK_PYTHON="$spark_py" LAKEGATE_SPARK_JARS="$spark_jars" \
 LAKEGATE_ICEBERG_PYTHON="$iceberg_py" \
-  go test -p 1 -count=1 -timeout 20m -run '^TestTablesInterop$' -v ./e2e/
+  go_test_pass ./e2e/ TestTablesInterop -- -p 1 -count=1 -timeout 20m

@@ -1,0 +1,9 @@
+// Package bench is the storage-engine benchmark driver behind `lakegate
+// bench engine` (Run): a real node per log count under a closed-loop append
+// load, with append latency quantiles (an HDR-style histogram, hist.go),
+// object PUTs and etcd transactions per second, and an optional read-back
+// of every acknowledged append (Config.Verify). cmd/lakegate parses the
+// flags into a Config. The scripts beside it (pulsar-perf*.sh) run the
+// Pulsar perf tools against a standalone node; docs/benchmarks.md records
+// the results of both.
+package bench

@@ -1,0 +1,285 @@
+package engine
+
+// The table port: what the engine offers a layer above it that keeps a
+// log's older ranges in another format (the tables package: Parquet files
+// committed to Delta and Iceberg), and what it needs from that layer. The
+// engine stores opaque entries; it never decodes a payload, never builds a
+// table file and knows no table format. docs/compaction.md says how the
+// tables package uses this port; docs/index-format.md and docs/gc.md say
+// what the engine guarantees.
+//
+// From the layer above, given at construction (Options):
+//   - a ChunkDecoder, with which the read path rebuilds the entries of an
+//     index entry of kind index.KindParquet;
+//   - Attachments, the per-log metadata values the layer keeps under the
+//     log's key prefix, and the objects each one holds, so that GC keeps
+//     them.
+//
+// To the layer above, methods on *Engine (all safe for concurrent use):
+// Store, Meta, MetaRoot, LogKey, Chunks, ChunkEntries, PutPending,
+// DropIntent, ReplaceChunks, AdvanceCompacted and ObserveCompaction.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lakegate/lakegate/engine/index"
+	"github.com/lakegate/lakegate/engine/wal"
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
+)
+
+// ChunkDecoder decodes chunks the engine does not write itself: the objects
+// that index entries of kind index.KindParquet name (table files).
+//
+// DecodeChunk returns the entries of data, the whole object c.Object (one
+// GET; c.Length bytes when c.Length is not 0 — the engine checks that
+// before calling). It must return exactly c.Entries entries holding the
+// records [c.First, c.End()) in offset order, each with its record count,
+// its publish time as the log recorded it (never 0) and its payload
+// byte-identical to what was appended; PayloadSize = len(Payload). The
+// returned slices are the engine's from then on (cached and shared by
+// readers: the decoder must not keep or modify them). Errors should wrap
+// wal.ErrCorrupt for data that does not decode; the engine wraps them with
+// the log and object. Safe for concurrent use.
+type ChunkDecoder interface {
+	DecodeChunk(ctx context.Context, data []byte, c index.Entry) ([]wal.DecodedEntry, error)
+}
+
+// Attachment is a metadata value that a layer above the engine keeps per
+// log, at LogKey(id, Name) — the tables package's table claim, Name
+// "table" (docs/compaction.md). The engine never writes or deletes it.
+// Objects returns the object keys the value holds: CollectGarbage never
+// deletes them (docs/gc.md, "Table files"), and fails the pass when
+// Objects returns an error. Objects must be pure (no I/O) and safe for
+// concurrent use.
+type Attachment struct {
+	Name    string
+	Objects func(value []byte) ([]string, error)
+}
+
+// Chunk is one index entry of a log with the revision of its key, for a
+// compare in ReplaceChunks.
+type Chunk struct {
+	index.Entry
+	Revision int64 // ModRevision of the index key
+}
+
+// NewChunk is an index entry that ReplaceChunks puts, with its decoded
+// entries to cache (nil: none; read from the store on first use).
+type NewChunk struct {
+	Entry   index.Entry
+	Decoded []wal.DecodedEntry // owned by the engine once passed
+}
+
+// PendingObject is an object for PutPending.
+type PendingObject struct {
+	Key  string
+	Data []byte
+}
+
+// Store is the engine's object store, counted in the engine's metrics
+// (lakegate_object_requests_total): the layer above keeps its own objects
+// (table files, the Delta log) in it, outside wal/.
+func (e *Engine) Store() objstore.Store { return e.store }
+
+// Meta is the engine's metadata store, counted in the engine's metrics
+// (lakegate_etcd_txns_total): the layer above keeps its own keys in it,
+// under LogKey(id, name) for its Attachments and under MetaRoot for the
+// rest, never under a prefix docs/index-format.md gives the engine.
+func (e *Engine) Meta() meta.Store { return e.meta }
+
+// MetaRoot is the prefix of every metadata key of this engine (Options.MetaRoot).
+func (e *Engine) MetaRoot() string { return e.keys.root }
+
+// LogKey is the metadata key of the value name keeps for log id:
+// <root>logs/<id:016x>/<name>. name must be an Attachment's Name.
+func (e *Engine) LogKey(id lakestream.LogID, name string) string { return e.keys.log(id) + name }
+
+// Chunks returns up to limit index entries of log id, from the one that
+// holds offset from (or the first after it) on, in offset order, with the
+// revisions of their keys. The entries it returns tile a prefix of
+// [from's entry, head) unless a trim or a compaction changed the index
+// meanwhile (a later ReplaceChunks compare catches that).
+func (e *Engine) Chunks(ctx context.Context, id lakestream.LogID, from int64, limit int) ([]Chunk, error) {
+	l, err := e.log(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return l.chunks(ctx, from, limit)
+}
+
+// ChunkEntries returns the entries of one chunk of log id (an entry that
+// Chunks returned), with their headers as reads report them (offsets,
+// publish time — the write time where none was given —, write time,
+// cumulative size). Payloads alias the engine's cache: the caller must not
+// modify them. It checks that the chunk holds exactly what its index entry
+// says (records, payload bytes).
+func (e *Engine) ChunkEntries(ctx context.Context, id lakestream.LogID, c index.Entry) ([]lakestream.Entry, error) {
+	l, err := e.log(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := l.loadChunk(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lakestream.Entry, 0, len(lc.entries))
+	off, bytes := c.First, c.BytesEnd-c.PayloadBytes
+	for _, de := range lc.entries {
+		bytes += int64(len(de.Payload))
+		h := lakestream.EntryHeader{
+			Offset: off, Records: de.Records, PublishTimeMs: de.PublishTimeMs, WriteTimeMs: lc.writeMs,
+			Size: int32(len(de.Payload)), CumulativeSize: bytes,
+		}
+		if h.PublishTimeMs == 0 {
+			h.PublishTimeMs = lc.writeMs
+		}
+		out = append(out, lakestream.Entry{EntryHeader: h, Payload: de.Payload})
+		off += int64(de.Records)
+	}
+	if off != c.End() || bytes != c.BytesEnd {
+		return nil, fmt.Errorf("%w: log %d chunk %s@%d disagrees with its index entry", errCorruptMeta, id, c.Object, c.Offset)
+	}
+	return out, nil
+}
+
+// PutPending stores objects, each with put-if-absent under a pending intent
+// of this node (docs/gc.md): first every intent in one transaction, then
+// the objects. It returns the intent keys, in the order of objects. Until
+// an intent is dropped (DropIntent, or a transaction of the caller's that
+// deletes the key) and for PendingIntentTTL at most, GC keeps the object;
+// after that it keeps it only while an index entry or an Attachment names
+// it. Errors wrap lakestream.ErrUnavailable; objects already PUT stay (GC
+// collects them once their intent is dead).
+func (e *Engine) PutPending(ctx context.Context, objects []PendingObject) ([]string, error) {
+	intents := make([]string, len(objects))
+	ops := make([]meta.Op, len(objects))
+	created := fmt.Appendf(nil, `{"created":%d}`, e.opts.Now().UnixMilli())
+	for i, o := range objects {
+		intents[i] = e.keys.pending(e.opts.NodeID, o.Key)
+		ops[i] = meta.Put(intents[i], created)
+	}
+	if _, _, err := e.meta.Txn(ctx, nil, ops); err != nil {
+		return nil, fmt.Errorf("%w: pending intents: %w", lakestream.ErrUnavailable, err)
+	}
+	for _, o := range objects {
+		if err := e.store.PutIfAbsent(ctx, o.Key, o.Data); err != nil {
+			return nil, fmt.Errorf("%w: put %s: %w", lakestream.ErrUnavailable, o.Key, err)
+		}
+		e.metrics.observePut(len(o.Data), 0) // counted, not timed: the PUT time metric is the WAL's
+	}
+	return intents, nil
+}
+
+// DropIntent deletes a pending intent that PutPending returned, retrying a
+// few times; an intent that stays only delays GC of an unreferenced object
+// until PendingIntentTTL.
+func (e *Engine) DropIntent(ctx context.Context, key string) { e.dropIntentKey(ctx, key) }
+
+// ReplaceChunks makes news the storage of log id's offsets [from, end): in
+// one metadata transaction it compares the revision of every index entry of
+// [from, end) and cmps (the caller's), deletes those entries, puts news (at
+// their last offsets) and applies ops (the caller's). news must tile
+// [from, end) and hold the same entries as the chunks they replace (the
+// caller's promise: readers are served from them from then on).
+//
+// When the index entries of [from, end) are not WAL chunks that tile the
+// range exactly (the log was trimmed, or CompactLog merged them with chunks
+// beyond end), the index is left as it is and only cmps and ops are
+// applied: replaced is then 0. A failed compare returns
+// lakestream.ErrConflict (nothing applied); a store error
+// lakestream.ErrUnavailable (outcome unknown: read the index again).
+// Readers never see two entries for an offset nor a gap (S5, S7, S8).
+func (e *Engine) ReplaceChunks(ctx context.Context, id lakestream.LogID, from, end int64, news []NewChunk, cmps []meta.Cmp, ops []meta.Op) (replaced int, err error) {
+	old, tiled, err := e.walRun(ctx, id, from, end)
+	if err != nil {
+		return 0, err
+	}
+	cmps = append([]meta.Cmp(nil), cmps...)
+	ops = append([]meta.Op(nil), ops...)
+	if tiled {
+		newKeys := map[string]bool{}
+		for _, n := range news {
+			k := e.keys.idx(id, n.Entry.Last())
+			newKeys[k] = true
+			ops = append(ops, meta.Put(k, n.Entry.Encode()))
+		}
+		for _, c := range old {
+			k := e.keys.idx(id, c.Last())
+			cmps = append(cmps, meta.Cmp{Key: k, ModRevision: c.Revision})
+			if !newKeys[k] {
+				ops = append(ops, meta.Delete(k))
+			}
+		}
+	} else {
+		e.opts.Logger.Warn("engine: compacted range no longer tiled by WAL chunks; index left as is",
+			"log", id, "from", from, "end", end)
+	}
+	ok, _, err := e.meta.Txn(ctx, cmps, ops)
+	if err != nil {
+		return 0, fmt.Errorf("%w: replace index: %w", lakestream.ErrUnavailable, err)
+	}
+	if !ok {
+		return 0, fmt.Errorf("%w: log %d index changed during compaction", lakestream.ErrConflict, id)
+	}
+	if !tiled {
+		return 0, nil
+	}
+	for _, n := range news {
+		if n.Decoded == nil {
+			continue
+		}
+		c := &loadedChunk{writeMs: n.Entry.WriteMs, entries: n.Decoded}
+		for _, de := range n.Decoded {
+			c.size += int64(len(de.Payload))
+		}
+		e.cache.put(chunkLoc{n.Entry.Object, n.Entry.Offset}, c)
+	}
+	return len(old), nil
+}
+
+// AdvanceCompacted moves log id's compaction cursor (logs/<id>/compacted)
+// to end unless it is there or beyond already: it never moves backwards
+// (S6).
+func (e *Engine) AdvanceCompacted(ctx context.Context, id lakestream.LogID, end int64) error {
+	return e.advanceCompactCursor(ctx, id, end)
+}
+
+// walRun returns the index entries of [from, end) with their revisions;
+// tiled reports whether they are WAL chunks that tile the range exactly.
+func (e *Engine) walRun(ctx context.Context, id lakestream.LogID, from, end int64) ([]Chunk, bool, error) {
+	l, err := e.log(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	cs, err := l.chunksIn(ctx, from, e.keys.idx(id, end), e.meta.MaxTxnOps())
+	if err != nil {
+		return nil, false, err
+	}
+	pos := from
+	for _, c := range cs {
+		if c.Kind != kindWAL || c.First != pos {
+			return nil, false, nil
+		}
+		pos = c.End()
+	}
+	return cs, len(cs) > 0 && pos == end, nil
+}
+
+// attachmentObjects returns, for a key under logs/ that is an Attachment's
+// (logs/<16 hex>/<name>), the objects its value holds; ok is false for any
+// other key.
+func (e *Engine) attachmentObjects(rest string, value []byte) (objects []string, ok bool, err error) {
+	if len(rest) <= 17 || rest[16] != '/' {
+		return nil, false, nil
+	}
+	for _, a := range e.opts.Attachments {
+		if rest[17:] == a.Name {
+			objects, err = a.Objects(value)
+			return objects, true, err
+		}
+	}
+	return nil, false, nil
+}

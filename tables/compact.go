@@ -1,0 +1,452 @@
+package tables
+
+// Compaction of WAL chunks into a stream's Delta and Iceberg tables, with
+// the claim protocol (docs/compaction.md, docs/iceberg.md).
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/engine/index"
+	"github.com/lakegate/lakegate/engine/wal"
+	"github.com/lakegate/lakegate/lakehouse"
+	"github.com/lakegate/lakegate/lakehouse/delta"
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+)
+
+// Target names the table a log is compacted into. The engine knows logs,
+// not topics: the caller resolves it from the catalog (TargetOf).
+type Target struct {
+	// Root is the table's key prefix in the object store, no leading or
+	// trailing slash: "tables/<tenant>/<namespace>/<topic>".
+	Root string
+	// Partition is the topic partition the log holds (-1: not
+	// partitioned); it becomes the __partition column.
+	Partition int32
+	// Delta commits the files to the Delta table at Root (docs/delta.md).
+	Delta bool
+	// Iceberg commits the same files to the Iceberg table Ident, located at
+	// Root in the store, through Options.IcebergCatalog (docs/iceberg.md).
+	// At least one of Delta and Iceberg must be set.
+	Iceberg bool
+	// Ident is the Iceberg table identifier, namespace levels then name:
+	// [tenant, namespace, topic]. Required with Iceberg.
+	Ident []string
+	// Schema is the stream's latest value schema: AVRO, JSON and primitive
+	// schemas add typed columns (docs/table-schema.md); the zero value
+	// adds none.
+	Schema lakestream.SchemaConfig
+}
+
+// Table formats of a claim (tableClaim.Formats).
+const (
+	formatDelta   = "delta"
+	formatIceberg = "iceberg"
+)
+
+// maxFilesPerRange bounds the table files (one per publish day in the
+// range, so usually one) of one CompactToTable call.
+const maxFilesPerRange = 16
+
+// tableAppID is the Delta txn appId of a log's compactions.
+func tableAppID(id lakestream.LogID) string {
+	return "lakegate-log-" + strconv.FormatInt(int64(id), 10)
+}
+
+// claimName is the name of the table claim among a log's keys:
+// logs/<log>/table (docs/index-format.md); the engine knows it only as an
+// Attachment (ClaimAttachment).
+const claimName = "table"
+
+// claimKey is the key of a log's table claim (docs/compaction.md).
+func (t *Tables) claimKey(id lakestream.LogID) string { return t.e.LogKey(id, claimName) }
+
+// ClaimAttachment tells the engine's GC which table files a log's claim
+// holds (docs/gc.md, "Table files"): give it to engine.Options.Attachments.
+func ClaimAttachment() engine.Attachment {
+	return engine.Attachment{Name: claimName, Objects: func(value []byte) ([]string, error) {
+		var c tableClaim
+		if err := json.Unmarshal(value, &c); err != nil {
+			return nil, err
+		}
+		objs := make([]string, len(c.Files))
+		for i, f := range c.Files {
+			objs[i] = c.Root + "/" + f.Path
+		}
+		return objs, nil
+	}}
+}
+
+// tableClaim is the value of the claim key: the range being (or last)
+// compacted into the table, with its files.
+type tableClaim struct {
+	From    int64       `json:"from"`
+	End     int64       `json:"end"`
+	Root    string      `json:"root"`
+	Files   []claimFile `json:"files"`
+	Intents []string    `json:"intents,omitempty"`
+	Indexed bool        `json:"indexed"`
+	// Formats are the tables the range is committed to ("delta",
+	// "iceberg"); absent in claims written before Iceberg: Delta only.
+	Formats []string `json:"formats,omitempty"`
+	// Ident is the Iceberg table identifier (with "iceberg").
+	Ident []string `json:"ident,omitempty"`
+}
+
+// has reports whether the claim commits to format f.
+func (c tableClaim) has(f string) bool {
+	if c.Formats == nil {
+		return f == formatDelta
+	}
+	for _, g := range c.Formats {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// claimFile is one table file of a claim.
+type claimFile struct {
+	Path            string            `json:"path"` // relative to the table root
+	PartitionValues map[string]string `json:"partitionValues"`
+	Size            int64             `json:"size"`
+	Stats           string            `json:"stats"` // Delta add.stats
+	Index           []byte            `json:"index"` // encoded KindParquet index entry
+}
+
+// CompactToTable compacts the oldest eligible committed WAL chunks of log
+// id into Parquet files of the table target, then makes those files the
+// log's storage for their offsets (docs/compaction.md). A chunk is
+// eligible once it is CompactAge old; one call takes up to
+// CompactMaxBytes of payload. It first finishes a range left unfinished by
+// a crash (then it compacts nothing new). It returns
+// engine.ErrNothingToCompact when no chunk is eligible and
+// lakestream.ErrConflict when another compaction of the log raced it
+// (retry later). Any error leaves the log readable and the table without
+// duplicate rows; calling again resumes. It records its outcome with the
+// engine's ObserveCompaction (docs/metrics.md).
+func (t *Tables) CompactToTable(ctx context.Context, id lakestream.LogID, target Target) (engine.CompactStats, error) {
+	start := time.Now()
+	st, err := t.compactToTable(ctx, id, target)
+	t.e.ObserveCompaction(id, st, time.Since(start), err)
+	return st, err
+}
+
+// compactToTable is CompactToTable without the metrics.
+func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Target) (engine.CompactStats, error) {
+	var st engine.CompactStats
+	if tg.Root == "" || strings.HasPrefix(tg.Root, "/") || strings.HasSuffix(tg.Root, "/") {
+		return st, fmt.Errorf("%w: table root %q", lakestream.ErrInvalidArgument, tg.Root)
+	}
+	if !tg.Delta && !tg.Iceberg {
+		return st, fmt.Errorf("%w: table %s: no format (set Delta and/or Iceberg)", lakestream.ErrInvalidArgument, tg.Root)
+	}
+	var formats []string
+	if tg.Delta {
+		formats = append(formats, formatDelta)
+	}
+	if tg.Iceberg {
+		if len(tg.Ident) < 2 || slices.Contains(tg.Ident, "") {
+			return st, fmt.Errorf("%w: table %s: Iceberg identifier %q", lakestream.ErrInvalidArgument, tg.Root, tg.Ident)
+		}
+		formats = append(formats, formatIceberg)
+		// A catalog that cannot open fails the call before any work, not
+		// a claimed range at step 3b.
+		if _, err := t.icebergCatalog(ctx); err != nil {
+			return st, err
+		}
+	}
+	ms := t.e.Meta()
+	claimKey := t.claimKey(id)
+	kv, found, err := ms.Get(ctx, claimKey)
+	if err != nil {
+		return st, fmt.Errorf("%w: table claim: %w", lakestream.ErrUnavailable, err)
+	}
+	var prev tableClaim
+	if found {
+		if err := json.Unmarshal(kv.Value, &prev); err != nil {
+			return st, fmt.Errorf("%w: table claim of log %d: %v", index.ErrCorrupt, id, err)
+		}
+		if !prev.Indexed {
+			if prev.Root != tg.Root {
+				return st, fmt.Errorf("%w: log %d has an unfinished compaction into %s", lakestream.ErrConflict, id, prev.Root)
+			}
+			return t.finishClaim(ctx, id, prev, kv.ModRevision, nil)
+		}
+		// A crash after step 4 left the cursor behind.
+		if err := t.e.AdvanceCompacted(ctx, id, prev.End); err != nil {
+			return st, err
+		}
+	}
+
+	// A new range from the end of the previous one.
+	first, err := t.e.FirstOffset(ctx, id)
+	if err != nil {
+		return st, err
+	}
+	filesCap := max(1, min(maxFilesPerRange, (ms.MaxTxnOps()-1)/2))
+	maxChunks := ms.MaxTxnOps() - 1 - filesCap
+	if maxChunks < 1 {
+		return st, engine.ErrNothingToCompact
+	}
+	chunks, err := t.e.Chunks(ctx, id, max(first, prev.End), maxChunks)
+	if err != nil {
+		return st, err
+	}
+	cutoffMs := t.opts.Now().Add(-t.opts.CompactAge).UnixMilli()
+	var old []engine.Chunk
+	var payloadBytes int64
+	for _, c := range chunks {
+		if c.Kind != index.KindWAL || c.WriteMs > cutoffMs {
+			break
+		}
+		if len(old) == 0 && c.First < prev.End {
+			return st, fmt.Errorf("%w: log %d: WAL chunk %d..%d straddles the table's end %d", lakestream.ErrConflict, id, c.First, c.Last(), prev.End)
+		}
+		if len(old) > 0 && (c.First != old[len(old)-1].End() || payloadBytes+c.PayloadBytes > t.opts.CompactMaxBytes) {
+			break
+		}
+		old = append(old, c)
+		payloadBytes += c.PayloadBytes
+	}
+	if len(old) == 0 {
+		return st, engine.ErrNothingToCompact
+	}
+
+	// The entries, cut at chunk boundaries so the range needs ≤ filesCap files.
+	var ents []tableEntry
+	chunkEnds := make([]int, len(old)) // ents[:chunkEnds[i]] are the entries of old[:i+1]
+	for i, c := range old {
+		es, err := t.e.ChunkEntries(ctx, id, c.Entry)
+		if err != nil {
+			return st, err
+		}
+		for _, e := range es {
+			ents = append(ents, tableEntry{offset: e.Offset, records: e.Records, publishMs: e.PublishTimeMs, writeMs: e.WriteTimeMs, bytesEnd: e.CumulativeSize, payload: e.Payload})
+		}
+		chunkEnds[i] = len(ents)
+	}
+	n := len(old)
+	for n > 0 && len(splitRuns(ents[:chunkEnds[n-1]])) > filesCap {
+		n--
+	}
+	if n == 0 {
+		return st, fmt.Errorf("tables: log %d chunk %s@%d spans more than %d publish days", id, old[0].Object, old[0].Offset, filesCap)
+	}
+	old, ents = old[:n], ents[:chunkEnds[n-1]]
+
+	// The typed columns of the files (shared by every log of the table).
+	typed, err := t.tableSchema(ctx, tg.Root, tg.Schema)
+	if err != nil {
+		return st, err
+	}
+
+	// Step 1: the files, each under a pending intent.
+	c := tableClaim{From: old[0].First, End: old[n-1].End(), Root: tg.Root, Formats: formats}
+	if tg.Iceberg {
+		c.Ident = slices.Clone(tg.Ident)
+	}
+	var files []engine.PendingObject
+	decoded := map[string][]wal.DecodedEntry{}
+	for _, run := range splitRuns(ents) {
+		ie := index.Entry{Kind: index.KindParquet, First: run[0].offset, Entries: int64(len(run)),
+			MinPublishMs: run[0].publishMs, MaxPublishMs: run[0].publishMs, BytesEnd: run[len(run)-1].bytesEnd}
+		for _, te := range run {
+			ie.Records += int64(te.records)
+			ie.PayloadBytes += int64(len(te.payload))
+			ie.MinPublishMs = min(ie.MinPublishMs, te.publishMs)
+			ie.MaxPublishMs = max(ie.MaxPublishMs, te.publishMs)
+			ie.WriteMs = max(ie.WriteMs, te.writeMs)
+		}
+		data, des, fst, err := buildParquet(ctx, run, tg.Partition, int64(id), typed)
+		if err != nil {
+			return st, err
+		}
+		stats, err := delta.StatsFromParquet(data)
+		if err != nil {
+			return st, err
+		}
+		statsJSON, err := json.Marshal(stats)
+		if err != nil {
+			return st, fmt.Errorf("tables: table stats: %w", err)
+		}
+		rel := fmt.Sprintf("data/%s=%d/%s=%s/%s.parquet", lakehouse.ColPartition, tg.Partition,
+			lakehouse.ColPublishDate, run[0].day(), newUUID())
+		ie.Object = tg.Root + "/" + rel
+		ie.Length = int64(len(data))
+		c.Files = append(c.Files, claimFile{Path: rel, PartitionValues: fst.PartitionValues, Size: int64(len(data)), Stats: string(statsJSON), Index: ie.Encode()})
+		files = append(files, engine.PendingObject{Key: ie.Object, Data: data})
+		decoded[ie.Object] = des
+	}
+	if c.Intents, err = t.e.PutPending(ctx, files); err != nil {
+		return st, err
+	}
+	if err := t.hook(id, "put"); err != nil {
+		return st, err
+	}
+
+	// Step 2: claim the range (nobody else claimed one since we read the claim).
+	value, err := json.Marshal(c)
+	if err != nil {
+		return st, fmt.Errorf("tables: table claim: %w", err)
+	}
+	// The previous claim's leftover intents go with it (a crash between
+	// its steps 5 and 6): GC may then take any table file whose intent
+	// outlives every claim for an orphan (docs/gc.md, "Table files").
+	claimOps := []meta.Op{meta.Put(claimKey, value)}
+	for _, k := range prev.Intents {
+		claimOps = append(claimOps, meta.Delete(k))
+	}
+	ok, rev, err := ms.Txn(ctx, []meta.Cmp{{Key: claimKey, ModRevision: kv.ModRevision}}, claimOps)
+	if err != nil {
+		return st, fmt.Errorf("%w: table claim: %w", lakestream.ErrUnavailable, err)
+	}
+	if !ok {
+		return st, fmt.Errorf("%w: log %d: another compaction claimed a range", lakestream.ErrConflict, id)
+	}
+	if err := t.hook(id, "claim"); err != nil {
+		return st, err
+	}
+	return t.finishClaim(ctx, id, c, rev, decoded)
+}
+
+// finishClaim runs steps 3–5 of a claimed range: Delta commit, Iceberg
+// commit, index replacement, cursor — with the claim's formats, not the
+// caller's. It is what a crashed compaction resumes. decoded are the
+// files' entries by object key, for the engine to cache (nil on resume).
+func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableClaim, claimRev int64, decoded map[string][]wal.DecodedEntry) (engine.CompactStats, error) {
+	st := engine.CompactStats{Records: c.End - c.From, From: c.From, End: c.End, Files: len(c.Files)}
+	for _, f := range c.Files {
+		st.FileBytes += f.Size
+	}
+	news := make([]engine.NewChunk, len(c.Files))
+	for i, f := range c.Files {
+		ie, err := index.DecodeEntry(f.Index)
+		if err != nil {
+			return st, fmt.Errorf("table claim of log %d: %w", id, err)
+		}
+		news[i] = engine.NewChunk{Entry: ie, Decoded: decoded[ie.Object]}
+	}
+
+	// The table's typed columns, as stored now: a superset of those of
+	// the claim's files (they only grow); both formats add what they lack.
+	typed, err := t.loadTableSchema(ctx, c.Root)
+	if err != nil {
+		return st, err
+	}
+
+	// Step 3: commit to Delta; idempotent by the txn version.
+	if c.has(formatDelta) {
+		tbl, err := delta.Open(ctx, t.e.Store(), c.Root, delta.WithClock(t.opts.Now))
+		if err != nil {
+			return st, err
+		}
+		if err := t.commitClaim(ctx, tbl, id, c, typed); err != nil {
+			return st, err
+		}
+	}
+	if err := t.hook(id, "commit"); err != nil {
+		return st, err
+	}
+
+	// Step 3b: commit to Iceberg; idempotent by the lakegate.log.<id>.end
+	// table property.
+	if c.has(formatIceberg) {
+		if err := t.commitIceberg(ctx, id, c, typed); err != nil {
+			return st, err
+		}
+	}
+	if err := t.hook(id, "iceberg"); err != nil {
+		return st, err
+	}
+
+	// Step 4: replace the WAL index entries of [From, End) by the files',
+	// and mark the claim indexed, in one transaction.
+	claimKey := t.claimKey(id)
+	c.Indexed = true
+	value, err := json.Marshal(c)
+	if err != nil {
+		return st, fmt.Errorf("tables: table claim: %w", err)
+	}
+	st.Chunks, err = t.e.ReplaceChunks(ctx, id, c.From, c.End, news,
+		[]meta.Cmp{{Key: claimKey, ModRevision: claimRev}}, []meta.Op{meta.Put(claimKey, value)})
+	if err != nil {
+		return st, err
+	}
+	if err := t.hook(id, "replace"); err != nil {
+		return st, err
+	}
+
+	// Step 5: the cursor, then the intents.
+	if err := t.e.AdvanceCompacted(ctx, id, c.End); err != nil {
+		return st, err
+	}
+	if err := t.hook(id, "cursor"); err != nil {
+		return st, err
+	}
+	for _, k := range c.Intents {
+		t.e.DropIntent(ctx, k)
+	}
+	return st, nil
+}
+
+// commitClaim adds the claim's files to the Delta table (creating the table
+// on first use) with txn (lakegate-log-<id>, End).
+func (t *Tables) commitClaim(ctx context.Context, tbl *delta.Table, id lakestream.LogID, c tableClaim, typed *lakehouse.TypedSchema) error {
+	adds := make([]delta.AddFile, len(c.Files))
+	for i, f := range c.Files {
+		adds[i] = delta.AddFile{
+			Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size, StatsJSON: f.Stats,
+			Tags: map[string]string{"lakegate.log": strconv.FormatInt(int64(id), 10)},
+		}
+	}
+	// Typed columns missing from the Delta schema are added, merged per
+	// attempt: never dropping another writer's.
+	schema, err := deltaSchemaOf(typed)
+	if err != nil {
+		return err
+	}
+	req := delta.CommitRequest{AppID: tableAppID(id), TxnVersion: c.End, Adds: adds, Operation: "WRITE"}
+	if typed != nil {
+		for _, f := range schema.Fields {
+			if _, ok := f.Metadata[typedMetaType]; ok {
+				req.AddColumns = append(req.AddColumns, f)
+			}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		_, _, err := tbl.Commit(ctx, req)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, delta.ErrCheckpoint):
+			t.opts.Logger.Warn("tables: delta checkpoint", "table", c.Root, "err", err)
+			return nil
+		case errors.Is(err, delta.ErrNoTable) && attempt == 0:
+			if cerr := tbl.Create(ctx, schema, []string{lakehouse.ColPartition, lakehouse.ColPublishDate}, nil); cerr != nil {
+				return fmt.Errorf("tables: create table %s: %w", c.Root, cerr)
+			}
+		default:
+			return fmt.Errorf("tables: commit to table %s: %w", c.Root, err)
+		}
+	}
+}
+
+// newUUID returns a random RFC 4122 version 4 UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

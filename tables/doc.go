@@ -1,0 +1,25 @@
+// Package tables materializes logs into tables: the layer above the
+// storage engine that turns committed WAL chunks into Parquet files (one
+// row per message, typed value columns), commits them to a stream's Delta
+// table and Iceberg table with the claim protocol, and makes those files
+// the log's storage for their offsets — one copy of the data
+// (docs/compaction.md, docs/iceberg.md, docs/table-schema.md). It also
+// owns the table view of a stream (View: Stream.Table(), ScanTable) and
+// the compaction worker's job runner (Compactor: actors.TableCompactor).
+//
+// It reaches the engine only through the engine's table port
+// (engine/port.go): it gives the engine a Decoder for the Parquet index
+// kind and the claim as an Attachment (EngineOptions), and uses the
+// engine's methods to read a committed WAL run (Chunks, ChunkEntries), to
+// PUT its files under pending intents (PutPending), to replace index
+// entries atomically with its claim (ReplaceChunks) and to advance the
+// compaction cursor. It owns its metadata keys — the claim at
+// logs/<log>/table and typed schemas at table-schemas/<root>
+// (docs/index-format.md) — and the table files under tables/ in the
+// object store. It never touches WAL objects, heads or cursors.
+//
+// Dependencies point down: tables → engine, lakehouse (Arrow/Parquet,
+// Delta, Iceberg), meta, objstore, lakestream; and → actors for the job
+// runner's interface. Nothing below imports it; node and cmd/lakegate wire
+// it.
+package tables

@@ -1,0 +1,102 @@
+package tables
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/lakehouse/iceberg"
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// Options configure Tables. The zero value of every field means its
+// documented default.
+type Options struct {
+	// CompactAge: CompactToTable takes only WAL chunks written at least
+	// this long ago. Default 30 s.
+	CompactAge time.Duration
+	// CompactMaxBytes bounds the WAL payload bytes one CompactToTable call
+	// turns into table files (its first chunk is always taken). Default
+	// 64 MiB.
+	CompactMaxBytes int64
+	// IcebergCatalog is the Iceberg catalog CompactToTable commits to for
+	// a Target with Iceberg set (docs/iceberg.md): Kind "sql" (default;
+	// URI = the sqlite file) or "rest" (URI = the catalog's base URL),
+	// Props, and StoreURL = the engine's object store URL, from which table
+	// locations are built. Default (node.Start): the sqlite file
+	// <DataDir>/iceberg/catalog.db and the node's ObjectURL. Tables with no
+	// StoreURL refuse Iceberg targets. Opened on first use.
+	IcebergCatalog iceberg.CatalogConfig
+
+	// Logger receives the layer's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+
+	// hooks are test-only fault points.
+	hooks hooks
+}
+
+// hooks let tests crash a compaction at precise points. A hook returning an
+// error makes CompactToTable behave as if the process died there.
+type hooks struct {
+	// compactStep is called after each step of a compaction ("put",
+	// "claim", "commit", "iceberg", "replace", "cursor").
+	compactStep func(log int64, step string) error
+}
+
+func (o Options) withDefaults() Options {
+	if o.CompactAge <= 0 {
+		o.CompactAge = 30 * time.Second
+	}
+	if o.CompactMaxBytes <= 0 {
+		o.CompactMaxBytes = 64 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Tables materializes the logs of one engine into tables: compaction into
+// Parquet committed to Delta and Iceberg (CompactToTable), the table view
+// of a stream (View) and the engine's read of compacted offsets (Decoder).
+// Safe for concurrent use; any number of Tables, on any number of nodes,
+// may compact the same logs (the claim lets one win).
+type Tables struct {
+	e    *engine.Engine
+	opts Options
+
+	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
+	iceberg icebergState
+}
+
+// New returns the table layer over e. e must have been built with
+// EngineOptions (the Parquet decoder and the claim attachment), or reads
+// of compacted offsets fail and GC may take claimed files. Close it
+// before e.
+func New(e *engine.Engine, opts Options) *Tables {
+	return &Tables{e: e, opts: opts.withDefaults()}
+}
+
+// EngineOptions sets what the engine needs from this layer (engine/port.go):
+// the Decoder of table files and the ClaimAttachment for GC.
+func EngineOptions(o engine.Options) engine.Options {
+	o.ChunkDecoder = Decoder{}
+	o.Attachments = append(o.Attachments, ClaimAttachment())
+	return o
+}
+
+// Close closes the Iceberg catalog, if one was opened.
+func (t *Tables) Close() error { return t.closeIceberg() }
+
+// hook runs the test hook of a compaction step.
+func (t *Tables) hook(id lakestream.LogID, step string) error {
+	if h := t.opts.hooks.compactStep; h != nil {
+		return h(int64(id), step)
+	}
+	return nil
+}
