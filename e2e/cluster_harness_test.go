@@ -255,9 +255,16 @@ func startLakegateArgs(t *testing.T, bin string, args []string) *lakegateProc {
 			close(p.logLine)
 			p.logLine = make(chan struct{})
 			p.logMu.Unlock()
-			if p.pulsarURL == "" && strings.Contains(line, "lakegate node ready") {
+			if !p.ready && strings.Contains(line, "lakegate node ready") {
+				p.ready = true
 				p.pulsarURL = logAttr(line, "pulsar_url")
-				p.httpURL = "http://" + logAttr(line, "http")
+				p.pulsarTLSURL = logAttr(line, "pulsar_tls_url")
+				if a := logAttr(line, "http"); a != "" {
+					p.httpURL = "http://" + a
+				}
+				if a := logAttr(line, "https"); a != "" {
+					p.httpsURL = "https://" + a
+				}
 				close(ready)
 			}
 		}
@@ -268,7 +275,7 @@ func startLakegateArgs(t *testing.T, bin string, args []string) *lakegateProc {
 	case <-p.exited:
 		t.Fatalf("lakegate exited before it was ready:\n%s", strings.Join(p.logTail(40), "\n"))
 	}
-	if p.pulsarURL == "" || p.httpURL == "http://" {
+	if (p.pulsarURL == "" && p.pulsarTLSURL == "") || (p.httpURL == "" && p.httpsURL == "") {
 		t.Fatalf("no addresses in the ready line: %v", p.logTail(1))
 	}
 	return p

@@ -282,9 +282,12 @@ func buildLakegate(t *testing.T) string {
 type lakegateProc struct {
 	name      string
 	cmd       *exec.Cmd
-	pulsarURL string
-	httpURL   string
-	exited    chan struct{}
+	ready     bool
+	pulsarURL string // "" without a plain listener
+	httpURL   string // "" without a plain listener
+	// pulsarTLSURL and httpsURL are the TLS listeners' ("" without).
+	pulsarTLSURL, httpsURL string
+	exited                 chan struct{}
 
 	logMu   sync.Mutex
 	logs    []string

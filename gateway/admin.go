@@ -75,6 +75,10 @@ func adminStatus(err error) int {
 		var se *statusError
 		errors.As(err, &se)
 		return se.status
+	case errors.Is(err, ErrAuthentication):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrAuthorization):
+		return http.StatusForbidden
 	case errors.Is(err, errAdminNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errAdminConflict):
@@ -154,63 +158,79 @@ type admin struct {
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	a := &admin{srv: s, cat: s.cfg.Catalog, mux: mux}
+	// Every route names who may call it (admin_auth.go).
+	handle := func(pattern string, rule authRule, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, a.guarded(rule, h))
+	}
 
-	mux.HandleFunc("GET /admin/v2/clusters", a.listClusters)
-	mux.HandleFunc("GET /admin/v2/clusters/{cluster}", a.getCluster)
-	mux.HandleFunc("GET /admin/v2/brokers/{cluster}", a.listBrokers) // admin_cluster.go
-	mux.HandleFunc("GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", a.lookupTopic)
-	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}/unload", a.unloadNamespace)
+	handle("GET /admin/v2/clusters", ruleAny, a.listClusters)
+	handle("GET /admin/v2/clusters/{cluster}", ruleAny, a.getCluster)
+	handle("GET /admin/v2/brokers/{cluster}", ruleAny, a.listBrokers) // admin_cluster.go
+	handle("GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", ruleLookup, a.lookupTopic)
+	handle("PUT /admin/v2/namespaces/{tenant}/{ns}/unload", ruleTenant, a.unloadNamespace)
+	// Grants (admin_auth.go).
+	const nsp = "/admin/v2/namespaces/{tenant}/{ns}/permissions"
+	handle("GET "+nsp, ruleTenant, a.getNamespacePermissions)
+	handle("POST "+nsp+"/{role}", ruleTenant, a.grantNamespacePermission)
+	handle("DELETE "+nsp+"/{role}", ruleTenant, a.revokeNamespacePermission)
+	handle("GET "+nsp+"/subscription", ruleTenant, a.getSubscriptionPermissions)
+	handle("POST "+nsp+"/subscription/{sub}", ruleTenant, a.grantSubscriptionPermission)
+	handle("DELETE "+nsp+"/{sub}/{role}", ruleTenant, a.revokeSubscriptionPermission)
+	const tp = "/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions"
+	handle("GET "+tp, ruleTenant, a.getTopicPermissions)
+	handle("POST "+tp+"/{role}", ruleTenant, a.grantTopicPermission)
+	handle("DELETE "+tp+"/{role}", ruleTenant, a.revokeTopicPermission)
 
-	mux.HandleFunc("GET /admin/v2/tenants", a.listTenants)
-	mux.HandleFunc("GET /admin/v2/tenants/{tenant}", a.getTenant)
-	mux.HandleFunc("PUT /admin/v2/tenants/{tenant}", a.putTenant)
-	mux.HandleFunc("POST /admin/v2/tenants/{tenant}", a.updateTenant)
-	mux.HandleFunc("DELETE /admin/v2/tenants/{tenant}", a.deleteTenant)
+	handle("GET /admin/v2/tenants", ruleSuper, a.listTenants)
+	handle("GET /admin/v2/tenants/{tenant}", ruleTenant, a.getTenant)
+	handle("PUT /admin/v2/tenants/{tenant}", ruleSuper, a.putTenant)
+	handle("POST /admin/v2/tenants/{tenant}", ruleSuper, a.updateTenant)
+	handle("DELETE /admin/v2/tenants/{tenant}", ruleSuper, a.deleteTenant)
 
-	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}", a.listNamespaces)
-	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}", a.getNamespace)
-	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}", a.putNamespace)
-	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{ns}", a.deleteNamespace)
-	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/topics", a.listNamespaceTopics)
+	handle("GET /admin/v2/namespaces/{tenant}", ruleTenant, a.listNamespaces)
+	handle("GET /admin/v2/namespaces/{tenant}/{ns}", ruleTenant, a.getNamespace)
+	handle("PUT /admin/v2/namespaces/{tenant}/{ns}", ruleTenant, a.putNamespace)
+	handle("DELETE /admin/v2/namespaces/{tenant}/{ns}", ruleTenant, a.deleteNamespace)
+	handle("GET /admin/v2/namespaces/{tenant}/{ns}/topics", ruleNamespaceLookup, a.listNamespaceTopics)
 
 	const p = "/admin/v2/persistent/{tenant}/{ns}"
-	mux.HandleFunc("GET "+p, a.listTopics)
-	mux.HandleFunc("GET "+p+"/partitioned", a.listPartitionedTopics)
-	mux.HandleFunc("PUT "+p+"/{topic}", a.createTopic)
-	mux.HandleFunc("DELETE "+p+"/{topic}", a.deleteTopic)
-	mux.HandleFunc("PUT "+p+"/{topic}/partitions", a.createPartitionedTopic)
-	mux.HandleFunc("POST "+p+"/{topic}/partitions", a.growPartitionedTopic)
-	mux.HandleFunc("GET "+p+"/{topic}/partitions", a.getPartitions)
-	mux.HandleFunc("DELETE "+p+"/{topic}/partitions", a.deletePartitionedTopic)
-	mux.HandleFunc("GET "+p+"/{topic}/stats", a.owned(a.topicStats))
-	mux.HandleFunc("GET "+p+"/{topic}/partitioned-stats", a.partitionedStats)
-	mux.HandleFunc("GET "+p+"/{topic}/subscriptions", a.owned(a.listSubscriptions))
-	mux.HandleFunc("PUT "+p+"/{topic}/subscription/{sub}", a.owned(a.createSubscription))
-	mux.HandleFunc("DELETE "+p+"/{topic}/subscription/{sub}", a.owned(a.deleteSubscription))
-	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor/{timestamp}", a.owned(a.resetCursorByTime))
-	mux.HandleFunc("POST "+p+"/{topic}/subscription/{sub}/resetcursor", a.owned(a.resetCursorByID))
-	mux.HandleFunc("GET "+p+"/{topic}/lastMessageId", a.owned(a.lastMessageID))
-	mux.HandleFunc("POST "+p+"/{topic}/terminate", a.owned(a.terminate))
-	mux.HandleFunc("PUT "+p+"/{topic}/unload", a.unload)
-	mux.HandleFunc("GET "+p+"/{topic}/ledger/{ledger}/entry/{entry}", a.getEntry)
-	mux.HandleFunc("GET "+p+"/{topic}/deduplicationEnabled", a.getDeduplication)
-	mux.HandleFunc("POST "+p+"/{topic}/deduplicationEnabled", a.setDeduplication)
-	mux.HandleFunc("DELETE "+p+"/{topic}/deduplicationEnabled", a.removeDeduplication)
-	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/deduplication", a.getNamespaceDeduplication)
-	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{ns}/deduplication", a.setNamespaceDeduplication)
-	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication", a.removeNamespaceDeduplication)
-	mux.HandleFunc("GET "+p+"/{topic}/table", a.tableInfo) // lakegate extensions: tables (admin_tables.go)
-	mux.HandleFunc("GET "+p+"/{topic}/tablePolicy", a.getTopicTablePolicy)
-	mux.HandleFunc("POST "+p+"/{topic}/tablePolicy", a.setTopicTablePolicy)
-	mux.HandleFunc("DELETE "+p+"/{topic}/tablePolicy", a.removeTopicTablePolicy)
-	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", a.getNamespaceTablePolicy)
-	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", a.setNamespaceTablePolicy)
-	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", a.removeNamespaceTablePolicy)
+	handle("GET "+p, ruleNamespaceLookup, a.listTopics)
+	handle("GET "+p+"/partitioned", ruleNamespaceLookup, a.listPartitionedTopics)
+	handle("PUT "+p+"/{topic}", ruleTenant, a.createTopic)
+	handle("DELETE "+p+"/{topic}", ruleTenant, a.deleteTopic)
+	handle("PUT "+p+"/{topic}/partitions", ruleTenant, a.createPartitionedTopic)
+	handle("POST "+p+"/{topic}/partitions", ruleTenant, a.growPartitionedTopic)
+	handle("GET "+p+"/{topic}/partitions", ruleLookup, a.getPartitions)
+	handle("DELETE "+p+"/{topic}/partitions", ruleTenant, a.deletePartitionedTopic)
+	handle("GET "+p+"/{topic}/stats", ruleLookup, a.owned(a.topicStats))
+	handle("GET "+p+"/{topic}/partitioned-stats", ruleLookup, a.partitionedStats)
+	handle("GET "+p+"/{topic}/subscriptions", ruleLookup, a.owned(a.listSubscriptions))
+	handle("PUT "+p+"/{topic}/subscription/{sub}", ruleSubscription, a.owned(a.createSubscription))
+	handle("DELETE "+p+"/{topic}/subscription/{sub}", ruleSubscription, a.owned(a.deleteSubscription))
+	handle("POST "+p+"/{topic}/subscription/{sub}/resetcursor/{timestamp}", ruleSubscription, a.owned(a.resetCursorByTime))
+	handle("POST "+p+"/{topic}/subscription/{sub}/resetcursor", ruleSubscription, a.owned(a.resetCursorByID))
+	handle("GET "+p+"/{topic}/lastMessageId", ruleLookup, a.owned(a.lastMessageID))
+	handle("POST "+p+"/{topic}/terminate", ruleTenant, a.owned(a.terminate))
+	handle("PUT "+p+"/{topic}/unload", ruleTenant, a.unload)
+	handle("GET "+p+"/{topic}/ledger/{ledger}/entry/{entry}", ruleConsume, a.getEntry)
+	handle("GET "+p+"/{topic}/deduplicationEnabled", ruleLookup, a.getDeduplication)
+	handle("POST "+p+"/{topic}/deduplicationEnabled", ruleTenant, a.setDeduplication)
+	handle("DELETE "+p+"/{topic}/deduplicationEnabled", ruleTenant, a.removeDeduplication)
+	handle("GET /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.getNamespaceDeduplication)
+	handle("POST /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.setNamespaceDeduplication)
+	handle("DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.removeNamespaceDeduplication)
+	handle("GET "+p+"/{topic}/table", ruleLookup, a.tableInfo) // lakegate extensions: tables (admin_tables.go)
+	handle("GET "+p+"/{topic}/tablePolicy", ruleLookup, a.getTopicTablePolicy)
+	handle("POST "+p+"/{topic}/tablePolicy", ruleTenant, a.setTopicTablePolicy)
+	handle("DELETE "+p+"/{topic}/tablePolicy", ruleTenant, a.removeTopicTablePolicy)
+	handle("GET /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", ruleTenant, a.getNamespaceTablePolicy)
+	handle("POST /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", ruleTenant, a.setNamespaceTablePolicy)
+	handle("DELETE /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", ruleTenant, a.removeNamespaceTablePolicy)
 	// Schemas (admin_schemas.go).
 	const sp = "/admin/v2/schemas/{tenant}/{ns}/{topic}"
-	mux.HandleFunc("GET "+sp+"/schema", a.schemaOf)
-	mux.HandleFunc("GET "+sp+"/schema/{version}", a.schemaOf)
-	mux.HandleFunc("GET "+sp+"/schemas", a.allSchemas)
+	handle("GET "+sp+"/schema", ruleLookup, a.schemaOf)
+	handle("GET "+sp+"/schema/{version}", ruleLookup, a.schemaOf)
+	handle("GET "+sp+"/schemas", ruleLookup, a.allSchemas)
 
 	const np = "/admin/v2/non-persistent/{tenant}/{ns}"
 	emptyList := func(w http.ResponseWriter, r *http.Request) {
@@ -220,12 +240,12 @@ func (s *Server) AdminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, []string{})
 	}
-	mux.HandleFunc("GET "+np, emptyList)
-	mux.HandleFunc("GET "+np+"/partitioned", emptyList)
-	mux.HandleFunc("/admin/v2/non-persistent/", func(w http.ResponseWriter, r *http.Request) {
+	handle("GET "+np, ruleAny, emptyList)
+	handle("GET "+np+"/partitioned", ruleAny, emptyList)
+	handle("/admin/v2/non-persistent/", ruleAny, func(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, fmt.Errorf("%w: non-persistent topics are not supported by lakegate (every topic is persistent)", errAdminNotImplemented))
 	})
-	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+	handle("/admin/", ruleAny, func(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, fmt.Errorf("%w: %s %s is not an admin endpoint lakegate serves", errAdminNotFound, r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

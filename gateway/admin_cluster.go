@@ -109,7 +109,7 @@ func (a *admin) listBrokers(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []string{}
 	for _, m := range members {
-		if u, err := url.Parse(m.Endpoints["http"]); err == nil && u.Host != "" {
+		if u, err := url.Parse(memberHTTP(m)); err == nil && u.Host != "" {
 			out = append(out, u.Host)
 		}
 	}
@@ -174,7 +174,7 @@ func (a *admin) owned(h http.HandlerFunc) http.HandlerFunc {
 
 // forward relays r to member and copies the answer back.
 func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestream.Member) {
-	base := member.Endpoints["http"]
+	base := memberHTTP(member)
 	if base == "" {
 		writeAdminError(w, fmt.Errorf("%w: member %s advertises no http endpoint", ErrServiceNotReady, member.ID))
 		return
@@ -191,6 +191,9 @@ func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestrea
 	}
 	req.Header = r.Header.Clone()
 	req.Header.Set(forwardedHeader, a.srv.self().ID)
+	if t := a.srv.cfg.BrokerClientToken; t != "" {
+		req.Header.Set("Authorization", "Bearer "+t) // this node speaks for the client it authorized
+	}
 	resp, err := a.srv.httpClient.Do(req)
 	if err != nil {
 		writeAdminError(w, fmt.Errorf("%w: forwarding to %s, which serves the topic: %w", ErrServiceNotReady, member.ID, err))

@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -95,7 +96,24 @@ func (s *Server) self() lakestream.Member {
 	if m := s.cfg.Membership; m != nil {
 		return m.Self()
 	}
-	return lakestream.Member{Endpoints: map[string]string{"pulsar": s.ServiceURL()}}
+	ep := map[string]string{}
+	if u := s.ServiceURL(); u != "" {
+		ep["pulsar"] = u
+	}
+	if u := s.ServiceURLTLS(); u != "" {
+		ep["pulsar+ssl"] = u
+	}
+	return lakestream.Member{Endpoints: ep}
+}
+
+// brokerURLs are the URLs LOOKUP names for member: its pulsar URL (its
+// pulsar+ssl one when it has no plain listener) and its pulsar+ssl URL.
+func brokerURLs(member lakestream.Member) (plain, secure string) {
+	plain, secure = member.Endpoints["pulsar"], member.Endpoints["pulsar+ssl"]
+	if plain == "" {
+		plain = secure
+	}
+	return plain, secure
 }
 
 func (s *Server) handleLookupTopic(ctx context.Context, c *pb.CommandLookupTopic) *pb.BaseCommand {
@@ -124,8 +142,8 @@ func (s *Server) handleLookupTopic(ctx context.Context, c *pb.CommandLookupTopic
 		if err != nil {
 			return fail(err)
 		}
-		if target, ok := placement(unit, ms); ok && target.ID != m.Self().ID && target.Endpoints["pulsar"] != "" {
-			u, tls := target.Endpoints["pulsar"], target.Endpoints["pulsar+ssl"]
+		if target, ok := placement(unit, ms); ok && target.ID != m.Self().ID {
+			u, tls := brokerURLs(target)
 			cmd := protocol.LookupRedirect(req, u, tls, true)
 			cmd.LookupTopicResponse.ProxyThroughServiceUrl = boolPtr(s.cfg.ProxyLookups)
 			return cmd
@@ -135,7 +153,7 @@ func (s *Server) handleLookupTopic(ctx context.Context, c *pb.CommandLookupTopic
 	// to take it).
 	if _, err := m.Acquire(ctx, unit); err != nil {
 		var owned *lakestream.OwnedError
-		if errors.As(err, &owned) && owned.Owner.Endpoints["pulsar"] != "" {
+		if errors.As(err, &owned) && len(owned.Owner.Endpoints) > 0 {
 			return s.connectTo(req, owned.Owner) // lost the race: go to the winner
 		}
 		return fail(err)
@@ -147,11 +165,11 @@ func boolPtr(b bool) *bool { return &b }
 
 // connectTo answers LOOKUP with Connect to member.
 func (s *Server) connectTo(req uint64, member lakestream.Member) *pb.BaseCommand {
-	u := member.Endpoints["pulsar"]
+	u, tls := brokerURLs(member)
 	if u == "" {
 		return protocol.LookupError(req, pb.ServerError_ServiceNotReady, fmt.Sprintf("member %s advertises no pulsar endpoint", member.ID))
 	}
-	return protocol.LookupResponse(req, u, member.Endpoints["pulsar+ssl"], true, s.cfg.ProxyLookups)
+	return protocol.LookupResponse(req, u, tls, true, s.cfg.ProxyLookups)
 }
 
 // lookupUnit is the unit a LOOKUP asks for: the canonical topic name. The
@@ -176,26 +194,29 @@ func (s *Server) lookupUnit(ctx context.Context, name string) (string, error) {
 // when it names this node (serve the connection here), else the address of
 // the member to relay to. A target that is no live member is refused: the
 // node relays to members only.
-func (s *Server) proxyTarget(ctx context.Context, to string) (string, error) {
-	if to == "" || sameHostPort(to, s.self().Endpoints["pulsar"]) {
-		return "", nil
+func (s *Server) proxyTarget(ctx context.Context, to string) (string, bool, error) {
+	self := s.self()
+	if to == "" || sameHostPort(to, self.Endpoints["pulsar"]) || sameHostPort(to, self.Endpoints["pulsar+ssl"]) {
+		return "", false, nil
 	}
 	if s.cfg.Membership == nil {
-		return "", fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", ErrNotAllowed, to)
+		return "", false, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", ErrNotAllowed, to)
 	}
 	ms, err := s.members(ctx)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	for _, m := range ms {
-		if sameHostPort(to, m.Endpoints["pulsar"]) {
-			if m.ID == s.cfg.Membership.Self().ID {
-				return "", nil
+		for _, ep := range []string{"pulsar", "pulsar+ssl"} {
+			if sameHostPort(to, m.Endpoints[ep]) {
+				if m.ID == s.cfg.Membership.Self().ID {
+					return "", false, nil
+				}
+				return hostPort(m.Endpoints[ep]), ep == "pulsar+ssl", nil
 			}
-			return hostPort(m.Endpoints["pulsar"]), nil
 		}
 	}
-	return "", fmt.Errorf("%w: proxy_to_broker_url %q is not a live member", ErrServiceNotReady, to)
+	return "", false, fmt.Errorf("%w: proxy_to_broker_url %q is not a live member", ErrServiceNotReady, to)
 }
 
 // hostPort is the host:port of a pulsar:// URL (or of a bare host:port).
@@ -211,9 +232,20 @@ func sameHostPort(a, b string) bool { return a != "" && b != "" && hostPort(a) =
 // relay connects the client to target: the client's CONNECT is sent on
 // (without proxy_to_broker_url), then bytes flow both ways until either
 // side closes.
-func (s *session) relay(target string, connect *pb.CommandConnect, buffered []byte) error {
+func (s *session) relay(target string, useTLS bool, connect *pb.CommandConnect, buffered []byte) error {
 	d := net.Dialer{Timeout: 10 * time.Second}
-	up, err := d.DialContext(s.srv.ctx, "tcp", target)
+	var (
+		up  net.Conn
+		err error
+	)
+	if useTLS {
+		host, _, _ := net.SplitHostPort(target)
+		cfg := s.srv.clientTLS()
+		cfg.ServerName = host
+		up, err = (&tls.Dialer{NetDialer: &d, Config: cfg}).DialContext(s.srv.ctx, "tcp", target)
+	} else {
+		up, err = d.DialContext(s.srv.ctx, "tcp", target)
+	}
 	if err != nil {
 		return fmt.Errorf("proxy: dial %s: %w", target, err)
 	}
@@ -232,11 +264,29 @@ func (s *session) relay(target string, connect *pb.CommandConnect, buffered []by
 	errc := make(chan error, 2)
 	go func() { _, err := copyConn(up, s.conn); errc <- err }()
 	go func() { _, err := copyConn(s.conn, up); errc <- err }()
+	defer s.conn.Close()
 	select {
 	case err = <-errc:
 	case <-s.done:
 	}
 	return err
+}
+
+// clientTLS is the configuration for reaching other members over TLS.
+func (s *Server) clientTLS() *tls.Config {
+	if s.cfg.ClientTLS != nil {
+		return s.cfg.ClientTLS.Clone()
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12}
+}
+
+// memberHTTP is the admin base URL of member: its http endpoint, else its
+// https one.
+func memberHTTP(member lakestream.Member) string {
+	if u := member.Endpoints["http"]; u != "" {
+		return u
+	}
+	return member.Endpoints["https"]
 }
 
 // copyConn copies until EOF or an error, then closes dst's write side.
@@ -253,8 +303,8 @@ func copyConn(dst, src net.Conn) (int64, error) {
 			}
 		}
 		if err != nil {
-			if tc, ok := dst.(*net.TCPConn); ok {
-				tc.CloseWrite()
+			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite()
 			}
 			return n, err
 		}
@@ -357,7 +407,7 @@ func (s *Server) unloadLocal(ctx context.Context, unit, dest string) error {
 // forwardUnload asks the owner of unit to unload it (admin API, marked as
 // forwarded so that it is not sent on again).
 func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, unit, dest string) error {
-	base := owner.Endpoints["http"]
+	base := memberHTTP(owner)
 	if base == "" {
 		return fmt.Errorf("%w: member %s advertises no http endpoint", ErrServiceNotReady, owner.ID)
 	}
@@ -374,6 +424,9 @@ func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, uni
 		return err
 	}
 	req.Header.Set(forwardedHeader, "1")
+	if t := s.cfg.BrokerClientToken; t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
 	resp, err := s.httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: unload %s at %s: %w", ErrServiceNotReady, unit, owner.ID, err)

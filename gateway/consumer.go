@@ -135,6 +135,15 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if s.srv.authzOn() {
+		if tn, err := ParseTopicName(c.GetTopic()); err == nil {
+			if err := s.srv.checkSubscription(ctx, s.role(), tn, c.GetSubscription()); err != nil {
+				s.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+				s.sendError(req, err)
+				return
+			}
+		}
+	}
 	create := c.ForceTopicCreation == nil || c.GetForceTopicCreation()
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), create)
 	if err != nil {

@@ -44,6 +44,10 @@ func serverError(err error) pb.ServerError {
 	switch {
 	case err == nil:
 		return pb.ServerError_UnknownError
+	case errors.Is(err, ErrAuthentication):
+		return pb.ServerError_AuthenticationError
+	case errors.Is(err, ErrAuthorization):
+		return pb.ServerError_AuthorizationError
 	case errors.Is(err, ErrInvalidTopicName):
 		return pb.ServerError_InvalidTopicName
 	case errors.Is(err, ErrProducerBusy):

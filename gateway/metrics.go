@@ -31,6 +31,7 @@ type gatewayMetrics struct {
 	// Cluster (cluster.go).
 	proxiedConnections prometheus.Counter
 	unloads            *prometheus.CounterVec // by reason: handover, lost
+	authFailures       *prometheus.CounterVec // by reason (auth.Reason, "unauthorized")
 }
 
 func newGatewayMetrics() *gatewayMetrics {
@@ -68,6 +69,10 @@ func newGatewayMetrics() *gatewayMetrics {
 			Name: "lakegate_proxied_connections_total",
 			Help: "Client connections relayed to the member owning their topics (proxy mode).",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lakegate_auth_failures_total",
+			Help: "Refused authentications (reason: no_credentials, invalid, expired, unknown_method) and authorizations (unauthorized), binary protocol and admin REST.",
+		}, []string{"reason"}),
 		unloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_topic_unloads_total",
 			Help: "Topics this node stopped serving: handed over (an unload, a rebalance, a shutdown) or lost (ownership gone).",
@@ -77,7 +82,7 @@ func newGatewayMetrics() *gatewayMetrics {
 
 func (m *gatewayMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.publishedMsgs, m.publishedBytes, m.publishErrors, m.publishLatency,
-		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads}
+		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads, m.authFailures}
 }
 
 // subscriptionInfo is sub.Info bounded by ctx: an actor held up (a

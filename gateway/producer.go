@@ -87,6 +87,10 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if err := s.checkTopicName(ctx, c.GetTopic(), actionProduce); err != nil {
+		s.sendError(req, err)
+		return
+	}
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), true)
 	if err != nil {
 		s.sendError(req, err)

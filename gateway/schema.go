@@ -302,6 +302,9 @@ func (s *session) handleGetSchema(c *pb.CommandGetSchema) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	t, err := s.srv.resolveName(ctx, c.GetTopic(), false)
+	if err == nil {
+		err = s.checkTopicName(ctx, c.GetTopic(), actionLookup)
+	}
 	if err != nil {
 		s.send(protocol.GetSchemaError(req, serverError(err), err.Error()))
 		return
@@ -321,7 +324,11 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 	req := c.GetRequestId()
 	ctx, cancel := s.ctx()
 	defer cancel()
-	t, err := s.srv.resolveName(ctx, c.GetTopic(), true)
+	err := s.checkTopicName(ctx, c.GetTopic(), actionProduce)
+	var t partRef
+	if err == nil {
+		t, err = s.srv.resolveName(ctx, c.GetTopic(), true)
+	}
 	if err == nil && c.GetSchema().GetType() == pb.Schema_None {
 		// BYTES: what the Java client's multi-schema producers (its
 		// dead-letter and retry-letter producers) register for untyped

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/auth"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 )
@@ -71,6 +73,29 @@ type Config struct {
 	RebalanceInterval time.Duration
 	// RebalanceMax bounds the topics handed over per round. Default 8.
 	RebalanceMax int
+
+	// Auth, when set, makes every connection and admin request
+	// authenticate (auth.go, docs/security.md). Default nil: no
+	// authentication (every client is trusted).
+	Auth *auth.Authenticator
+	// Authorization checks authenticated roles against superusers, tenant
+	// admins and grants (authz.go). Only with Auth. Default false.
+	Authorization bool
+	// SuperUserRoles may do everything.
+	SuperUserRoles []string
+	// AuthRefreshGrace is how long a client has to answer AUTH_CHALLENGE
+	// with fresh credentials once its own expired. Default 30 s.
+	AuthRefreshGrace time.Duration
+	// BrokerClientToken, when set, is the token this node presents to other
+	// members (forwarded admin requests): its role should be a superuser.
+	// Without it, forwarded requests carry the client's own credentials.
+	BrokerClientToken string
+	// ClientTLS is the TLS configuration for reaching other members over
+	// TLS (their pulsar+ssl and https endpoints). Default: the system roots.
+	ClientTLS *tls.Config
+	// AdvertisedTLSAddr is the host:port of the pulsar+ssl listener LOOKUP
+	// answers name (with a TLS listener). Default: that listener's address.
+	AdvertisedTLSAddr string
 }
 
 func (c *Config) defaults() {
@@ -104,12 +129,15 @@ func (c *Config) defaults() {
 	if c.RebalanceMax <= 0 {
 		c.RebalanceMax = 8
 	}
+	if c.AuthRefreshGrace <= 0 {
+		c.AuthRefreshGrace = 30 * time.Second
+	}
 }
 
 // Server is the Pulsar binary-protocol listener. Safe for concurrent use.
 type Server struct {
 	cfg     Config
-	ln      net.Listener
+	lns     []net.Listener // plain first (when there is one), then TLS
 	ownsRT  bool
 	rt      actors.Runtime
 	ctx     context.Context // cancelled by Close: ends appends and reads
@@ -154,20 +182,31 @@ func Listen(addr string, cfg Config) (*Server, error) {
 }
 
 // Serve starts a Server on a listener (closed by Close): a cluster member
-// listens first, to advertise its address, then joins, then serves.
-func Serve(ln net.Listener, cfg Config) (*Server, error) {
+// listens first, to advertise its address, then joins, then serves. tlsLn,
+// when given, is a TLS listener (pulsar+ssl) served the same way; ln may
+// then be nil (no plain listener).
+func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) {
 	if cfg.Catalog == nil {
 		return nil, errors.New("gateway: Config.Catalog is required")
 	}
 	cfg.defaults()
-	if cfg.AdvertisedAddr == "" {
-		cfg.AdvertisedAddr = ln.Addr().String()
-		if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
-			cfg.AdvertisedAddr = net.JoinHostPort("localhost", fmt.Sprint(a.Port))
-		}
+	if ln == nil && len(tlsLn) == 0 {
+		return nil, errors.New("gateway: no listener")
 	}
-	s := &Server{cfg: cfg, ln: ln, rt: cfg.Runtime, metrics: newGatewayMetrics(),
-		httpClient: &http.Client{Timeout: adminRequestTimeout}}
+	if cfg.AdvertisedAddr == "" && ln != nil {
+		cfg.AdvertisedAddr = advertisedOf(ln)
+	}
+	if cfg.AdvertisedTLSAddr == "" && len(tlsLn) > 0 {
+		cfg.AdvertisedTLSAddr = advertisedOf(tlsLn[0])
+	}
+	var lns []net.Listener
+	if ln != nil {
+		lns = append(lns, ln)
+	}
+	lns = append(lns, tlsLn...)
+	s := &Server{cfg: cfg, lns: lns, rt: cfg.Runtime, metrics: newGatewayMetrics()}
+	s.httpClient = &http.Client{Timeout: adminRequestTimeout,
+		Transport: &http.Transport{TLSClientConfig: s.clientTLS(), Proxy: http.ProxyFromEnvironment}}
 	if s.rt == nil {
 		s.rt = actors.NewRuntime(cfg.Logger.With("component", "actors"))
 		s.ownsRT = true
@@ -179,8 +218,10 @@ func Serve(ln net.Listener, cfg Config) (*Server, error) {
 	}
 	s.mu.topics = map[string]*topic{}
 	s.mu.sessions = map[*session]struct{}{}
-	s.wg.Add(1)
-	go s.accept()
+	for _, l := range lns {
+		s.wg.Add(1)
+		go s.accept(l)
+	}
 	if cfg.Membership != nil && cfg.RebalanceInterval > 0 {
 		s.wg.Add(1)
 		go s.rebalanceLoop()
@@ -188,16 +229,37 @@ func Serve(ln net.Listener, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Addr is the listener's address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// advertisedOf is a listener's address, with localhost for a wildcard host.
+func advertisedOf(ln net.Listener) string {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		return net.JoinHostPort("localhost", fmt.Sprint(a.Port))
+	}
+	return ln.Addr().String()
+}
 
-// ServiceURL is the pulsar:// URL clients use.
-func (s *Server) ServiceURL() string { return "pulsar://" + s.cfg.AdvertisedAddr }
+// Addr is the plain listener's address (the TLS one's without it).
+func (s *Server) Addr() net.Addr { return s.lns[0].Addr() }
 
-func (s *Server) accept() {
+// ServiceURL is the pulsar:// URL clients use ("" without a plain listener).
+func (s *Server) ServiceURL() string {
+	if s.cfg.AdvertisedAddr == "" {
+		return ""
+	}
+	return "pulsar://" + s.cfg.AdvertisedAddr
+}
+
+// ServiceURLTLS is the pulsar+ssl:// URL ("" without a TLS listener).
+func (s *Server) ServiceURLTLS() string {
+	if s.cfg.AdvertisedTLSAddr == "" {
+		return ""
+	}
+	return "pulsar+ssl://" + s.cfg.AdvertisedTLSAddr
+}
+
+func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
 	for {
-		conn, err := s.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -242,7 +304,12 @@ func (s *Server) Close() error {
 		sessions = append(sessions, sess)
 	}
 	s.mu.Unlock()
-	err := s.ln.Close()
+	var err error
+	for _, l := range s.lns {
+		if e := l.Close(); e != nil && !errors.Is(e, net.ErrClosed) {
+			err = e
+		}
+	}
 	for _, sess := range sessions {
 		sess.close()
 	}

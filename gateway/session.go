@@ -34,6 +34,9 @@ type session struct {
 	// that is relayed to another member); writerDone is closed when it ended.
 	stopWriter chan struct{}
 	writerDone chan struct{}
+	// final takes the last frame of a connection being refused: the writer
+	// writes it after what is queued, flushes, and closes the connection.
+	final chan []byte
 
 	connected       bool
 	protocolVersion int32
@@ -43,6 +46,8 @@ type session struct {
 	entryMetadata bool
 	producers     map[uint64]*producer
 	consumers     map[uint64]*consumer
+	// auth is the authenticated identity (auth.go).
+	auth sessionAuth
 }
 
 func newSession(srv *Server, conn net.Conn) *session {
@@ -54,6 +59,7 @@ func newSession(srv *Server, conn net.Conn) *session {
 		done:       make(chan struct{}),
 		stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}),
+		final:      make(chan []byte, 1),
 		producers:  map[uint64]*producer{},
 		consumers:  map[uint64]*consumer{},
 	}
@@ -62,10 +68,27 @@ func newSession(srv *Server, conn net.Conn) *session {
 // errCloseConnection ends the session without an error worth logging.
 var errCloseConnection = errors.New("gateway: close connection")
 
+// errRefused ends a session whose last frame (sendFinal) is on its way.
+var errRefused = errors.New("gateway: connection refused")
+
+// sendFinal queues the connection's last frame: written after everything
+// queued before it, then the connection closes.
+func (s *session) sendFinal(cmd *pb.BaseCommand) {
+	b, err := protocol.AppendCommand(nil, cmd)
+	if err != nil {
+		return
+	}
+	select {
+	case s.final <- b:
+	default: // a final frame is already on its way
+	}
+}
+
 // relayRequest ends the read loop of a connection whose CONNECT names
 // another member (proxy mode): the connection is relayed there.
 type relayRequest struct {
 	target   string
+	useTLS   bool
 	connect  *pb.CommandConnect
 	buffered []byte
 }
@@ -79,10 +102,17 @@ func (s *session) run() {
 	if errors.As(err, &relay) {
 		close(s.stopWriter)
 		<-s.writerDone
-		err = s.relay(relay.target, relay.connect, relay.buffered)
+		err = s.relay(relay.target, relay.useTLS, relay.connect, relay.buffered)
+	}
+	if errors.Is(err, errRefused) {
+		// The writer sends the refusal, then closes the connection.
+		select {
+		case <-s.writerDone:
+		case <-time.After(s.srv.cfg.HandshakeTimeout):
+		}
 	}
 	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errCloseConnection):
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errCloseConnection), errors.Is(err, errRefused):
 		s.log.Debug("connection closed", "err", err)
 	case isTimeout(err):
 		s.log.Info("closing idle connection")
@@ -90,6 +120,7 @@ func (s *session) run() {
 		s.log.Info("closing connection", "err", err)
 	}
 	s.close()
+	s.stopAuth()
 	s.teardown()
 	<-s.writerDone
 }
@@ -137,16 +168,20 @@ func (s *session) readLoop() (err error) {
 			return err
 		}
 		if !s.connected && f.Cmd.GetType() == pb.BaseCommand_CONNECT && f.Cmd.GetConnect().GetProxyToBrokerUrl() != "" {
+			// Credentials are checked here and again by the owner.
+			if err := s.authenticateConnect(f.Cmd.GetConnect()); err != nil {
+				return err
+			}
 			ctx, cancel := s.ctx()
-			target, err := s.srv.proxyTarget(ctx, f.Cmd.GetConnect().GetProxyToBrokerUrl())
+			target, useTLS, err := s.srv.proxyTarget(ctx, f.Cmd.GetConnect().GetProxyToBrokerUrl())
 			cancel()
 			if err != nil {
-				s.send(protocol.Error(0, serverError(err), err.Error()))
-				return fmt.Errorf("%w: %w", errCloseConnection, err)
+				s.sendFinal(protocol.Error(0, serverError(err), err.Error()))
+				return fmt.Errorf("%w: %w", errRefused, err)
 			}
 			if target != "" {
 				buffered, _ := br.Peek(br.Buffered())
-				return &relayRequest{target: target, connect: f.Cmd.GetConnect(), buffered: buffered}
+				return &relayRequest{target: target, useTLS: useTLS, connect: f.Cmd.GetConnect(), buffered: buffered}
 			}
 		}
 		if err := s.handle(f); err != nil {
@@ -175,6 +210,23 @@ func (s *session) writer() {
 		case <-s.done:
 			return
 		case <-s.stopWriter:
+			return
+		case b := <-s.final:
+			for drained := false; !drained; {
+				select {
+				case q := <-s.out:
+					if !write(q) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
+			if write(b) {
+				s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
+				bw.Flush()
+			}
+			s.close()
 			return
 		case <-ping.C:
 			if !write(pingFrame) {
@@ -248,6 +300,8 @@ func (s *session) handle(f protocol.Frame) error {
 	switch t {
 	case pb.BaseCommand_CONNECT:
 		return s.handleConnect(cmd.GetConnect())
+	case pb.BaseCommand_AUTH_RESPONSE:
+		return s.handleAuthResponse(cmd.GetAuthResponse())
 	case pb.BaseCommand_PING:
 		s.send(protocol.Pong())
 	case pb.BaseCommand_PONG:
@@ -302,6 +356,9 @@ func (s *session) handleConnect(c *pb.CommandConnect) error {
 	if s.connected {
 		return fmt.Errorf("%w: second CONNECT", errCloseConnection)
 	}
+	if err := s.authenticateConnect(c); err != nil {
+		return err
+	}
 	s.connected = true
 	s.protocolVersion = min(c.GetProtocolVersion(), protocol.ProtocolVersion)
 	s.clientVersion = c.GetClientVersion()
@@ -314,6 +371,10 @@ func (s *session) handleConnect(c *pb.CommandConnect) error {
 func (s *session) handleLookup(c *pb.CommandLookupTopic) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if err := s.checkTopicName(ctx, c.GetTopic(), actionLookup); err != nil {
+		s.send(protocol.LookupError(c.GetRequestId(), serverError(err), err.Error()))
+		return
+	}
 	s.send(s.srv.handleLookupTopic(ctx, c)) // cluster.go
 }
 
@@ -324,6 +385,10 @@ func (s *session) handlePartitionedMetadata(c *pb.CommandPartitionedTopicMetadat
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if err := s.checkTopicName(ctx, c.GetTopic(), actionLookup); err != nil {
+		s.send(protocol.PartitionedMetadataError(c.GetRequestId(), serverError(err), err.Error()))
+		return
+	}
 	create := c.MetadataAutoCreationEnabled == nil || c.GetMetadataAutoCreationEnabled()
 	n, err := s.srv.partitions(ctx, c.GetTopic(), create)
 	if err != nil {

@@ -384,6 +384,13 @@ func (s *Server) partitions(ctx context.Context, name string, create bool) (int,
 func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if s.srv.authzOn() {
+		if err := s.srv.checkNamespaceLookup(ctx, s.role(), c.GetNamespace()); err != nil {
+			s.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+			s.sendError(c.GetRequestId(), err)
+			return
+		}
+	}
 	var topics []string
 	if c.GetMode() != pb.CommandGetTopicsOfNamespace_NON_PERSISTENT {
 		var err error

@@ -31,14 +31,37 @@ type Config struct {
 	} `yaml:"etcd"`
 
 	Pulsar struct {
-		Addr           string `yaml:"addr" default:":6650" doc:"Pulsar binary protocol listen address."`
-		AdvertisedAddr string `yaml:"advertisedAddr" doc:"host:port that topic lookups send clients to. Default the bound address (localhost for a wildcard host)."`
+		Addr              string `yaml:"addr" default:":6650" doc:"Pulsar binary protocol listen address (pulsar://); empty: no plain listener."`
+		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port that topic lookups send clients to. Default the bound address (localhost for a wildcard host)."`
+		TLSAddr           string `yaml:"tlsAddr" doc:"pulsar+ssl:// listen address (Pulsar's brokerServicePortTls, e.g. :6651); empty: none. Needs tls.certFile and tls.keyFile."`
+		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port of the pulsar+ssl listener that lookups name. Default its bound address (localhost for a wildcard host)."`
 	} `yaml:"pulsar"`
 
 	HTTP struct {
-		Addr           string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address."`
-		AdvertisedAddr string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (localhost for a wildcard host)."`
+		Addr              string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address (http://); empty: no plain listener."`
+		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (localhost for a wildcard host)."`
+		TLSAddr           string `yaml:"tlsAddr" doc:"HTTPS listen address of the same endpoints (e.g. :8443); empty: none. Needs tls.certFile and tls.keyFile."`
+		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port other members reach the HTTPS listener at. Default its bound address (localhost for a wildcard host)."`
 	} `yaml:"http"`
+
+	TLS struct {
+		CertFile string `yaml:"certFile" doc:"PEM certificate (chain) of the TLS listeners; reloaded when the file changes."`
+		KeyFile  string `yaml:"keyFile" doc:"PEM private key of certFile; reloaded when the file changes."`
+		CAFile   string `yaml:"caFile" doc:"PEM CA certificates that client certificates (auth provider tls) and other members' certificates are checked against; reloaded when the file changes."`
+	} `yaml:"tls"`
+
+	Auth struct {
+		Enabled           bool          `yaml:"enabled" default:"false" doc:"Require authentication of every connection and admin request (docs/security.md)."`
+		Providers         []string      `yaml:"providers" default:"token" doc:"Authentication providers, any of token (JWT: CONNECT auth method token, HTTP Authorization: Bearer) and tls (client certificate common name)."`
+		TokenSecretKey    string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider: file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
+		TokenPublicKey    string        `yaml:"tokenPublicKey" doc:"RS*/ES*/PS* public key of the token provider (PEM or DER): file:///path or data:;base64,... (as Pulsar's tokenPublicKey)."`
+		TokenClaim        string        `yaml:"tokenClaim" default:"sub" doc:"Claim of a token holding the role (Pulsar's tokenAuthClaim)."`
+		TokenAudience     string        `yaml:"tokenAudience" doc:"When set, tokens must name it in their aud claim."`
+		Authorization     bool          `yaml:"authorization" default:"true" doc:"Check roles against superusers, tenant admins and grants (with enabled)."`
+		SuperUserRoles    []string      `yaml:"superUserRoles" doc:"Roles that may do everything (Pulsar's superUserRoles)."`
+		RefreshGrace      time.Duration `yaml:"refreshGrace" default:"30s" doc:"How long a client has to answer AUTH_CHALLENGE with a fresh token once its own expired, before the connection closes."`
+		BrokerClientToken string        `yaml:"brokerClientToken" doc:"Token (of a superuser role) this node presents to other members for forwarded admin requests; prefer the environment variable. Empty: forwarded requests carry the client's credentials."`
+	} `yaml:"auth"`
 
 	Cluster struct {
 		SessionTTL        time.Duration `yaml:"sessionTtl" default:"5s" doc:"Time to live of this node's etcd session: a node that stops renewing it (killed, paused, cut off) loses its topics this long after its last renewal, and clients move to other nodes (docs/cluster.md)."`
@@ -297,6 +320,41 @@ func (c *Config) validate() error {
 	}
 	if c.Engine.MaxInflightFlushes < 1 {
 		return errors.New("config engine.maxInflightFlushes: must be at least 1")
+	}
+	return c.validateSecurity()
+}
+
+// validateSecurity checks the TLS and auth keys (security.go).
+func (c *Config) validateSecurity() error {
+	tlsListener := c.Pulsar.TLSAddr != "" || c.HTTP.TLSAddr != ""
+	if tlsListener && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
+		return errors.New("config tls.certFile, tls.keyFile: a TLS listener (pulsar.tlsAddr, http.tlsAddr) needs both")
+	}
+	if c.Pulsar.Addr == "" && c.Pulsar.TLSAddr == "" {
+		return errors.New("config pulsar.addr, pulsar.tlsAddr: at least one Pulsar listener is needed")
+	}
+	if c.HTTP.Addr == "" && c.HTTP.TLSAddr == "" {
+		return errors.New("config http.addr, http.tlsAddr: at least one HTTP listener is needed")
+	}
+	if !c.Auth.Enabled {
+		return nil
+	}
+	if len(c.Auth.Providers) == 0 {
+		return errors.New("config auth.providers: authentication needs at least one provider (token, tls)")
+	}
+	for _, p := range c.Auth.Providers {
+		switch p {
+		case "token":
+			if (c.Auth.TokenSecretKey == "") == (c.Auth.TokenPublicKey == "") {
+				return errors.New("config auth.tokenSecretKey, auth.tokenPublicKey: the token provider needs exactly one of them")
+			}
+		case "tls":
+			if !tlsListener || c.TLS.CAFile == "" {
+				return errors.New("config auth.providers: tls needs a TLS listener and tls.caFile (the CA client certificates are checked against)")
+			}
+		default:
+			return fmt.Errorf("config auth.providers: %q is not one of token, tls", p)
+		}
 	}
 	return nil
 }

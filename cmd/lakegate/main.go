@@ -7,6 +7,7 @@
 //	lakegate bench engine [flags]     (storage-engine benchmark driver)
 //	lakegate table scan <topic>       (prints a topic's table rows)
 //	lakegate admin <command> [flags]  (admin REST client: topics, subscriptions, tables)
+//	lakegate token <command>          (keys and tokens, as "pulsar tokens")
 //	lakegate version
 package main
 
@@ -27,6 +28,8 @@ commands:
   bench        run benchmarks (bench engine -h for flags)
   table scan   print a topic's table rows (csv, json, parquet; table scan -h)
   admin        topics, subscriptions and tables of a running node (admin --help)
+  token        create and check authentication keys and tokens (token --help;
+               as Pulsar's "pulsar tokens")
   config docs  print every configuration key, its env variable, flag and default
   config check validate a configuration (file, env, flags) as serve would and print it
   version      print the version
@@ -50,6 +53,8 @@ func main() {
 		err = runAdmin(os.Args[2:], os.Environ(), os.Stdout)
 	case "table":
 		err = runTable(os.Args[2:], os.Stdout)
+	case "token":
+		err = runToken(os.Args[2:], os.Stdout)
 	case "config":
 		switch {
 		case len(os.Args) == 3 && os.Args[2] == "docs":

@@ -98,18 +98,15 @@ func runNode(c *Config) error {
 	if worker != nil {
 		defer worker.Stop() // before the node closes (defers are LIFO)
 	}
+	sec, err := newSecurity(c)
+	if err != nil {
+		return err
+	}
 	// Listen first: the addresses are advertised when the node joins.
-	pulsarLn, err := net.Listen("tcp", c.Pulsar.Addr)
+	ls, err := openListeners(c, sec)
 	if err != nil {
-		return fmt.Errorf("pulsar listener: %w", err)
+		return err
 	}
-	httpLn, err := net.Listen("tcp", c.HTTP.Addr)
-	if err != nil {
-		pulsarLn.Close()
-		return fmt.Errorf("http listener: %w", err)
-	}
-	pulsarAdv := advertised(c.Pulsar.AdvertisedAddr, pulsarLn.Addr())
-	httpAdv := advertised(c.HTTP.AdvertisedAddr, httpLn.Addr())
 	memberID := c.Engine.NodeID // default: the engine's random id
 	if n.Embedded != nil && memberID == "" {
 		// Standalone: the only member; a restart ends the previous
@@ -119,24 +116,31 @@ func runNode(c *Config) error {
 	member, err := n.Engine.JoinCluster(ctx, engine.MembershipConfig{
 		ID:         memberID,
 		SessionTTL: c.Cluster.SessionTTL,
-		Endpoints:  map[string]string{"pulsar": "pulsar://" + pulsarAdv, "http": "http://" + httpAdv},
+		Endpoints:  ls.endpoints,
 		Logger:     log,
 	})
 	if err != nil {
-		pulsarLn.Close()
-		httpLn.Close()
+		ls.close()
 		return fmt.Errorf("joining the cluster: %w", err)
 	}
 	rebalance := c.Cluster.RebalanceInterval
 	if rebalance == 0 {
 		rebalance = -1 // off
 	}
-	gw, err := gateway.Serve(pulsarLn, gateway.Config{Catalog: cat, AdvertisedAddr: pulsarAdv, Logger: log, Runtime: rt,
-		Membership: member, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax})
+	gwCfg := gateway.Config{Catalog: cat, AdvertisedAddr: ls.pulsarAdv, AdvertisedTLSAddr: ls.pulsarTLSAdv, Logger: log, Runtime: rt,
+		Membership: member, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
+		ClientTLS: sec.clientTLS()}
+	if sec.authn != nil {
+		gwCfg.Auth = sec.authn
+		gwCfg.Authorization = c.Auth.Authorization
+		gwCfg.SuperUserRoles = c.Auth.SuperUserRoles
+		gwCfg.AuthRefreshGrace = c.Auth.RefreshGrace
+		gwCfg.BrokerClientToken = c.Auth.BrokerClientToken
+	}
+	gw, err := gateway.Serve(ls.pulsar, gwCfg, ls.tlsList()...)
 	if err != nil {
 		member.Close(context.Background())
-		pulsarLn.Close()
-		httpLn.Close()
+		ls.close()
 		return fmt.Errorf("pulsar listener: %w", err)
 	}
 	// Runs before n.Close (defers are LIFO): sessions end, cursors persist.
@@ -146,19 +150,40 @@ func runNode(c *Config) error {
 		}
 	}()
 
-	srv := &http.Server{Handler: httpHandler(n, gw, cat), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn)}
-	go srv.Serve(httpLn)
-	defer srv.Close()
+	handler := httpHandler(n, gw, cat)
+	errLog := slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn)
+	var httpAddrs []any
+	for _, hl := range []net.Listener{ls.http, ls.https} {
+		if hl == nil {
+			continue
+		}
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		go srv.Serve(hl) // a TLS listener hands TLS connections: r.TLS is set
+		defer srv.Close()
+	}
+	if ls.http != nil {
+		httpAddrs = append(httpAddrs, "http", ls.http.Addr().String())
+	}
+	if ls.https != nil {
+		httpAddrs = append(httpAddrs, "https", ls.https.Addr().String())
+	}
 
 	etcdDesc := strings.Join(cfg.EtcdEndpoints, ",")
 	if n.Embedded != nil {
 		etcdDesc = "embedded " + strings.Join(n.Embedded.Endpoints(), ",")
 	}
-	log.Info("lakegate node ready",
-		"node", n.Engine.NodeID(), "objects", n.Config.ObjectURL, "etcd", etcdDesc,
-		"http", httpLn.Addr().String(),
-		"pulsar", pulsarLn.Addr().String(), "pulsar_url", gw.ServiceURL())
+	attrs := []any{"node", n.Engine.NodeID(), "objects", n.Config.ObjectURL, "etcd", etcdDesc}
+	attrs = append(attrs, httpAddrs...)
+	if ls.pulsar != nil {
+		attrs = append(attrs, "pulsar", ls.pulsar.Addr().String(), "pulsar_url", gw.ServiceURL())
+	}
+	if ls.pulsarTLS != nil {
+		attrs = append(attrs, "pulsar_tls", ls.pulsarTLS.Addr().String(), "pulsar_tls_url", gw.ServiceURLTLS())
+	}
+	if sec.authn != nil {
+		attrs = append(attrs, "auth", strings.Join(sec.authn.Methods(), ","))
+	}
+	log.Info("lakegate node ready", attrs...)
 	<-ctx.Done()
 	log.Info("shutting down: handing topics over, flushing appends and persisting cursors")
 	dctx, cancel := context.WithTimeout(context.Background(), c.Cluster.DrainTimeout)

@@ -1,0 +1,169 @@
+package auth
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Method names, as clients send them in CONNECT's auth_method_name.
+const (
+	MethodToken = "token"
+	MethodTLS   = "tls"
+)
+
+// Errors of authentication. They surface as Pulsar's AuthenticationError
+// (binary protocol) and HTTP 401 (admin); each is counted by kind
+// (Reason).
+var (
+	// ErrNoCredentials: the client sent none (no method, no token, no client
+	// certificate).
+	ErrNoCredentials = errors.New("auth: no credentials")
+	// ErrInvalidCredentials: a token that does not verify (signature, key,
+	// algorithm, audience, claims) or a certificate without a common name.
+	ErrInvalidCredentials = errors.New("auth: invalid credentials")
+	// ErrExpired: a token past its "exp".
+	ErrExpired = errors.New("auth: credentials expired")
+	// ErrUnknownMethod: an auth_method_name no configured provider serves.
+	ErrUnknownMethod = errors.New("auth: unknown authentication method")
+)
+
+// Reason names the kind of an authentication failure, for metrics.
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, ErrNoCredentials):
+		return "no_credentials"
+	case errors.Is(err, ErrExpired):
+		return "expired"
+	case errors.Is(err, ErrUnknownMethod):
+		return "unknown_method"
+	case errors.Is(err, ErrInvalidCredentials):
+		return "invalid"
+	}
+	return "error"
+}
+
+// Identity is who a client is.
+type Identity struct {
+	Role   string
+	Method string // MethodToken or MethodTLS
+	// Expires is when the credentials stop being valid (zero: never): a
+	// connection is challenged then.
+	Expires time.Time
+}
+
+// Config configures an Authenticator.
+type Config struct {
+	// Providers are the enabled methods, MethodToken and/or MethodTLS.
+	Providers []string
+	// Token configures MethodToken.
+	Token TokenConfig
+}
+
+// Authenticator checks credentials with the configured providers. Safe for
+// concurrent use.
+type Authenticator struct {
+	token *tokenProvider // nil unless MethodToken is enabled
+	tls   bool
+}
+
+// New returns an Authenticator for cfg.
+func New(cfg Config) (*Authenticator, error) {
+	a := &Authenticator{}
+	if len(cfg.Providers) == 0 {
+		return nil, errors.New("auth: no authentication provider configured")
+	}
+	for _, p := range cfg.Providers {
+		switch p {
+		case MethodToken:
+			t, err := newTokenProvider(cfg.Token)
+			if err != nil {
+				return nil, err
+			}
+			a.token = t
+		case MethodTLS:
+			a.tls = true
+		default:
+			return nil, fmt.Errorf("auth: unknown provider %q (want %s or %s)", p, MethodToken, MethodTLS)
+		}
+	}
+	return a, nil
+}
+
+// Methods lists the enabled methods.
+func (a *Authenticator) Methods() []string {
+	var out []string
+	if a.token != nil {
+		out = append(out, MethodToken)
+	}
+	if a.tls {
+		out = append(out, MethodTLS)
+	}
+	return out
+}
+
+// Authenticate checks what a client sent with CONNECT (or AUTH_RESPONSE):
+// the method name, its data, and the connection's TLS state (nil for a
+// plain connection).
+func (a *Authenticator) Authenticate(method string, data []byte, state *tls.ConnectionState) (Identity, error) {
+	switch method {
+	case MethodToken:
+		if a.token == nil {
+			break
+		}
+		return a.token.authenticate(string(data))
+	case MethodTLS:
+		if !a.tls {
+			break
+		}
+		return tlsIdentity(state)
+	case "", "none":
+		if a.tls && state != nil && len(state.PeerCertificates) > 0 {
+			return tlsIdentity(state) // a client certificate speaks for itself
+		}
+		return Identity{}, fmt.Errorf("%w: this node requires authentication (%s)", ErrNoCredentials, strings.Join(a.Methods(), " or "))
+	}
+	return Identity{}, fmt.Errorf("%w: %q (this node accepts %s)", ErrUnknownMethod, method, strings.Join(a.Methods(), ", "))
+}
+
+// AuthenticateHTTP checks an admin request: "Authorization: Bearer <token>"
+// (token), else the verified client certificate (tls).
+func (a *Authenticator) AuthenticateHTTP(r *http.Request) (Identity, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrInvalidCredentials)
+		}
+		return a.Authenticate(MethodToken, []byte(token), r.TLS)
+	}
+	if a.tls && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return tlsIdentity(r.TLS)
+	}
+	return Identity{}, fmt.Errorf("%w: send \"Authorization: Bearer <token>\"%s", ErrNoCredentials,
+		map[bool]string{true: " or a client certificate", false: ""}[a.tls])
+}
+
+// tlsIdentity is the role of a verified client certificate: its subject
+// common name.
+func tlsIdentity(state *tls.ConnectionState) (Identity, error) {
+	if state == nil {
+		return Identity{}, fmt.Errorf("%w: TLS authentication needs a TLS connection", ErrNoCredentials)
+	}
+	if len(state.VerifiedChains) == 0 || len(state.PeerCertificates) == 0 {
+		return Identity{}, fmt.Errorf("%w: no verified client certificate", ErrNoCredentials)
+	}
+	cert := state.PeerCertificates[0]
+	if cert.Subject.CommonName == "" {
+		return Identity{}, fmt.Errorf("%w: the client certificate has no common name", ErrInvalidCredentials)
+	}
+	return Identity{Role: cert.Subject.CommonName, Method: MethodTLS, Expires: cert.NotAfter}, nil
+}
+
+// IsSuperUser reports whether role is one of superUsers.
+func IsSuperUser(role string, superUsers []string) bool {
+	return role != "" && slices.Contains(superUsers, role)
+}

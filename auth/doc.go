@@ -1,0 +1,30 @@
+// Package auth authenticates clients the way Apache Pulsar does, so that
+// existing client configurations work unchanged (docs/security.md):
+//
+//   - token: JWTs as Pulsar's AuthenticationToken sends them (CONNECT
+//     auth_method_name "token" with the JWT as auth_data; HTTP
+//     "Authorization: Bearer <jwt>"), verified with a secret key (HS256) or
+//     a public key (RS256/384/512, ES256/384/512, PS256/384/512); the role
+//     is a claim ("sub" by default), "exp" is enforced, "alg: none" and
+//     unexpected algorithms are refused.
+//   - tls: the verified client certificate's subject common name is the
+//     role (AuthenticationTls; the TLS handshake has already checked the
+//     certificate against the configured CA).
+//
+// It also holds the TLS server and client configurations (certificates
+// reloaded when their files change) and the minting of keys and tokens for
+// `lakegate token` (compatible with `pulsar tokens`).
+//
+// It writes no cryptography of its own: JWTs are github.com/golang-jwt/jwt/v5,
+// TLS and keys are the standard library's. It never logs or returns a
+// secret, a token or a key in an error.
+//
+// Files:
+//
+//	authenticator.go  Authenticator: the configured providers, by method name;
+//	                  Identity; the error kinds failures are counted by
+//	token.go          the token provider
+//	keys.go           reading keys (file:// and data: URLs, PEM or DER)
+//	tlsconfig.go      TLS server/client configurations, reloading certificates
+//	mint.go           creating secret keys, key pairs and tokens
+package auth

@@ -1,0 +1,174 @@
+package gateway
+
+// Authorization (docs/security.md): Pulsar's model.
+//
+//   - Superuser roles (Config.SuperUserRoles) may do everything.
+//   - A tenant's admin roles (TenantInfo.adminRoles) may do everything in
+//     the tenant: administer its namespaces and topics, produce, consume.
+//   - Grants: per namespace and per topic, a role gets actions among
+//     "produce" and "consume" (a topic grant adds to its namespace's).
+//     Looking a topic up needs either.
+//   - Subscription restrictions: a namespace may name, per subscription,
+//     the roles allowed to consume it; a subscription with no such entry is
+//     open to every role that may consume.
+//
+// Storage: namespace grants are namespace properties "lakegate.perm.<role>"
+// = "produce,consume"; topic grants the same keys as stream properties of
+// the (base) topic; subscription restrictions namespace properties
+// "lakegate.subperm.<subscription>" = "role1,role2". They live in the
+// catalog (etcd), so every node enforces the same grants.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lakegate/lakegate/auth"
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// Actions a grant can give.
+const (
+	actionProduce = "produce"
+	actionConsume = "consume"
+	// actionLookup is either (not grantable itself).
+	actionLookup = "lookup"
+)
+
+// Property key prefixes of grants.
+const (
+	permPrefix    = "lakegate.perm."
+	subPermPrefix = "lakegate.subperm."
+)
+
+// grantableActions are the actions a grant may list (Pulsar's AuthAction
+// names; "functions", "sources", "sinks", "packages" are accepted and
+// stored, and give nothing here).
+var grantableActions = []string{actionProduce, actionConsume, "functions", "sources", "sinks", "packages"}
+
+// authzOn reports whether requests are checked against grants.
+func (s *Server) authzOn() bool { return s.cfg.Auth != nil && s.cfg.Authorization }
+
+func (s *Server) isSuperUser(role string) bool { return auth.IsSuperUser(role, s.cfg.SuperUserRoles) }
+
+// isTenantAdmin reports whether role administers tenant.
+func (s *Server) isTenantAdmin(ctx context.Context, role, tenant string) (bool, error) {
+	if role == "" {
+		return false, nil
+	}
+	a := &admin{srv: s, cat: s.cfg.Catalog}
+	info, err := a.tenant(ctx, tenant)
+	if errors.Is(err, errAdminNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(info.AdminRoles, role), nil
+}
+
+// checkSuperOrTenantAdmin allows superusers and tenant's admins.
+func (s *Server) checkSuperOrTenantAdmin(ctx context.Context, role, tenant string) error {
+	if !s.authzOn() || s.isSuperUser(role) {
+		return nil
+	}
+	ok, err := s.isTenantAdmin(ctx, role, tenant)
+	if err != nil || ok {
+		return err
+	}
+	return fmt.Errorf("%w: role %q is not an admin of tenant %q", ErrAuthorization, role, tenant)
+}
+
+// checkSuperUser allows superusers only.
+func (s *Server) checkSuperUser(role string) error {
+	if !s.authzOn() || s.isSuperUser(role) {
+		return nil
+	}
+	return fmt.Errorf("%w: role %q is not a superuser", ErrAuthorization, role)
+}
+
+// grantedActions reads the actions granted to role in a property map.
+func grantedActions(props map[string]string, role string) []string {
+	v, ok := props[permPrefix+role]
+	if !ok || v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// checkTopic allows role to do action (produce, consume, lookup) on topic.
+func (s *Server) checkTopic(ctx context.Context, role string, tn TopicName, action string) error {
+	if !s.authzOn() || s.isSuperUser(role) {
+		return nil
+	}
+	if ok, err := s.isTenantAdmin(ctx, role, tn.Tenant); err != nil || ok {
+		return err
+	}
+	var actions []string
+	ns, err := s.cfg.Catalog.LoadNamespace(ctx, tn.Tenant+"/"+tn.Namespace)
+	switch {
+	case err == nil:
+		actions = append(actions, grantedActions(ns.Properties, role)...)
+	case !errors.Is(err, lakestream.ErrNoSuchNamespace):
+		return err
+	}
+	for _, id := range []lakestream.StreamIdentifier{tn.StreamID(), fullStreamID(tn)} {
+		md, err := s.cfg.Catalog.LoadStream(ctx, id)
+		if err == nil {
+			actions = append(actions, grantedActions(md.Properties, role)...)
+			break
+		}
+		if !errors.Is(err, lakestream.ErrNoSuchStream) {
+			return err
+		}
+	}
+	allowed := slices.Contains(actions, action) ||
+		(action == actionLookup && (slices.Contains(actions, actionProduce) || slices.Contains(actions, actionConsume)))
+	if !allowed {
+		return fmt.Errorf("%w: role %q may not %s %s", ErrAuthorization, role, action, tn.Base())
+	}
+	return nil
+}
+
+// checkSubscription allows role to consume subscription sub of topic: it
+// may consume the topic, and the namespace's restriction for sub (if any)
+// names it.
+func (s *Server) checkSubscription(ctx context.Context, role string, tn TopicName, sub string) error {
+	if err := s.checkTopic(ctx, role, tn, actionConsume); err != nil {
+		return err
+	}
+	if !s.authzOn() || s.isSuperUser(role) {
+		return nil
+	}
+	if ok, err := s.isTenantAdmin(ctx, role, tn.Tenant); err != nil || ok {
+		return err
+	}
+	ns, err := s.cfg.Catalog.LoadNamespace(ctx, tn.Tenant+"/"+tn.Namespace)
+	if err != nil {
+		return nil // no namespace, no restriction (the topic check already passed)
+	}
+	v, restricted := ns.Properties[subPermPrefix+sub]
+	if !restricted || slices.Contains(strings.Split(v, ","), role) {
+		return nil
+	}
+	return fmt.Errorf("%w: role %q may not consume subscription %q of %s", ErrAuthorization, role, sub, tn.Base())
+}
+
+// checkNamespaceLookup allows role to list a namespace's topics: a tenant
+// admin, or a role with any grant in the namespace.
+func (s *Server) checkNamespaceLookup(ctx context.Context, role, namespace string) error {
+	if !s.authzOn() || s.isSuperUser(role) {
+		return nil
+	}
+	tenant, _, _ := strings.Cut(namespace, "/")
+	if ok, err := s.isTenantAdmin(ctx, role, tenant); err != nil || ok {
+		return err
+	}
+	ns, err := s.cfg.Catalog.LoadNamespace(ctx, namespace)
+	if err == nil && len(grantedActions(ns.Properties, role)) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: role %q has no permission in namespace %s", ErrAuthorization, role, namespace)
+}
