@@ -387,3 +387,94 @@ func (r *rawConn) connectWith(method string, data []byte) *pb.BaseCommand {
 	}})
 	return r.read()
 }
+
+// TestSecurityCluster: three nodes with TLS-only Pulsar listeners, HTTPS and
+// token authentication. Lookups send clients to owners' pulsar+ssl URLs,
+// admin requests forwarded between members carry the nodes' own token, and
+// proxy mode relays over TLS.
+func TestSecurityCluster(t *testing.T) {
+	for _, proxy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Redirect", true: "Proxy"}[proxy], func(t *testing.T) {
+			dir := t.TempDir()
+			certs, err := testcerts.New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert, key, _ := certs.Server("node")
+			secret, _ := auth.NewSecretKey()
+			keyFile := filepath.Join(dir, "secret.key")
+			os.WriteFile(keyFile, secret, 0o600)
+			tok := func(role string) string {
+				s, _ := auth.NewToken(auth.TokenSpec{Subject: role}, secret, nil, "")
+				return s
+			}
+			flags := []string{"--pulsar-addr=", "--pulsar-tls-addr", "127.0.0.1:0", "--http-tls-addr", "127.0.0.1:0",
+				"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-file", certs.CAFile,
+				"--auth-enabled", "--auth-token-secret-key", "file://" + keyFile, "--auth-super-user-roles", "admin,lakegate-node",
+				"--auth-broker-client-token", tok("lakegate-node"), fmt.Sprintf("--cluster-proxy-lookups=%v", proxy)}
+			c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), flags...)
+			ctx := ctxFor(t, 2*time.Minute)
+			const topic = "persistent://public/default/secure-cluster"
+			adm, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: c.nodes[0].httpsURL, TLSTrustCertsFilePath: certs.CAFile, Token: tok("admin")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := adm.Topics().Create(admTopic(t, topic), 6); err != nil {
+				t.Fatal(err)
+			}
+			ns, _ := utils.GetNamespaceName("public/default")
+			if err := adm.Namespaces().GrantNamespacePermission(*ns, "app", []utils.AuthAction{"produce", "consume"}); err != nil {
+				t.Fatal(err)
+			}
+			url := c.nodes[0].pulsarTLSURL // proxy mode: the only address the client knows
+			if !proxy {
+				var hosts []string
+				for _, n := range c.nodes {
+					hosts = append(hosts, strings.TrimPrefix(n.pulsarTLSURL, "pulsar+ssl://"))
+				}
+				url = "pulsar+ssl://" + strings.Join(hosts, ",")
+			}
+			cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, TLSTrustCertsFilePath: certs.CAFile,
+				Authentication: pulsar.NewAuthenticationToken(tok("app")), OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+				SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+			p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for i := range 120 {
+				if _, err := p.Send(ctx, &pulsar.ProducerMessage{Key: strconv.Itoa(i), Payload: []byte(strconv.Itoa(i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			parts := map[int32]bool{}
+			for range 120 {
+				m, err := cons.Receive(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts[m.ID().PartitionIdx()] = true
+				cons.Ack(m)
+			}
+			if len(parts) != 6 {
+				t.Fatalf("messages from %d partitions, want 6", len(parts))
+			}
+			// Through another node, with the app's own token: the partitions
+			// owned elsewhere are reached with the nodes' token.
+			appAdm, _ := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: c.nodes[1].httpsURL, TLSTrustCertsFilePath: certs.CAFile, Token: tok("app")})
+			st, err := appAdm.Topics().GetPartitionedStats(admTopic(t, topic), true)
+			if err != nil || len(st.Partitions) != 6 || len(st.Subscriptions["s"].Consumers) != 6 {
+				t.Fatalf("partitioned stats through node 1: %v (%d partitions)", err, len(st.Partitions))
+			}
+		})
+	}
+}
