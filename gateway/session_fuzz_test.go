@@ -37,8 +37,9 @@ import (
 // that stops answering fails the input rather than hanging the fuzzer.
 const fuzzIOTimeout = 10 * time.Second
 
-// startMemGateway starts a gateway over an engine on in-memory stores.
-func startMemGateway(tb testing.TB) *Server {
+// startMemGateway starts a gateway over an engine on in-memory stores;
+// tweaks adjust its configuration.
+func startMemGateway(tb testing.TB, tweaks ...func(*Config)) *Server {
 	tb.Helper()
 	store, err := objstore.Open(context.Background(), "mem://")
 	if err != nil {
@@ -56,7 +57,11 @@ func startMemGateway(tb testing.TB) *Server {
 	}
 	// Small bounds keep one input's work small; the handshake timeout ends
 	// a session the input left waiting.
-	srv, err := Listen("127.0.0.1:0", Config{Catalog: cat, Logger: quiet, HandshakeTimeout: fuzzIOTimeout, IdleTimeout: time.Minute})
+	cfg := Config{Catalog: cat, Logger: quiet, HandshakeTimeout: fuzzIOTimeout, IdleTimeout: time.Minute}
+	for _, f := range tweaks {
+		f(&cfg)
+	}
+	srv, err := Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -194,7 +199,10 @@ type probe struct {
 	seq  uint64
 }
 
-func newProbe(tb testing.TB, srv *Server) *probe {
+func newProbe(tb testing.TB, srv *Server) *probe { return newProbeConnect(tb, srv, connectFrame()) }
+
+// newProbeConnect is newProbe with its own CONNECT (credentials).
+func newProbeConnect(tb testing.TB, srv *Server, connect protocol.Frame) *probe {
 	tb.Helper()
 	conn, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {
@@ -206,7 +214,7 @@ func newProbe(tb testing.TB, srv *Server) *probe {
 	// to it).
 	topic := fmt.Sprintf("persistent://public/default/probe-%x", rand.Uint64())
 	conn.SetDeadline(time.Now().Add(fuzzIOTimeout))
-	if _, err := conn.Write(frameBytes(tb, connectFrame(), producerFrame(topic, 1, 1),
+	if _, err := conn.Write(frameBytes(tb, connect, producerFrame(topic, 1, 1),
 		subscribeFrame(topic, "probe", 1, 2, pb.CommandSubscribe_Exclusive), flowFrame(1, 1<<30))); err != nil {
 		tb.Fatal(err)
 	}
