@@ -7,7 +7,9 @@
 # URL, as a client of a cluster is configured.
 #
 # Usage (after `repo`, `tmp` and `say` are set):
-#   start_lakegate BIN          sets lg_pulsar_url, lg_http_url, lg_logs (one per node)
+#   start_lakegate BIN [FLAG…]  extra flags go to every node; sets lg_pulsar_url,
+#                               lg_http_url (plain listeners, when there are), lg_pulsar_tls_url,
+#                               lg_https_url (TLS listeners, when there are), lg_logs (one per node)
 #   stop_lakegate               SIGTERM every node (a cluster hands its topics
 #                               over first), waits up to 30 s each; returns
 #                               non-zero if one had to be killed or failed
@@ -20,7 +22,7 @@ etcd_pid=
 wait_ready() {
   local log=$1 pid=$2 ready=
   for _ in $(seq 1 600); do
-    ready=$(grep -m1 'pulsar_url=' "$log" || true)
+    ready=$(grep -m1 'lakegate node ready' "$log" || true)
     [[ -n $ready ]] && break
     kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; say "lakegate exited before it was ready"; return 1; }
     sleep 0.1
@@ -29,10 +31,15 @@ wait_ready() {
   echo "$ready"
 }
 
+# attr LINE KEY: the value of key=value in a slog text line ("" if absent).
+attr() { grep -oE "(^| )$2=[^ ]+" <<<"$1" | head -1 | sed -E "s/^ ?$2=//" || true; }
+
 start_lakegate() {
-  local bin=$1 nodes=${LAKEGATE_NODES:-1} ready urls=() https=()
+  local bin=$1 nodes=${LAKEGATE_NODES:-1} ready urls=() tlsurls=() https=() httpss=() a
+  shift
+  local extra=("$@")
   if [[ $nodes -le 1 ]]; then
-    "$bin" standalone --data-dir "$tmp/data" --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+    "$bin" standalone --data-dir "$tmp/data" --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 "${extra[@]}" \
       2>"$tmp/lakegate.log" &
     lg_pids=($!)
     lg_logs=("$tmp/lakegate.log")
@@ -59,7 +66,7 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')
     for i in $(seq 0 $((nodes - 1))); do
       "$bin" serve --data-dir "$tmp/node$i" --objects "file://$tmp/objects" \
         --etcd-endpoints "http://127.0.0.1:$cport" --engine-node-id "node$i" \
-        --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --cluster-session-ttl 2s \
+        --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --cluster-session-ttl 2s "${extra[@]}" \
         2>"$tmp/lakegate$i.log" &
       lg_pids+=($!)
       lg_logs+=("$tmp/lakegate$i.log")
@@ -67,11 +74,16 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')
   fi
   for i in "${!lg_pids[@]}"; do
     ready=$(wait_ready "${lg_logs[$i]}" "${lg_pids[$i]}") || return 1
-    urls+=("$(sed -E 's/.*pulsar_url=pulsar:\/\/([^ ]+).*/\1/' <<<"$ready")")
-    https+=("http://$(sed -E 's/.* http=([^ ]+).*/\1/' <<<"$ready")")
+    a=$(attr "$ready" pulsar_url); [[ -n $a ]] && urls+=("${a#pulsar://}")
+    a=$(attr "$ready" pulsar_tls_url); [[ -n $a ]] && tlsurls+=("${a#pulsar+ssl://}")
+    a=$(attr "$ready" http); [[ -n $a ]] && https+=("http://$a")
+    a=$(attr "$ready" https); [[ -n $a ]] && httpss+=("https://$a")
   done
-  lg_pulsar_url="pulsar://$(IFS=,; echo "${urls[*]}")"
-  lg_http_url=${https[0]}
+  lg_pulsar_url= lg_pulsar_tls_url= lg_http_url= lg_https_url=
+  [[ ${#urls[@]} -gt 0 ]] && lg_pulsar_url="pulsar://$(IFS=,; echo "${urls[*]}")"
+  [[ ${#tlsurls[@]} -gt 0 ]] && lg_pulsar_tls_url="pulsar+ssl://$(IFS=,; echo "${tlsurls[*]}")"
+  [[ ${#https[@]} -gt 0 ]] && lg_http_url=${https[0]}
+  [[ ${#httpss[@]} -gt 0 ]] && lg_https_url=${httpss[0]}
   for h in "${https[@]}"; do
     for _ in $(seq 1 300); do
       curl -fsS "$h/readyz" >/dev/null 2>&1 && break
@@ -79,7 +91,7 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')
     done
     curl -fsS "$h/readyz" >/dev/null || { say "$h/readyz not ready"; return 1; }
   done
-  say "lakegate: ${#lg_pids[@]} node(s) at $lg_pulsar_url, admin $lg_http_url, data $tmp"
+  say "lakegate: ${#lg_pids[@]} node(s) at ${lg_pulsar_url:-$lg_pulsar_tls_url}, admin ${lg_http_url:-$lg_https_url}, data $tmp"
 }
 
 stop_lakegate() {
