@@ -279,7 +279,7 @@ func adminReason(err error) string {
 		errAdminNotImplemented, errAdminMethodNotAllowed, errAdminUnprocessable} {
 		msg = strings.ReplaceAll(msg, e.Error()+": ", "")
 	}
-	for _, p := range []string{"gateway: ", "lakestream: "} {
+	for _, p := range []string{"gateway: ", "lakestream: ", "auth: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
 	return msg
