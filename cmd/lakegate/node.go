@@ -146,7 +146,11 @@ func runNode(c *Config) error {
 		}
 	}()
 
-	srv := &http.Server{Handler: httpHandler(n, gw, cat), ReadHeaderTimeout: 10 * time.Second,
+	icebergHandler, err := icebergREST(ctx, c, n, log)
+	if err != nil {
+		return fmt.Errorf("iceberg REST catalog: %w", err)
+	}
+	srv := &http.Server{Handler: httpHandler(n, gw, cat, icebergHandler), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn)}
 	go srv.Serve(httpLn)
 	defer srv.Close()
@@ -158,7 +162,7 @@ func runNode(c *Config) error {
 	log.Info("lakegate node ready",
 		"node", n.Engine.NodeID(), "objects", n.Config.ObjectURL, "etcd", etcdDesc,
 		"http", httpLn.Addr().String(),
-		"pulsar", pulsarLn.Addr().String(), "pulsar_url", gw.ServiceURL())
+		"pulsar", pulsarLn.Addr().String(), "pulsar_url", gw.ServiceURL(), "iceberg_rest", icebergHandler != nil)
 	<-ctx.Done()
 	log.Info("shutting down: handing topics over, flushing appends and persisting cursors")
 	dctx, cancel := context.WithTimeout(context.Background(), c.Cluster.DrainTimeout)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/icebergrest"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/node"
@@ -43,11 +46,23 @@ func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.St
 	}), nil
 }
 
+// icebergKind resolves tables.iceberg.kind: auto is sql for a standalone
+// node (embedded etcd), lakegate for a cluster node.
+func icebergKind(c *Config) string {
+	if k := c.Tables.Iceberg.Kind; k != "auto" && k != "" {
+		return k
+	}
+	if len(c.Etcd.Endpoints) == 0 {
+		return iceberg.KindSQL
+	}
+	return iceberg.KindLakegate
+}
+
 // icebergCatalogConfig maps the tables.iceberg keys to the table layer's
-// catalog configuration (the store URL and the sqlite default are filled
-// in by node.Start).
+// catalog configuration (the store URL, the sqlite default and the
+// lakegate catalog's metadata store are filled in by node.Start).
 func icebergCatalogConfig(c *Config) iceberg.CatalogConfig {
-	ic := iceberg.CatalogConfig{Kind: c.Tables.Iceberg.Kind, URI: c.Tables.Iceberg.URI}
+	ic := iceberg.CatalogConfig{Kind: icebergKind(c), URI: c.Tables.Iceberg.URI}
 	props := map[string]string{}
 	for k, v := range map[string]string{"warehouse": c.Tables.Iceberg.Warehouse, "credential": c.Tables.Iceberg.Credential, "token": c.Tables.Iceberg.Token} {
 		if v != "" {
@@ -58,4 +73,38 @@ func icebergCatalogConfig(c *Config) iceberg.CatalogConfig {
 		ic.Props = props
 	}
 	return ic
+}
+
+// icebergREST returns the node's Iceberg REST catalog handler (mounted at
+// /iceberg/ by httpHandler), or nil when tables.iceberg.rest is off or the
+// catalog is an external one.
+func icebergREST(ctx context.Context, c *Config, n *node.Node, log *slog.Logger) (http.Handler, error) {
+	kind := icebergKind(c)
+	if !c.Tables.Iceberg.REST || (kind != iceberg.KindSQL && kind != iceberg.KindLakegate) {
+		return nil, nil
+	}
+	cat, err := n.Tables.IcebergCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	clientProps, err := iceberg.ClientProps(n.Config.ObjectURL, c.Tables.Iceberg.VendStoreCredentials)
+	if err != nil && !errors.Is(err, iceberg.ErrUnsupportedStore) {
+		return nil, err
+	}
+	for _, kv := range c.Tables.Iceberg.ClientProps {
+		k, v, _ := strings.Cut(kv, "=")
+		if clientProps == nil {
+			clientProps = map[string]string{}
+		}
+		clientProps[k] = v
+	}
+	o := icebergrest.Options{Catalog: cat.Catalog(), ClientConfig: clientProps, ReadOnly: iceberg.IsStreamTable, Logger: log}
+	if len(c.Tables.Iceberg.Clients) > 0 {
+		o.Auth = &icebergrest.Auth{Clients: map[string]string{}, Key: []byte(c.Tables.Iceberg.TokenKey)}
+		for _, cl := range c.Tables.Iceberg.Clients {
+			id, secret, _ := strings.Cut(cl, ":")
+			o.Auth.Clients[id] = secret
+		}
+	}
+	return http.StripPrefix("/iceberg", icebergrest.Handler(o)), nil
 }
