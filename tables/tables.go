@@ -2,6 +2,7 @@ package tables
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate/engine"
@@ -72,6 +73,13 @@ type Tables struct {
 
 	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
 	iceberg icebergState
+
+	// tableLocks serialize the commits of one table (lockTable). Lock
+	// order: tableLocks, then a tableLock's mu is taken without it.
+	tableLocks struct {
+		sync.Mutex
+		m map[string]*tableLock
+	}
 }
 
 // New returns the table layer over e. e must have been built with

@@ -91,13 +91,6 @@ func runNode(c *Config) error {
 	}
 	rt := actors.NewRuntime(log)
 	defer rt.Shutdown()
-	worker, err := startTables(ctx, c, n, cat, rt, log)
-	if err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	if worker != nil {
-		defer worker.Stop() // before the node closes (defers are LIFO)
-	}
 	// Listen first: the addresses are advertised when the node joins.
 	pulsarLn, err := net.Listen("tcp", c.Pulsar.Addr)
 	if err != nil {
@@ -127,12 +120,24 @@ func runNode(c *Config) error {
 		httpLn.Close()
 		return fmt.Errorf("joining the cluster: %w", err)
 	}
+	// The compaction worker compacts the tables this node owns for
+	// compaction (one owner per table across the cluster).
+	worker, err := startTables(ctx, c, n, cat, rt, member, log)
+	if err != nil {
+		member.Close(context.Background())
+		pulsarLn.Close()
+		httpLn.Close()
+		return fmt.Errorf("tables: %w", err)
+	}
+	if worker != nil {
+		defer worker.Stop() // before the node closes (defers are LIFO)
+	}
 	rebalance := c.Cluster.RebalanceInterval
 	if rebalance == 0 {
 		rebalance = -1 // off
 	}
 	gw, err := gateway.Serve(pulsarLn, gateway.Config{Catalog: cat, AdvertisedAddr: pulsarAdv, Logger: log, Runtime: rt,
-		Membership: member, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax})
+		Membership: topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax})
 	if err != nil {
 		member.Close(context.Background())
 		pulsarLn.Close()

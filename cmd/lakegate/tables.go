@@ -29,8 +29,8 @@ func defaultMaterialization(formats []string) *lakestream.TableMaterializationPo
 
 // startTables stores the cluster default materialization from the
 // configuration and, when enabled, starts this node's compaction worker
-// (nil when not).
-func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.StreamCatalog, rt actors.Runtime, log *slog.Logger) (*actors.CompactionWorker, error) {
+// (nil when not), which compacts the tables member owns for compaction.
+func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.StreamCatalog, rt actors.Runtime, member lakestream.Membership, log *slog.Logger) (*actors.CompactionWorker, error) {
 	if err := cat.SetDefaultMaterialization(ctx, defaultMaterialization(c.Tables.Formats)); err != nil {
 		return nil, err
 	}
@@ -40,6 +40,7 @@ func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.St
 	return actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
 		Catalog:      cat,
 		Compactor:    n.Tables.Compactor(),
+		Membership:   member,
 		Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
 		ScanInterval: c.Tables.ScanInterval,
 		Logger:       log,
@@ -107,4 +108,19 @@ func icebergREST(ctx context.Context, c *Config, n *node.Node, log *slog.Logger)
 		}
 	}
 	return http.StripPrefix("/iceberg", icebergrest.Handler(o)), nil
+}
+
+// topicUnits is the membership the gateway sees: the same, but Owned lists
+// topics only, not the compaction worker's units (the gateway hands every
+// owned unit over as a topic when it rebalances or drains).
+type topicUnits struct{ lakestream.Membership }
+
+func (m topicUnits) Owned() []lakestream.Ownership {
+	var out []lakestream.Ownership
+	for _, o := range m.Membership.Owned() {
+		if !actors.IsCompactionUnit(o.Unit()) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
