@@ -123,6 +123,7 @@ func clusterJobs(ctx context.Context, m lakestream.Membership, jobs []Compaction
 				}
 				continue // its previous owner still has it; next scan
 			}
+			log.Info("compaction: this node compacts a table", "table", u)
 		}
 		tables++
 		out = append(out, js...)
