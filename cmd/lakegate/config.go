@@ -72,8 +72,14 @@ type Config struct {
 		Interval     time.Duration `yaml:"interval" default:"5s" doc:"How long a log with nothing old enough waits before it is checked again."`
 		ScanInterval time.Duration `yaml:"scanInterval" default:"10s" doc:"How often the catalog is listed for streams and their materialization policy."`
 		MaxInflight  int           `yaml:"maxInflight" default:"2" doc:"Compactions running at once on this node."`
-		MaxBytes     int64         `yaml:"maxBytes" default:"67108864" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day)."`
-		Iceberg      struct {
+		Maintenance  struct {
+			Interval            time.Duration `yaml:"interval" default:"10m" doc:"How often the node that compacts a table maintains it (Iceberg manifest rewrite and snapshot expiry, Delta log cleanup; docs/compaction.md, Maintenance); 0 turns maintenance off."`
+			SnapshotRetention   time.Duration `yaml:"snapshotRetention" default:"1h" doc:"Iceberg snapshots older than this are expired (time travel reaches back this far)."`
+			SnapshotsRetainLast int           `yaml:"snapshotsRetainLast" default:"10" doc:"Iceberg snapshots kept however old."`
+			DeltaLogRetention   time.Duration `yaml:"deltaLogRetention" default:"24h" doc:"Delta log files before the newest checkpoint are deleted once this old."`
+		} `yaml:"maintenance"`
+		MaxBytes int64 `yaml:"maxBytes" default:"67108864" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day)."`
+		Iceberg  struct {
 			Kind                 string   `yaml:"kind" default:"auto" doc:"Iceberg catalog the tables are committed to: lakegate (kept in etcd, shared by every node, served over the Iceberg REST API: docs/iceberg-catalog.md), sql (a sqlite file, one node only), rest (an external REST catalog), or auto = sql for standalone, lakegate for serve."`
 			URI                  string   `yaml:"uri" doc:"sql: the sqlite file (default <dataDir>/iceberg/catalog.db); rest: the catalog's base URL."`
 			Warehouse            string   `yaml:"warehouse" doc:"rest: the warehouse to ask the catalog for."`

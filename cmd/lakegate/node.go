@@ -73,9 +73,13 @@ func runNode(c *Config) error {
 			Logger:                log,
 		},
 		Tables: tables.Options{
-			CompactAge:      c.Tables.Age,
-			CompactMaxBytes: c.Tables.MaxBytes,
-			IcebergCatalog:  icebergCatalogConfig(c),
+			CompactAge:          c.Tables.Age,
+			CompactMaxBytes:     c.Tables.MaxBytes,
+			IcebergCatalog:      icebergCatalogConfig(c),
+			MaintenanceInterval: maintenanceInterval(c.Tables.Maintenance.Interval),
+			SnapshotRetention:   c.Tables.Maintenance.SnapshotRetention,
+			SnapshotsRetainLast: c.Tables.Maintenance.SnapshotsRetainLast,
+			DeltaLogRetention:   c.Tables.Maintenance.DeltaLogRetention,
 		},
 	}
 	n, err := node.Start(ctx, cfg)
@@ -193,6 +197,15 @@ func advertised(configured string, bound net.Addr) string {
 
 // gcInterval maps the config's 0 (off) to the engine's negative.
 func gcInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// maintenanceInterval maps the config's 0 (off) to the table layer's
+// negative.
+func maintenanceInterval(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
 	}
