@@ -17,10 +17,10 @@ import (
 
 // ExpireStats is what Expire did.
 type ExpireStats struct {
-	Expired        int // snapshots removed from the metadata
-	Kept           int // snapshots left
-	ManifestLists  int // manifest list files deleted
-	Manifests      int // manifest files deleted
+	Expired       int // snapshots removed from the metadata
+	Kept          int // snapshots left
+	ManifestLists int // manifest list files deleted
+	Manifests     int // manifest files deleted
 }
 
 // manifestsToRewrite: a current snapshot with more manifests than this
