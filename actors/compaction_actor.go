@@ -151,6 +151,12 @@ func (h *compactionHandler) Receive(msg any) {
 		h.lastScan = now
 		if m.err != nil {
 			h.o.Logger.Warn("compaction: catalog scan failed", "err", m.err)
+			if h.o.Membership != nil {
+				// Which tables this node owns is unknown (a lost session,
+				// etcd unreachable): compact none until a scan succeeds.
+				h.sched.SetJobs(now, nil)
+				h.stats.Tables = 0
+			}
 		} else {
 			h.stats.Scans++
 			h.stats.Tables = m.tables
