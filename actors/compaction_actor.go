@@ -27,6 +27,10 @@ type CompactionWorkerOptions struct {
 	Catalog   lakestream.StreamCatalog
 	Compactor TableCompactor
 	Policy    CompactionPolicy
+	// Membership, when set, makes the worker compact only the tables this
+	// node owns for compaction, one owner per table across the cluster
+	// (compaction_cluster.go); nil compacts every log (one node).
+	Membership lakestream.Membership
 	// ScanInterval is how often the catalog is listed for streams and
 	// their materialization policy. Default 10 s.
 	ScanInterval time.Duration
@@ -51,8 +55,9 @@ type CompactionWorker struct {
 type (
 	compactTickMsg struct{ gen uint64 }
 	compactScanMsg struct {
-		jobs []CompactionJob
-		err  error
+		jobs   []CompactionJob
+		tables int
+		err    error
 	}
 	compactDoneMsg struct {
 		job  CompactionJob
@@ -72,6 +77,7 @@ type CompactionWorkerStats struct {
 	Failures int64 // calls that failed
 	Records  int64 // records compacted
 	Scans    int64 // catalog scans finished
+	Tables   int   // tables this node compacts (owned, with a Membership)
 }
 
 // StartCompactionWorker starts the worker; it scans the catalog at once.
@@ -145,8 +151,15 @@ func (h *compactionHandler) Receive(msg any) {
 		h.lastScan = now
 		if m.err != nil {
 			h.o.Logger.Warn("compaction: catalog scan failed", "err", m.err)
+			if h.o.Membership != nil {
+				// Which tables this node owns is unknown (a lost session,
+				// etcd unreachable): compact none until a scan succeeds.
+				h.sched.SetJobs(now, nil)
+				h.stats.Tables = 0
+			}
 		} else {
 			h.stats.Scans++
+			h.stats.Tables = m.tables
 			h.sched.SetJobs(now, m.jobs)
 		}
 	case compactDoneMsg:
@@ -223,7 +236,11 @@ func (h *compactionHandler) startScan() {
 		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
 		defer cancel()
 		jobs, err := ScanCompactionJobs(ctx, h.o.Catalog)
-		h.self.Send(compactScanMsg{jobs, err})
+		tables := 0
+		if err == nil && h.o.Membership != nil {
+			jobs, tables, err = clusterJobs(ctx, h.o.Membership, jobs, h.o.Logger)
+		}
+		h.self.Send(compactScanMsg{jobs, tables, err})
 	}()
 }
 

@@ -297,6 +297,36 @@ func TestSecurity(t *testing.T) {
 		}
 	})
 
+	t.Run("IcebergCatalogNeedsASuperuser", func(t *testing.T) {
+		// The Iceberg REST catalog lists every table: on a node with
+		// authentication it takes the node's tokens, superusers only.
+		status := func(token string) int {
+			req, _ := http.NewRequest(http.MethodGet, n.httpURL+"/iceberg/v1/config", nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		for _, c := range []struct {
+			who, token string
+			want       int
+		}{
+			{"anonymous", "", http.StatusUnauthorized},
+			{"a garbage token", "not-a-jwt", http.StatusUnauthorized},
+			{"a non-superuser", n.token(t, "writer", time.Hour), http.StatusUnauthorized},
+			{"the superuser", n.token(t, "admin", time.Hour), http.StatusOK},
+		} {
+			if got := status(c.token); got != c.want {
+				t.Errorf("%s: GET /iceberg/v1/config = %d, want %d", c.who, got, c.want)
+			}
+		}
+	})
+
 	t.Run("ExpiryOnALiveConnection", func(t *testing.T) {
 		// A client whose token expires gets AUTH_CHALLENGE and answers with a
 		// fresh one: the connection lives on.

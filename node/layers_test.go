@@ -54,6 +54,10 @@ func TestLayers(t *testing.T) {
 		"nodehttp": {"engine", "tables", "node"},
 		// The contract implements nothing.
 		"lakestream": {"engine", "tables", "node", "gateway", "actors", "protocol", "lakehouse"},
+		// The cluster's Iceberg catalog and its REST API sit on the ground
+		// floor and iceberg-go only.
+		"lakehouse/iceberg/metacat": {"engine", "tables", "node", "gateway", "actors", "objstore"},
+		"icebergrest":               {"engine", "tables", "node", "gateway", "actors", "objstore"},
 		// The table layer does not wire nodes.
 		"tables": {"node", "gateway"},
 	}

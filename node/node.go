@@ -49,7 +49,9 @@ type Config struct {
 	Engine engine.Options
 	// Tables options (compaction age and size, Iceberg catalog). Logger
 	// and Now default to the engine's; IcebergCatalog.StoreURL to
-	// ObjectURL and its sqlite file to <DataDir>/iceberg/catalog.db.
+	// ObjectURL, its sqlite file to <DataDir>/iceberg/catalog.db, and the
+	// lakegate catalog's metadata store to the node's (keys under
+	// <engine root>iceberg/).
 	Tables tables.Options
 	// GCInterval is how often the node runs CollectGarbage (docs/gc.md);
 	// negative: never. Default 1 min.
@@ -134,6 +136,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if n.Engine, err = engine.New(n.Store, n.Meta, tables.EngineOptions(cfg.Engine)); err != nil {
 		return nil, err
+	}
+	if cfg.Tables.IcebergCatalog.Kind == iceberg.KindLakegate && cfg.Tables.IcebergCatalog.Meta == nil {
+		// The cluster's catalog, in the same etcd (docs/iceberg-catalog.md).
+		cfg.Tables.IcebergCatalog.Meta = n.Meta
+		cfg.Tables.IcebergCatalog.MetaRoot = n.Engine.MetaRoot() + "iceberg/"
+		n.Config.Tables.IcebergCatalog = cfg.Tables.IcebergCatalog
 	}
 	n.Tables = tables.New(n.Engine, cfg.Tables)
 	if cfg.GCInterval == 0 {

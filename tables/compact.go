@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate/engine"
@@ -345,6 +346,13 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 		return st, err
 	}
 
+	// Steps 3 and 3b run one log at a time per table on this node: the
+	// partitions of a topic share its tables, and racing them would only
+	// lose compare-and-swaps to each other (docs/compaction.md,
+	// "Scheduling").
+	unlock := t.lockTable(c.Root)
+	defer unlock()
+
 	// Step 3: commit to Delta; idempotent by the txn version.
 	if c.has(formatDelta) {
 		tbl, err := delta.Open(ctx, t.e.Store(), c.Root, delta.WithClock(t.opts.Now))
@@ -369,6 +377,7 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 	if err := t.hook(id, "iceberg"); err != nil {
 		return st, err
 	}
+	unlock()
 
 	// Step 4: replace the WAL index entries of [From, End) by the files',
 	// and mark the claim indexed, in one transaction.
@@ -449,4 +458,39 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// lockTable serializes the table commits of one table on this node; the
+// returned unlock may be called more than once.
+func (t *Tables) lockTable(root string) (unlock func()) {
+	t.tableLocks.Lock()
+	if t.tableLocks.m == nil {
+		t.tableLocks.m = map[string]*tableLock{}
+	}
+	l := t.tableLocks.m[root]
+	if l == nil {
+		l = &tableLock{}
+		t.tableLocks.m[root] = l
+	}
+	l.users++
+	t.tableLocks.Unlock()
+	l.mu.Lock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Unlock()
+			t.tableLocks.Lock()
+			if l.users--; l.users == 0 {
+				delete(t.tableLocks.m, root)
+			}
+			t.tableLocks.Unlock()
+		})
+	}
+}
+
+// tableLock is one table's commit lock; users counts holders and waiters
+// (the entry goes when it drops to 0).
+type tableLock struct {
+	mu    sync.Mutex
+	users int
 }

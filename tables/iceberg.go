@@ -95,3 +95,10 @@ func (t *Tables) commitIceberg(ctx context.Context, id lakestream.LogID, c table
 	}
 	return fmt.Errorf("%w: log %d: %w", lakestream.ErrUnavailable, id, err)
 }
+
+// IcebergCatalog returns the layer's Iceberg catalog
+// (Options.IcebergCatalog), opening it on first use: what a node serves
+// over the Iceberg REST API.
+func (t *Tables) IcebergCatalog(ctx context.Context) (*iceberg.Catalog, error) {
+	return t.icebergCatalog(ctx)
+}

@@ -33,7 +33,21 @@ type jobRunner struct{ t *Tables }
 // per call; a call that moved records reports More, so the worker calls
 // again at once until nothing is eligible.
 func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (actors.CompactionResult, error) {
-	st, err := r.t.CompactToTable(ctx, j.Log, TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema))
+	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
+	st, err := r.t.CompactToTable(ctx, j.Log, tg)
+	if j.Partition <= 0 && (err == nil || errors.Is(err, engine.ErrNothingToCompact)) && r.t.maintenanceDue(tg.Root) {
+		// One log per table (the first partition) triggers its
+		// maintenance; the worker runs a table's jobs on its compaction
+		// owner only, so it runs once across the cluster.
+		ms, merr := r.t.Maintain(ctx, tg)
+		if merr != nil {
+			r.t.opts.Logger.Warn("tables: maintenance failed", "table", tg.Root, "err", merr)
+		} else if ms.SnapshotsExpired+ms.DeltaCommitsDeleted > 0 {
+			r.t.opts.Logger.Info("tables: maintained", "table", tg.Root, "snapshots_expired", ms.SnapshotsExpired,
+				"snapshots_kept", ms.SnapshotsKept, "manifest_files_deleted", ms.ManifestFilesDeleted,
+				"delta_commits_deleted", ms.DeltaCommitsDeleted, "delta_checkpoints_deleted", ms.DeltaCheckpointsDeleted)
+		}
+	}
 	if errors.Is(err, engine.ErrNothingToCompact) {
 		return actors.CompactionResult{}, nil
 	}

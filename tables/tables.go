@@ -2,6 +2,7 @@ package tables
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate/engine"
@@ -28,6 +29,20 @@ type Options struct {
 	// StoreURL refuse Iceberg targets. Opened on first use.
 	IcebergCatalog iceberg.CatalogConfig
 
+	// MaintenanceInterval is how often the compaction job runner maintains
+	// a table it compacts (Maintain); negative turns maintenance off.
+	// Default 10 min.
+	MaintenanceInterval time.Duration
+	// SnapshotRetention: Iceberg snapshots older than this are expired.
+	// Default 1 h.
+	SnapshotRetention time.Duration
+	// SnapshotsRetainLast: at least this many Iceberg snapshots are kept,
+	// however old. Default 10.
+	SnapshotsRetainLast int
+	// DeltaLogRetention: Delta log files (commits, checkpoints) before the
+	// newest checkpoint are deleted once this old. Default 24 h.
+	DeltaLogRetention time.Duration
+
 	// Logger receives the layer's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -52,6 +67,18 @@ func (o Options) withDefaults() Options {
 	if o.CompactMaxBytes <= 0 {
 		o.CompactMaxBytes = 64 << 20
 	}
+	if o.MaintenanceInterval == 0 {
+		o.MaintenanceInterval = 10 * time.Minute
+	}
+	if o.SnapshotRetention <= 0 {
+		o.SnapshotRetention = time.Hour
+	}
+	if o.SnapshotsRetainLast <= 0 {
+		o.SnapshotsRetainLast = 10
+	}
+	if o.DeltaLogRetention <= 0 {
+		o.DeltaLogRetention = 24 * time.Hour
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -72,6 +99,18 @@ type Tables struct {
 
 	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
 	iceberg icebergState
+
+	// tableLocks serialize the commits of one table (lockTable). Lock
+	// order: tableLocks, then a tableLock's mu is taken without it.
+	tableLocks struct {
+		sync.Mutex
+		m map[string]*tableLock
+	}
+	// maintained is when each table was last maintained by this node.
+	maintained struct {
+		sync.Mutex
+		m map[string]time.Time
+	}
 }
 
 // New returns the table layer over e. e must have been built with

@@ -95,13 +95,24 @@ type Config struct {
 		Interval     time.Duration `yaml:"interval" default:"5s" doc:"How long a log with nothing old enough waits before it is checked again."`
 		ScanInterval time.Duration `yaml:"scanInterval" default:"10s" doc:"How often the catalog is listed for streams and their materialization policy."`
 		MaxInflight  int           `yaml:"maxInflight" default:"2" doc:"Compactions running at once on this node."`
-		MaxBytes     int64         `yaml:"maxBytes" default:"67108864" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day)."`
-		Iceberg      struct {
-			Kind       string `yaml:"kind" default:"sql" doc:"Iceberg catalog: sql (sqlite file, one node only) or rest (shared by every node of a cluster)."`
-			URI        string `yaml:"uri" doc:"sql: the sqlite file (default <dataDir>/iceberg/catalog.db); rest: the catalog's base URL."`
-			Warehouse  string `yaml:"warehouse" doc:"rest: the warehouse to ask the catalog for."`
-			Credential string `yaml:"credential" doc:"rest: OAuth client credential (id:secret); prefer the environment variable."`
-			Token      string `yaml:"token" doc:"rest: bearer token; prefer the environment variable."`
+		Maintenance  struct {
+			Interval            time.Duration `yaml:"interval" default:"10m" doc:"How often the node that compacts a table maintains it (Iceberg manifest rewrite and snapshot expiry, Delta log cleanup; docs/compaction.md, Maintenance); 0 turns maintenance off."`
+			SnapshotRetention   time.Duration `yaml:"snapshotRetention" default:"1h" doc:"Iceberg snapshots older than this are expired (time travel reaches back this far)."`
+			SnapshotsRetainLast int           `yaml:"snapshotsRetainLast" default:"10" doc:"Iceberg snapshots kept however old."`
+			DeltaLogRetention   time.Duration `yaml:"deltaLogRetention" default:"24h" doc:"Delta log files before the newest checkpoint are deleted once this old."`
+		} `yaml:"maintenance"`
+		MaxBytes int64 `yaml:"maxBytes" default:"67108864" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day)."`
+		Iceberg  struct {
+			Kind                 string   `yaml:"kind" default:"auto" doc:"Iceberg catalog the tables are committed to: lakegate (kept in etcd, shared by every node, served over the Iceberg REST API: docs/iceberg-catalog.md), sql (a sqlite file, one node only), rest (an external REST catalog), or auto = sql for standalone, lakegate for serve."`
+			URI                  string   `yaml:"uri" doc:"sql: the sqlite file (default <dataDir>/iceberg/catalog.db); rest: the catalog's base URL."`
+			Warehouse            string   `yaml:"warehouse" doc:"rest: the warehouse to ask the catalog for."`
+			Credential           string   `yaml:"credential" doc:"rest: OAuth client credential (id:secret); prefer the environment variable."`
+			Token                string   `yaml:"token" doc:"rest: bearer token; prefer the environment variable."`
+			REST                 bool     `yaml:"rest" default:"true" doc:"Serve this node's Iceberg catalog (lakegate or sql) over the Iceberg REST API at http://<http.advertisedAddr>/iceberg (clients: uri=that URL)."`
+			Clients              []string `yaml:"clients" doc:"OAuth2 clients of the REST catalog, id:secret (comma-separated); when set, every request needs a bearer token from POST /iceberg/v1/oauth/tokens. Prefer the environment variable."`
+			TokenKey             string   `yaml:"tokenKey" doc:"Key that signs the REST catalog's tokens; every node needs the same one. Required with clients. Prefer the environment variable."`
+			ClientProps          []string `yaml:"clientProps" doc:"key=value FileIO properties handed to REST catalog clients with every table (e.g. read-only s3.access-key-id/s3.secret-access-key for readers); the store's endpoint and region are always handed."`
+			VendStoreCredentials bool     `yaml:"vendStoreCredentials" default:"false" doc:"Hand REST catalog clients the node's own object-store credentials with every table (read and write access to the whole store: for trusted clients only; see docs/iceberg-catalog.md, Credentials)."`
 		} `yaml:"iceberg"`
 	} `yaml:"tables"`
 }
@@ -308,9 +319,22 @@ func (c *Config) validate() error {
 		}
 	}
 	switch c.Tables.Iceberg.Kind {
-	case "sql", "rest":
+	case "auto", "lakegate", "sql", "rest":
 	default:
-		return fmt.Errorf("config tables.iceberg.kind: %q is not one of sql, rest", c.Tables.Iceberg.Kind)
+		return fmt.Errorf("config tables.iceberg.kind: %q is not one of auto, lakegate, sql, rest", c.Tables.Iceberg.Kind)
+	}
+	if len(c.Tables.Iceberg.Clients) > 0 && c.Tables.Iceberg.TokenKey == "" {
+		return errors.New("config tables.iceberg.tokenKey: the REST catalog's clients need a token key")
+	}
+	for _, cl := range c.Tables.Iceberg.Clients {
+		if id, secret, ok := strings.Cut(cl, ":"); !ok || id == "" || secret == "" {
+			return fmt.Errorf("config tables.iceberg.clients: %q is not id:secret", cl)
+		}
+	}
+	for _, kv := range c.Tables.Iceberg.ClientProps {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("config tables.iceberg.clientProps: %q is not key=value", kv)
+		}
 	}
 	if c.Tables.Iceberg.Kind == "rest" && c.Tables.Iceberg.URI == "" {
 		return errors.New("config tables.iceberg.uri: the rest catalog needs its URL")

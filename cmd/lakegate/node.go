@@ -73,9 +73,13 @@ func runNode(c *Config) error {
 			Logger:                log,
 		},
 		Tables: tables.Options{
-			CompactAge:      c.Tables.Age,
-			CompactMaxBytes: c.Tables.MaxBytes,
-			IcebergCatalog:  icebergCatalogConfig(c),
+			CompactAge:          c.Tables.Age,
+			CompactMaxBytes:     c.Tables.MaxBytes,
+			IcebergCatalog:      icebergCatalogConfig(c),
+			MaintenanceInterval: maintenanceInterval(c.Tables.Maintenance.Interval),
+			SnapshotRetention:   c.Tables.Maintenance.SnapshotRetention,
+			SnapshotsRetainLast: c.Tables.Maintenance.SnapshotsRetainLast,
+			DeltaLogRetention:   c.Tables.Maintenance.DeltaLogRetention,
 		},
 	}
 	n, err := node.Start(ctx, cfg)
@@ -91,13 +95,6 @@ func runNode(c *Config) error {
 	}
 	rt := actors.NewRuntime(log)
 	defer rt.Shutdown()
-	worker, err := startTables(ctx, c, n, cat, rt, log)
-	if err != nil {
-		return fmt.Errorf("tables: %w", err)
-	}
-	if worker != nil {
-		defer worker.Stop() // before the node closes (defers are LIFO)
-	}
 	sec, err := newSecurity(c)
 	if err != nil {
 		return err
@@ -123,12 +120,23 @@ func runNode(c *Config) error {
 		ls.close()
 		return fmt.Errorf("joining the cluster: %w", err)
 	}
+	// The compaction worker compacts the tables this node owns for
+	// compaction (one owner per table across the cluster).
+	worker, err := startTables(ctx, c, n, cat, rt, member, log)
+	if err != nil {
+		member.Close(context.Background())
+		ls.close()
+		return fmt.Errorf("tables: %w", err)
+	}
+	if worker != nil {
+		defer worker.Stop() // before the node closes (defers are LIFO)
+	}
 	rebalance := c.Cluster.RebalanceInterval
 	if rebalance == 0 {
 		rebalance = -1 // off
 	}
 	gwCfg := gateway.Config{Catalog: cat, AdvertisedAddr: ls.pulsarAdv, AdvertisedTLSAddr: ls.pulsarTLSAdv, Logger: log, Runtime: rt,
-		Membership: member, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
+		Membership: topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
 		ClientTLS: sec.clientTLS()}
 	if sec.authn != nil {
 		gwCfg.Auth = sec.authn
@@ -150,7 +158,11 @@ func runNode(c *Config) error {
 		}
 	}()
 
-	handler := httpHandler(n, gw, cat)
+	icebergHandler, err := icebergREST(ctx, c, n, sec, log)
+	if err != nil {
+		return fmt.Errorf("iceberg REST catalog: %w", err)
+	}
+	handler := httpHandler(n, gw, cat, icebergHandler)
 	errLog := slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn)
 	var httpAddrs []any
 	for _, hl := range []net.Listener{ls.http, ls.https} {
@@ -174,6 +186,7 @@ func runNode(c *Config) error {
 	}
 	attrs := []any{"node", n.Engine.NodeID(), "objects", n.Config.ObjectURL, "etcd", etcdDesc}
 	attrs = append(attrs, httpAddrs...)
+	attrs = append(attrs, "iceberg_rest", icebergHandler != nil)
 	if ls.pulsar != nil {
 		attrs = append(attrs, "pulsar", ls.pulsar.Addr().String(), "pulsar_url", gw.ServiceURL())
 	}
@@ -209,6 +222,15 @@ func advertised(configured string, bound net.Addr) string {
 
 // gcInterval maps the config's 0 (off) to the engine's negative.
 func gcInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// maintenanceInterval maps the config's 0 (off) to the table layer's
+// negative.
+func maintenanceInterval(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
 	}

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/auth"
+	"github.com/lakegate/lakegate/icebergrest"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/node"
@@ -26,8 +31,8 @@ func defaultMaterialization(formats []string) *lakestream.TableMaterializationPo
 
 // startTables stores the cluster default materialization from the
 // configuration and, when enabled, starts this node's compaction worker
-// (nil when not).
-func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.StreamCatalog, rt actors.Runtime, log *slog.Logger) (*actors.CompactionWorker, error) {
+// (nil when not), which compacts the tables member owns for compaction.
+func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.StreamCatalog, rt actors.Runtime, member lakestream.Membership, log *slog.Logger) (*actors.CompactionWorker, error) {
 	if err := cat.SetDefaultMaterialization(ctx, defaultMaterialization(c.Tables.Formats)); err != nil {
 		return nil, err
 	}
@@ -37,17 +42,30 @@ func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.St
 	return actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
 		Catalog:      cat,
 		Compactor:    n.Tables.Compactor(),
+		Membership:   member,
 		Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
 		ScanInterval: c.Tables.ScanInterval,
 		Logger:       log,
 	}), nil
 }
 
+// icebergKind resolves tables.iceberg.kind: auto is sql for a standalone
+// node (embedded etcd), lakegate for a cluster node.
+func icebergKind(c *Config) string {
+	if k := c.Tables.Iceberg.Kind; k != "auto" && k != "" {
+		return k
+	}
+	if len(c.Etcd.Endpoints) == 0 {
+		return iceberg.KindSQL
+	}
+	return iceberg.KindLakegate
+}
+
 // icebergCatalogConfig maps the tables.iceberg keys to the table layer's
-// catalog configuration (the store URL and the sqlite default are filled
-// in by node.Start).
+// catalog configuration (the store URL, the sqlite default and the
+// lakegate catalog's metadata store are filled in by node.Start).
 func icebergCatalogConfig(c *Config) iceberg.CatalogConfig {
-	ic := iceberg.CatalogConfig{Kind: c.Tables.Iceberg.Kind, URI: c.Tables.Iceberg.URI}
+	ic := iceberg.CatalogConfig{Kind: icebergKind(c), URI: c.Tables.Iceberg.URI}
 	props := map[string]string{}
 	for k, v := range map[string]string{"warehouse": c.Tables.Iceberg.Warehouse, "credential": c.Tables.Iceberg.Credential, "token": c.Tables.Iceberg.Token} {
 		if v != "" {
@@ -58,4 +76,71 @@ func icebergCatalogConfig(c *Config) iceberg.CatalogConfig {
 		ic.Props = props
 	}
 	return ic
+}
+
+// icebergREST returns the node's Iceberg REST catalog handler (mounted at
+// /iceberg/ by httpHandler), or nil when tables.iceberg.rest is off or the
+// catalog is an external one.
+func icebergREST(ctx context.Context, c *Config, n *node.Node, sec *security, log *slog.Logger) (http.Handler, error) {
+	kind := icebergKind(c)
+	if !c.Tables.Iceberg.REST || (kind != iceberg.KindSQL && kind != iceberg.KindLakegate) {
+		return nil, nil
+	}
+	cat, err := n.Tables.IcebergCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	clientProps, err := iceberg.ClientProps(n.Config.ObjectURL, c.Tables.Iceberg.VendStoreCredentials)
+	if err != nil && !errors.Is(err, iceberg.ErrUnsupportedStore) {
+		return nil, err
+	}
+	for _, kv := range c.Tables.Iceberg.ClientProps {
+		k, v, _ := strings.Cut(kv, "=")
+		if clientProps == nil {
+			clientProps = map[string]string{}
+		}
+		clientProps[k] = v
+	}
+	o := icebergrest.Options{Catalog: cat.Catalog(), ClientConfig: clientProps, ReadOnly: iceberg.IsStreamTable, Logger: log}
+	if len(c.Tables.Iceberg.Clients) > 0 {
+		o.Auth = &icebergrest.Auth{Clients: map[string]string{}, Key: []byte(c.Tables.Iceberg.TokenKey)}
+		for _, cl := range c.Tables.Iceberg.Clients {
+			id, secret, _ := strings.Cut(cl, ":")
+			o.Auth.Clients[id] = secret
+		}
+	}
+	if sec.authn != nil {
+		// A node with authentication never serves its tables anonymously:
+		// lakegate's Pulsar tokens are bearer tokens here too, and with
+		// authorization on only a superuser role reads every table.
+		if o.Auth == nil {
+			o.Auth = &icebergrest.Auth{}
+		}
+		o.Auth.Verify = func(token string) (string, error) {
+			id, err := sec.authn.Authenticate(auth.MethodToken, []byte(token), nil)
+			if err != nil {
+				return "", err
+			}
+			if c.Auth.Authorization && !auth.IsSuperUser(id.Role, c.Auth.SuperUserRoles) {
+				return "", fmt.Errorf("role %q is not a superuser; the Iceberg REST catalog serves every table", id.Role)
+			}
+			return id.Role, nil
+		}
+	}
+	return http.StripPrefix("/iceberg", icebergrest.Handler(o)), nil
+}
+
+// topicUnits is the membership the gateway sees: the same, but Owned lists
+// topics only, not the compaction worker's units (the gateway hands every
+// owned unit over as a topic when it rebalances or drains).
+type topicUnits struct{ lakestream.Membership }
+
+func (m topicUnits) Owned() []lakestream.Ownership {
+	var out []lakestream.Ownership
+	for _, o := range m.Membership.Owned() {
+		if !actors.IsCompactionUnit(o.Unit()) {
+			out = append(out, o)
+		}
+	}
+	return out
 }

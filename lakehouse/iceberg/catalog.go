@@ -14,6 +14,10 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"strings"
+
+	"github.com/lakegate/lakegate/lakehouse/iceberg/metacat"
+	"github.com/lakegate/lakegate/meta"
 	_ "modernc.org/sqlite" // pure-Go "sqlite" driver: CGO_ENABLED=0 builds keep the SQL catalog
 )
 
@@ -25,7 +29,16 @@ const (
 	KindSQL = "sql"
 	// KindREST is an Iceberg REST catalog.
 	KindREST = "rest"
+	// KindLakegate is lakegate's own catalog, kept in the metadata store
+	// (package metacat) and served over the Iceberg REST API by every node
+	// (package icebergrest): the cluster's shared catalog.
+	KindLakegate = "lakegate"
 )
+
+// WarehouseDir is the key prefix, in the node's object store, under which
+// the lakegate catalog places tables created without a location (user
+// tables): <store>/warehouse/<namespace levels>/<table>.
+const WarehouseDir = "warehouse"
 
 // DefaultCatalogName is the catalog name used when CatalogConfig.Name is
 // empty. The SQL catalog stores it in every row (catalog_name): a reader
@@ -65,6 +78,11 @@ type CatalogConfig struct {
 	// StoreURL is the object store, as objstore.Open takes it; table
 	// locations are built from it (StoreLocation). Required.
 	StoreURL string
+	// Meta and MetaRoot (a key prefix ending in "/") are the metadata
+	// store of KindLakegate; the catalog keeps its keys under
+	// MetaRoot (docs/iceberg-catalog.md). Required for KindLakegate.
+	Meta     meta.Store
+	MetaRoot string
 }
 
 // Catalog is an open Iceberg catalog plus the store's location. Its methods
@@ -137,8 +155,20 @@ func Open(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 			return nil, fmt.Errorf("iceberg: rest catalog %s: %w", cfg.URI, err)
 		}
 		c.cat = cat
+	case KindLakegate:
+		if cfg.Meta == nil || !strings.HasSuffix(cfg.MetaRoot, "/") {
+			return nil, fmt.Errorf("%w: the lakegate catalog needs a metadata store and a key root", ErrInvalid)
+		}
+		cat, err := metacat.Open(cfg.Meta, metacat.Options{
+			Root: cfg.MetaRoot, Warehouse: base + "/" + WarehouseDir, Props: ice.Properties(props),
+			Protected: IsStreamTable,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: lakegate catalog: %w", err)
+		}
+		c.cat = cat
 	default:
-		return nil, fmt.Errorf("%w: catalog kind %q (want %q or %q)", ErrInvalid, cfg.Kind, KindSQL, KindREST)
+		return nil, fmt.Errorf("%w: catalog kind %q (want %q, %q or %q)", ErrInvalid, cfg.Kind, KindSQL, KindREST, KindLakegate)
 	}
 	return c, nil
 }
@@ -157,6 +187,23 @@ func (c *Catalog) Close() error {
 		errs = append(errs, c.db.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// IsStreamTable reports whether table properties are those of a stream's
+// table, which lakegate creates and writes (the lakegate.format property):
+// the lakegate catalog refuses to drop or rename such a table, and the
+// REST API refuses other writers' commits to it.
+func IsStreamTable(props ice.Properties) bool { _, ok := props[formatProp]; return ok }
+
+// FileIOProps returns the FileIO properties of the store (StoreLocation)
+// with cfg.Props over them: what a reader needs to open the store's files.
+func FileIOProps(cfg CatalogConfig) (map[string]string, error) {
+	_, props, err := StoreLocation(cfg.StoreURL)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(props, cfg.Props)
+	return props, nil
 }
 
 // Catalog returns the underlying iceberg-go catalog (for readers and

@@ -147,3 +147,34 @@ func StoreLocation(storeURL string) (string, map[string]string, error) {
 	}
 	return "", nil, fmt.Errorf("%w: %q", ErrUnsupportedStore, u.Scheme)
 }
+
+// ClientProps is the FileIO configuration the REST catalog hands readers
+// of tables in the store at storeURL (LoadTableResult "config"): where the
+// store is — S3 endpoint, region and path-style addressing in the keys of
+// iceberg-go, pyiceberg and Java's S3FileIO; the GCS endpoint — and, only
+// when withSecrets, the credentials the node itself uses (s3 keys, Azure
+// shared key or connection string). Without secrets readers bring their
+// own (docs/iceberg-catalog.md, "Credentials").
+func ClientProps(storeURL string, withSecrets bool) (map[string]string, error) {
+	_, props, err := StoreLocation(storeURL)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range props {
+		secret := k == iceio.S3AccessKeyID || k == iceio.S3SecretAccessKey || k == iceio.S3SessionToken ||
+			k == iceio.ADLSSharedKeyAccountKey || strings.HasPrefix(k, iceio.ADLSConnectionStringPrefix)
+		if secret && !withSecrets {
+			continue
+		}
+		out[k] = v
+	}
+	if v, ok := props[iceio.S3Region]; ok {
+		out["client.region"] = v // Java
+	}
+	if v, ok := props[iceio.S3ForceVirtualAddressing]; ok {
+		b, _ := strconv.ParseBool(v)
+		out["s3.path-style-access"] = strconv.FormatBool(!b) // Java
+	}
+	return out, nil
+}

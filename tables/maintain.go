@@ -1,0 +1,90 @@
+package tables
+
+// Table maintenance (docs/compaction.md, "Maintenance"): keeping a
+// stream's tables bounded while they grow for months. Run by the table's
+// compaction owner (one node per table across the cluster), between
+// compactions, under the table's commit lock.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/lakegate/lakegate/lakehouse/delta"
+	"github.com/lakegate/lakegate/lakehouse/iceberg"
+)
+
+// MaintainStats is what one Maintain did.
+type MaintainStats struct {
+	DeltaCommitsDeleted     int // expired JSON commits removed from _delta_log
+	DeltaCheckpointsDeleted int
+	SnapshotsExpired        int // Iceberg snapshots removed
+	SnapshotsKept           int
+	ManifestFilesDeleted    int // manifests and manifest lists of expired snapshots
+}
+
+// Maintain runs the maintenance of one stream's tables: Delta log cleanup
+// (DeltaLogRetention; the writer checkpoints every 10 commits) and Iceberg
+// snapshot expiry (SnapshotRetention, keeping SnapshotsRetainLast). Every step is idempotent and leaves the
+// tables readable at any crash point; data files are never deleted here.
+func (t *Tables) Maintain(ctx context.Context, tg Target) (MaintainStats, error) {
+	var st MaintainStats
+	unlock := t.lockTable(tg.Root)
+	defer unlock()
+	var errs []error
+	if tg.Delta {
+		tbl, err := delta.Open(ctx, t.e.Store(), tg.Root, delta.WithClock(t.opts.Now))
+		if err == nil {
+			var cs delta.CleanStats
+			if cs, err = tbl.CleanLog(ctx, t.opts.DeltaLogRetention); err == nil {
+				st.DeltaCommitsDeleted, st.DeltaCheckpointsDeleted = cs.Commits, cs.Checkpoints
+			}
+		}
+		if err != nil && !errors.Is(err, delta.ErrNoTable) {
+			errs = append(errs, err)
+		}
+	}
+	if tg.Iceberg {
+		cat, err := t.icebergCatalog(ctx)
+		if err == nil {
+			var es iceberg.ExpireStats
+			es, err = cat.Expire(ctx, tg.Ident, t.opts.SnapshotRetention, t.opts.SnapshotsRetainLast)
+			st.SnapshotsExpired, st.SnapshotsKept = es.Expired, es.Kept
+			st.ManifestFilesDeleted = es.Manifests + es.ManifestLists
+		}
+		if err != nil && !isNoTable(err) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return st, fmt.Errorf("tables: maintenance of %s: %w", tg.Root, err)
+	}
+	return st, nil
+}
+
+// isNoTable reports an Iceberg table not created yet.
+func isNoTable(err error) bool {
+	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace)
+}
+
+// maintenanceDue reports whether the table at root was not maintained for
+// MaintenanceInterval on this node, and marks it maintained now.
+func (t *Tables) maintenanceDue(root string) bool {
+	if t.opts.MaintenanceInterval < 0 {
+		return false
+	}
+	now := t.opts.Now()
+	t.maintained.Lock()
+	defer t.maintained.Unlock()
+	if t.maintained.m == nil {
+		t.maintained.m = map[string]time.Time{}
+	}
+	if last, ok := t.maintained.m[root]; ok && now.Sub(last) < t.opts.MaintenanceInterval {
+		return false
+	}
+	t.maintained.m[root] = now
+	return true
+}
