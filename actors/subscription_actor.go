@@ -546,9 +546,13 @@ func (h *subHandler) applyWaitingAcks() {
 	h.run(h.sm.OnResolved(r.Gen, rs))
 }
 
-// resolveGapRecords: offsets to look up closer than this are found with
-// one index walk (Log.IndexRange) rather than one lookup each.
-const resolveGapRecords = 4096
+// Offsets to look up closer than resolveGapRecords to each other, within
+// resolveSpanRecords, are found with one index walk (Log.IndexRange)
+// rather than one lookup each.
+const (
+	resolveGapRecords  = 4096
+	resolveSpanRecords = 1 << 16
+)
 
 // resolveEntries runs off the actor (or on it, from applyWaitingAcks): the
 // headers of the entries containing offsets (ascending). An offset that is
@@ -558,7 +562,7 @@ func resolveEntries(ctx context.Context, lg lakestream.Log, offsets []int64) ([]
 	out := make([]Resolved, 0, len(offsets))
 	for i := 0; i < len(offsets); {
 		j := i + 1
-		for j < len(offsets) && offsets[j]-offsets[j-1] <= resolveGapRecords {
+		for j < len(offsets) && offsets[j]-offsets[j-1] <= resolveGapRecords && offsets[j]-offsets[i] < resolveSpanRecords {
 			j++
 		}
 		hs, err := lg.IndexRange(ctx, offsets[i], offsets[j-1]+1)

@@ -17,8 +17,10 @@ import (
 type batchLog struct {
 	lakestream.Log
 	es      []lakestream.Entry
+	first   int64 // entries below are trimmed
 	entered chan struct{}
 	gate    chan struct{}
+	ranges  int // IndexRange calls (tests without gate only)
 }
 
 func (l *batchLog) IndexRange(ctx context.Context, start, endExcl int64) ([]lakestream.EntryHeader, error) {
@@ -30,9 +32,10 @@ func (l *batchLog) IndexRange(ctx context.Context, start, endExcl int64) ([]lake
 			return nil, ctx.Err()
 		}
 	}
+	l.ranges++
 	var out []lakestream.EntryHeader
 	for _, e := range l.es {
-		if e.End() > start && e.Offset < endExcl {
+		if e.Offset >= l.first && e.End() > start && e.Offset < endExcl {
 			out = append(out, e.EntryHeader)
 		}
 	}
@@ -40,6 +43,9 @@ func (l *batchLog) IndexRange(ctx context.Context, start, endExcl int64) ([]lake
 }
 
 func (l *batchLog) EntryHeader(_ context.Context, off int64) (lakestream.EntryHeader, error) {
+	if off < l.first {
+		return lakestream.EntryHeader{}, lakestream.ErrOffsetTrimmed
+	}
 	for _, e := range l.es {
 		if e.Contains(off) {
 			return e.EntryHeader, nil
@@ -164,4 +170,43 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 	var zero T
 	return zero
+}
+
+// TestResolveEntries: offsets close together are found with one index
+// walk; any offset of an entry resolves to the entry; trimmed and
+// out-of-range offsets get that error as their answer.
+func TestResolveEntries(t *testing.T) {
+	sizes := make([]int32, 0, 40000)
+	for range 40000 {
+		sizes = append(sizes, 5)
+	}
+	lg := &batchLog{es: entries(sizes...), first: 10} // entries at 0, 5 are trimmed
+	offs := []int64{3, 12, 14, 4000, 8000, 100000, 150000, 199999, 200000}
+	rs, err := resolveEntries(context.Background(), lg, offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(offs) {
+		t.Fatalf("%d answers for %d offsets", len(rs), len(offs))
+	}
+	for i, r := range rs {
+		switch off := offs[i]; {
+		case r.Offset != off:
+			t.Fatalf("answer %d is for %d, want %d", i, r.Offset, off)
+		case off < 10:
+			if !errors.Is(r.Err, lakestream.ErrOffsetTrimmed) {
+				t.Fatalf("%d: %+v, want trimmed", off, r)
+			}
+		case off >= 200000:
+			if !errors.Is(r.Err, lakestream.ErrOffsetOutOfRange) {
+				t.Fatalf("%d: %+v, want out of range", off, r)
+			}
+		case r.Err != nil || r.Header.Offset != off/5*5 || r.Header.Records != 5:
+			t.Fatalf("%d: %+v", off, r)
+		}
+	}
+	// Runs: [3 .. 8000] (gaps ≤ 4096), [100000], [150000], [199999 200000].
+	if lg.ranges != 4 {
+		t.Fatalf("%d index walks, want 4", lg.ranges)
+	}
 }
