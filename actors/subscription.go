@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/lakegate/lakegate/lakestream"
@@ -522,6 +523,16 @@ func (s *Subscription) OnResolved(gen uint64, rs []Resolved) []Action {
 	if len(s.acksWaiting) == 0 {
 		s.acksWaiting = nil
 		clear(s.headers)
+	} else {
+		// Keep only the answers the waiting acks name: bounded by
+		// AckQueueMaxIDs however long the queue stays non-empty.
+		named := map[int64]bool{}
+		for _, w := range s.acksWaiting {
+			for _, a := range w.ids {
+				named[a.EntryOffset] = true
+			}
+		}
+		maps.DeleteFunc(s.headers, func(off int64, _ Resolved) bool { return !named[off] })
 	}
 	out = append(out, s.resolveNext()...)
 	if len(out) > 0 {

@@ -374,3 +374,24 @@ func TestKeySharedHashesFollowConsumerNames(t *testing.T) {
 		t.Fatalf("namesakes: %v", counts)
 	}
 }
+
+// Answers of lookups are kept only while a waiting ack names them.
+func TestLookupAnswersAreDropped(t *testing.T) {
+	es := entries(2, 2, 2)
+	s := NewSubscription(SubscriptionConfig{Type: SubShared, ResolveMaxOffsets: 1}, newFakeAcks(), 0)
+	must(t)(s.AddConsumer(1, SubShared))
+	_, _, rest := ackResult(s.Ack(1, 1, AckIndividual, []AckID{{EntryOffset: 0}}))
+	r := resolveOf(t, rest)
+	ackResult(s.Ack(2, 1, AckIndividual, []AckID{{EntryOffset: 4}}))
+	done, _, rest := ackResult(s.OnResolved(r.Gen, answer(r, es)))
+	if len(done) != 1 || len(s.headers) != 0 {
+		t.Fatalf("answered %v; %d answers kept, want none (the waiting ack names another entry)", done, len(s.headers))
+	}
+	r = resolveOf(t, rest)
+	if !slices.Equal(r.Offsets, []int64{4}) {
+		t.Fatalf("next lookup %v", r.Offsets)
+	}
+	if done, _, _ := ackResult(s.OnResolved(r.Gen, answer(r, es))); len(done) != 1 || done[2] != nil || s.AcksWaiting() != 0 {
+		t.Fatalf("answered %v, %d waiting", done, s.AcksWaiting())
+	}
+}

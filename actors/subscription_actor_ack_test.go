@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,28 +12,47 @@ import (
 )
 
 // batchLog is a lakestream.Log of fixed entries (batches) for the
-// subscription actor's entry lookups. IndexRange reports each call on
-// entered and then waits for a value on gate (when gate is set), so a
-// test can hold a lookup in flight.
+// subscription actor's entry lookups. While held (hold), IndexRange
+// reports each call on entered and waits for the release, so a test can
+// keep lookups in flight.
 type batchLog struct {
 	lakestream.Log
 	es      []lakestream.Entry
-	first   int64 // entries below are trimmed
-	entered chan struct{}
-	gate    chan struct{}
-	ranges  int // IndexRange calls (tests without gate only)
+	first   int64         // entries below are trimmed
+	entered chan struct{} // buffered; one value per held call
+	mu      sync.Mutex
+	gate    chan struct{} // closed by the release; nil: not held
+	ranges  int           // IndexRange calls (tests that do not hold only)
+}
+
+// hold makes IndexRange calls wait until release is called.
+func (l *batchLog) hold() (release func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := make(chan struct{})
+	l.gate = g
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		close(g)
+		l.gate = nil
+	}
 }
 
 func (l *batchLog) IndexRange(ctx context.Context, start, endExcl int64) ([]lakestream.EntryHeader, error) {
-	if l.gate != nil {
+	l.mu.Lock()
+	gate := l.gate
+	l.mu.Unlock()
+	if gate != nil {
 		l.entered <- struct{}{}
 		select {
-		case <-l.gate:
+		case <-gate:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	} else {
+		l.ranges++
 	}
-	l.ranges++
 	var out []lakestream.EntryHeader
 	for _, e := range l.es {
 		if e.Offset >= l.first && e.End() > start && e.Offset < endExcl {
@@ -71,7 +91,7 @@ func (l *batchLog) ReadEntries(context.Context, int64, int, int64) ([]lakestream
 func TestSubscriptionActorAnswersAckOnceApplied(t *testing.T) {
 	rt := NewRuntime(nil)
 	defer rt.Shutdown()
-	lg := &batchLog{es: entries(3, 3, 3), entered: make(chan struct{}), gate: make(chan struct{})}
+	lg := &batchLog{es: entries(3, 3, 3), entered: make(chan struct{}, 4)}
 	acks := newFakeAcks()
 	cur := &memCursor{a: acks}
 	sub := StartSubscription(rt, SubscriptionOptions{Name: "s", Type: SubShared, Log: lg, Cursor: cur})
@@ -81,6 +101,7 @@ func TestSubscriptionActorAnswersAckOnceApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	replied := make(chan error, 1)
+	release := lg.hold()
 	sub.Ack(1, AckIndividual, []AckID{{EntryOffset: 3}}, func(err error) { replied <- err })
 	waitFor(t, lg.entered, "the lookup")
 	select {
@@ -88,7 +109,7 @@ func TestSubscriptionActorAnswersAckOnceApplied(t *testing.T) {
 		t.Fatalf("answered (%v) before the entry was looked up", err)
 	default:
 	}
-	lg.gate <- struct{}{}
+	release()
 	if err := waitFor(t, replied, "the ack's answer"); err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +124,15 @@ func TestSubscriptionActorAnswersAckOnceApplied(t *testing.T) {
 		t.Fatalf("backlog %d records, want 6 (ranges %v)", n, info.AckedRanges)
 	}
 
-	// An ack then the consumer's leave: the leave waits for the ack.
+	// An ack then the consumer's leave: the leave looks the entry up
+	// itself (superseding the lookup in flight) and applies the ack first.
+	release = lg.hold()
 	sub.Ack(1, AckIndividual, []AckID{{EntryOffset: 6}}, func(err error) { replied <- err })
 	removed := make(chan error, 1)
 	go func() { removed <- sub.RemoveConsumer(1) }()
-	waitFor(t, lg.entered, "the second lookup")
-	lg.gate <- struct{}{}
+	waitFor(t, lg.entered, "the ack's lookup")
+	waitFor(t, lg.entered, "the leave's lookup")
+	release()
 	if err := waitFor(t, removed, "RemoveConsumer"); err != nil {
 		t.Fatal(err)
 	}
