@@ -395,3 +395,18 @@ func TestLookupAnswersAreDropped(t *testing.T) {
 		t.Fatalf("answered %v, %d waiting", done, s.AcksWaiting())
 	}
 }
+
+func TestUnackedRecords(t *testing.T) {
+	i := SubscriptionInfo{MarkDeleteOffset: 4, AckedRanges: [][2]int64{{7, 9}, {12, 20}}}
+	for _, c := range []struct{ first, next, want int64 }{
+		{0, 15, 5},  // [5,15) less [7,9) and [12,15)
+		{8, 15, 3},  // trimmed below 8: [8,15) less [8,9) and [12,15)
+		{0, 25, 10}, // [5,25) less 2 and 8
+		{0, 5, 0},   // nothing above mark-delete
+		{30, 40, 10},
+	} {
+		if got := i.UnackedRecords(c.first, c.next); got != c.want {
+			t.Errorf("UnackedRecords(%d, %d) = %d, want %d", c.first, c.next, got, c.want)
+		}
+	}
+}
