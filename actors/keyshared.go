@@ -35,7 +35,10 @@ type KeySharedPolicy struct {
 	// Sticky: the consumer owns exactly Ranges (Pulsar's STICKY mode). Else
 	// AUTO_SPLIT: the hash space is shared among the consumers by consistent
 	// hashing (ringPointsPerConsumer points each), so a consumer joining
-	// or leaving moves only the hashes it takes or gives up.
+	// or leaving moves only the hashes it takes or gives up. A consumer's
+	// points are derived from its name, as in Pulsar, so a consumer that
+	// reconnects (after a restart of the node, or to another node) gets
+	// the same hashes back.
 	Sticky bool
 	Ranges []HashRange
 }
@@ -89,9 +92,30 @@ type keySelector struct {
 	ring    []ringPoint   // AUTO_SPLIT: sorted by (hash, consumer)
 	ranges  []stickyRange // STICKY: sorted by Start, disjoint
 	members int
+	// identities: the name each AUTO_SPLIT consumer's ring points are
+	// derived from: its consumer name, made unique among the members
+	// ("name#1", "name#2" … for namesakes; "consumer-<id>" when unnamed).
+	identities map[uint64]string
 }
 
-func (k *keySelector) add(id uint64, p KeySharedPolicy) error {
+// identity returns a ring identity for a consumer named name, unique
+// among the current members.
+func (k *keySelector) identity(id uint64, name string) string {
+	if name == "" {
+		name = "consumer-" + strconv.FormatUint(id, 10)
+	}
+	taken := map[string]bool{}
+	for _, n := range k.identities {
+		taken[n] = true
+	}
+	ident := name
+	for i := 1; taken[ident]; i++ {
+		ident = name + "#" + strconv.Itoa(i)
+	}
+	return ident
+}
+
+func (k *keySelector) add(id uint64, name string, p KeySharedPolicy) error {
 	if k.members > 0 && p.Sticky != k.sticky {
 		return fmt.Errorf("%w: subscription and consumer differ in key_shared mode (sticky=%v)", ErrConsumerAssign, k.sticky)
 	}
@@ -114,8 +138,13 @@ func (k *keySelector) add(id uint64, p KeySharedPolicy) error {
 		slices.SortFunc(next, func(a, b stickyRange) int { return cmp.Compare(a.Start, b.Start) })
 		k.ranges = next
 	} else {
+		ident := k.identity(id, name)
+		if k.identities == nil {
+			k.identities = map[uint64]string{}
+		}
+		k.identities[id] = ident
 		for i := range ringPointsPerConsumer {
-			h := KeyHash([]byte(strconv.FormatUint(id, 10) + "-" + strconv.Itoa(i)))
+			h := KeyHash([]byte(ident + "-" + strconv.Itoa(i)))
 			k.ring = append(k.ring, ringPoint{hash: h, consumer: id})
 		}
 		slices.SortFunc(k.ring, func(a, b ringPoint) int {
@@ -131,6 +160,7 @@ func (k *keySelector) remove(id uint64) {
 	n := len(k.ring) + len(k.ranges)
 	k.ring = slices.DeleteFunc(k.ring, func(p ringPoint) bool { return p.consumer == id })
 	k.ranges = slices.DeleteFunc(k.ranges, func(r stickyRange) bool { return r.consumer == id })
+	delete(k.identities, id)
 	if len(k.ring)+len(k.ranges) < n {
 		k.members--
 	}

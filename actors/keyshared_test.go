@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -33,7 +36,7 @@ func keyedEntries(t *testing.T, keys ...string) []lakestream.Entry {
 func TestKeySharedSelectorStableAndSticky(t *testing.T) {
 	var k keySelector
 	for id := uint64(1); id <= 3; id++ {
-		if err := k.add(id, KeySharedPolicy{}); err != nil {
+		if err := k.add(id, "", KeySharedPolicy{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,18 +56,18 @@ func TestKeySharedSelectorStableAndSticky(t *testing.T) {
 			t.Fatalf("hash %d moved from %d to %d though its owner stayed", h, before[h], o)
 		}
 	}
-	if err := k.add(4, KeySharedPolicy{Sticky: true, Ranges: []HashRange{{0, 10}}}); !errors.Is(err, ErrConsumerAssign) {
+	if err := k.add(4, "", KeySharedPolicy{Sticky: true, Ranges: []HashRange{{0, 10}}}); !errors.Is(err, ErrConsumerAssign) {
 		t.Fatalf("mixed modes: %v", err)
 	}
 
 	var st keySelector
-	if err := st.add(1, KeySharedPolicy{Sticky: true, Ranges: []HashRange{{0, 99}, {200, 299}}}); err != nil {
+	if err := st.add(1, "", KeySharedPolicy{Sticky: true, Ranges: []HashRange{{0, 99}, {200, 299}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.add(2, KeySharedPolicy{Sticky: true, Ranges: []HashRange{{50, 150}}}); !errors.Is(err, ErrConsumerAssign) {
+	if err := st.add(2, "", KeySharedPolicy{Sticky: true, Ranges: []HashRange{{50, 150}}}); !errors.Is(err, ErrConsumerAssign) {
 		t.Fatalf("overlap: %v", err)
 	}
-	if err := st.add(2, KeySharedPolicy{Sticky: true, Ranges: []HashRange{{100, 199}}}); err != nil {
+	if err := st.add(2, "", KeySharedPolicy{Sticky: true, Ranges: []HashRange{{100, 199}}}); err != nil {
 		t.Fatal(err)
 	}
 	for h, want := range map[int32]uint64{0: 1, 99: 1, 100: 2, 199: 2, 250: 1} {
@@ -77,71 +80,71 @@ func TestKeySharedSelectorStableAndSticky(t *testing.T) {
 	}
 }
 
+// movedAndStayed returns a key that moves to consumer 2 when it joins
+// consumer 1 (both unnamed, as AddConsumer attaches them) and one that stays
+// with consumer 1.
+func movedAndStayed(t *testing.T) (moved, stayed string) {
+	t.Helper()
+	var probe keySelector
+	for id := uint64(1); id <= 2; id++ {
+		if err := probe.add(id, "", KeySharedPolicy{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 1000 && (moved == "" || stayed == ""); i++ {
+		k := fmt.Sprintf("k%d", i)
+		switch o, _ := probe.owner(KeyHash([]byte(k))); o {
+		case 2:
+			moved = cmp.Or(moved, k)
+		case 1:
+			stayed = cmp.Or(stayed, k)
+		}
+	}
+	if moved == "" || stayed == "" {
+		t.Fatalf("no key moves (%q) or stays (%q) among 1000: the ring gives a consumer nothing", moved, stayed)
+	}
+	return moved, stayed
+}
+
 // A consumer joining takes over keys only once the previous owner has
-// acknowledged what it holds of them; order per key is kept throughout.
+// acknowledged what it holds of them; order per key is kept throughout,
+// and keys that stay are not held up.
 func TestKeySharedDrainOnJoin(t *testing.T) {
+	moved, stayed := movedAndStayed(t)
+	es := keyedEntries(t, moved, stayed, moved, stayed) // offsets 0..3
 	acks := newFakeAcks()
 	s := NewSubscription(SubscriptionConfig{Type: SubKeyShared}, acks, 0)
 	must(t)(s.AddConsumer(1, SubKeyShared))
 	acts := must(t)(s.Flow(1, 100))
-	es := keyedEntries(t, "a", "b", "c", "d", "e", "f", "g", "h")
-	// First half delivered to consumer 1 (the only one).
-	d, _ := split(s.OnRead(acts[0].(ReadTail).Gen, true, es[:4]))
-	if len(d) != 4 {
-		t.Fatalf("delivered %d", len(d))
+	// The first two entries go to consumer 1 (the only one).
+	d, _ := split(s.OnRead(acts[0].(ReadTail).Gen, true, es[:2]))
+	if len(d) != 2 || d[0].ConsumerID != 1 || d[1].ConsumerID != 1 {
+		t.Fatalf("delivered %+v", d)
 	}
 	must(t)(s.AddConsumer(2, SubKeyShared))
-	acts = must(t)(s.Flow(2, 100))
-	// Find a key that moved to consumer 2.
-	moved := -1
-	for i := range 4 {
-		if o, _ := s.keys.owner(EntryKeyHash(es[i].Payload)); o == 2 {
-			moved = i
-		}
+	must(t)(s.Flow(2, 100))
+	if o, _ := s.keys.owner(EntryKeyHash(es[0].Payload)); o != 2 {
+		t.Fatalf("key %q owned by %d after the join, want 2", moved, o)
 	}
-	if moved < 0 {
-		t.Skip("no key of the first half moved; pick other keys")
+	// The next entries of both keys: the stayed key's goes to consumer 1
+	// at once; the moved key's waits (consumer 1 still holds entry 0).
+	d, _ = split(s.OnRead(s.ReadGen(), true, es[2:]))
+	if len(d) != 1 || d[0].Entry.Offset != 3 || d[0].ConsumerID != 1 {
+		t.Fatalf("delivered %+v, want only entry 3 (key %q) to consumer 1", d, stayed)
 	}
-	// The second half repeats the same keys (entries 4..7 = keys of 0..3).
-	second := keyedEntries(t, "a", "b", "c", "d", "a", "b", "c", "d")[4:]
-	var gen uint64
-	for _, a := range acts {
-		if r, ok := a.(ReadTail); ok {
-			gen = r.Gen
-		}
-	}
-	if gen == 0 {
-		gen = s.ReadGen()
-	}
-	d, _ = split(s.OnRead(gen, true, second))
-	for _, x := range d {
-		if x.Entry.Offset == int64(4+moved) {
-			t.Fatalf("entry of moved key delivered to %d before consumer 1 acked", x.ConsumerID)
-		}
-	}
-	// Consumer 1 acks the moved key's first entry: the waiting one goes to 2.
-	acts = must(t)(s.Ack(1, AckIndividual, []AckID{{EntryOffset: int64(moved)}}))
+	// Consumer 1 acks the moved key's entry: the waiting one goes to 2.
+	acts = ackNow(t, s, 1, AckIndividual, []AckID{{EntryOffset: 0}})
 	var replay *ReadReplay
 	for _, a := range acts {
 		if r, ok := a.(ReadReplay); ok {
 			replay = &r
 		}
 	}
-	if replay == nil {
-		t.Fatalf("no replay read after the drain ended: %v", acts)
+	if replay == nil || !slices.Equal(replay.Offsets, []int64{2}) {
+		t.Fatalf("replay after the drain ended: %v", acts)
 	}
-	var read []lakestream.Entry
-	for _, off := range replay.Offsets {
-		read = append(read, second[off-4])
-	}
-	d, _ = split(s.OnRead(replay.Gen, false, read))
-	found := false
-	for _, x := range d {
-		if x.Entry.Offset == int64(4+moved) {
-			found = x.ConsumerID == 2
-		}
-	}
-	if !found {
-		t.Fatalf("moved key's entry not delivered to consumer 2: %v", d)
+	d, _ = split(s.OnRead(replay.Gen, false, es[2:3]))
+	if len(d) != 1 || d[0].Entry.Offset != 2 || d[0].ConsumerID != 2 {
+		t.Fatalf("moved key's entry: delivered %+v, want entry 2 to consumer 2", d)
 	}
 }

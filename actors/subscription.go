@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/lakegate/lakegate/lakestream"
@@ -21,6 +22,17 @@ import (
 // Positions are log record offsets. An entry (one producer SEND) holds
 // Records consecutive offsets starting at its Offset; the machine dispatches
 // whole entries and tracks them by their first offset.
+//
+// An acknowledgement names an entry; without an ack_set it acknowledges
+// every record of the entry, as a Pulsar broker deletes the whole position.
+// The machine knows the record count of the entries it delivered or has
+// queued for redelivery. For any other entry (acked before the machine
+// delivered it again: after a restart, or on the node a consumer moved
+// to) it asks the driver for the entry's header (ResolveEntries) and
+// applies the acknowledgement when the answer comes (OnResolved).
+// Acknowledgements are applied in arrival order: while one waits for a
+// header, the later ones queue behind it (AckQueueMaxIDs bounds the
+// queue). Every Ack is answered by exactly one AckDone, once applied.
 
 // SubType is a Pulsar subscription type.
 type SubType int
@@ -59,6 +71,10 @@ var (
 	ErrUnsupportedSubType = errors.New("actors: subscription type not supported")
 	// ErrSubscriptionClosed: the subscription was closed or unsubscribed.
 	ErrSubscriptionClosed = errors.New("actors: subscription closed")
+	// ErrAckQueueFull: an acknowledgement came while AckQueueMaxIDs ids
+	// already waited for entry headers; it is dropped (AckDone) and its
+	// messages are redelivered. The gateway answers ServiceNotReady.
+	ErrAckQueueFull = errors.New("actors: too many acknowledgements waiting for entry lookups")
 )
 
 // AckState is the acknowledgement state the machine reads and updates. A
@@ -70,7 +86,7 @@ type AckState interface {
 }
 
 // Action is an output of the machine. The concrete types are ReadTail,
-// ReadReplay, CancelRead, Deliver and ActiveChange.
+// ReadReplay, CancelRead, Deliver, ActiveChange, ResolveEntries and AckDone.
 type Action interface{ isAction() }
 
 // ReadTail asks the driver to read entries from the log starting at From
@@ -108,11 +124,42 @@ type ActiveChange struct {
 	Active     bool
 }
 
-func (ReadTail) isAction()     {}
-func (ReadReplay) isAction()   {}
-func (CancelRead) isAction()   {}
-func (Deliver) isAction()      {}
-func (ActiveChange) isAction() {}
+// ResolveEntries asks the driver for the headers of the entries that
+// contain Offsets (ascending, unique; at most ResolveMaxOffsets) and to
+// report them with OnResolved(Gen, ...), or OnResolveFailed(Gen) when the
+// log could not be read (the driver then retries with Poke).
+type ResolveEntries struct {
+	Gen     uint64
+	Offsets []int64
+}
+
+// AckDone reports that the acknowledgement given Token was applied to the
+// acknowledgement state (Err nil), or why it was not (wholly) applied.
+type AckDone struct {
+	Token uint64
+	Err   error
+}
+
+func (ReadTail) isAction()       {}
+func (ReadReplay) isAction()     {}
+func (CancelRead) isAction()     {}
+func (Deliver) isAction()        {}
+func (ActiveChange) isAction()   {}
+func (ResolveEntries) isAction() {}
+func (AckDone) isAction()        {}
+
+// Resolved is the driver's answer for one offset of a ResolveEntries.
+type Resolved struct {
+	// Offset is the offset asked for.
+	Offset int64
+	// Header is the entry containing Offset, when Err is nil.
+	Header lakestream.EntryHeader
+	// Err is nil, lakestream.ErrOffsetTrimmed (the entry is gone: an ack
+	// of it covers the named record only) or lakestream.ErrOffsetOutOfRange
+	// (no such entry: the ack of it is refused). Other errors are not
+	// answers: the driver reports OnResolveFailed and retries.
+	Err error
+}
 
 // AckKind is individual or cumulative.
 type AckKind int
@@ -124,13 +171,14 @@ const (
 )
 
 // AckID is one acknowledged message id, in log terms: EntryOffset is the
-// entry's first offset (Pulsar entryId); AckSet, when non-nil, lists the
-// records of the entry still unacknowledged (batch-index ack); BatchSize is
-// the client's idea of the entry's record count (0 unknown).
+// entry's first offset (Pulsar entryId; any offset of the entry names the
+// entry); AckSet, when non-nil, lists the records of the entry still
+// unacknowledged (batch-index ack: bit i = record i unacked). The entry's
+// record count always comes from the log, never from the client (its
+// batch_size hint is not used).
 type AckID struct {
 	EntryOffset int64
 	AckSet      []int64
-	BatchSize   int32
 }
 
 // SubscriptionConfig configures a Subscription.
@@ -152,6 +200,13 @@ type SubscriptionConfig struct {
 	// consumers have no permits or are draining), the tail is not read
 	// further. Default 10000.
 	LookAheadMaxEntries int
+	// AckQueueMaxIDs bounds the acknowledgements waiting for entry headers,
+	// in message ids: an Ack that would exceed it is refused with
+	// ErrAckQueueFull (its messages are redelivered later, as after a lost
+	// ack). Default 10000.
+	AckQueueMaxIDs int
+	// ResolveMaxOffsets bounds one ResolveEntries, in offsets. Default 1000.
+	ResolveMaxOffsets int
 }
 
 type subConsumer struct {
@@ -166,6 +221,13 @@ type subConsumer struct {
 type ConsumerMeta struct {
 	Name          string
 	PriorityLevel int32
+}
+
+// waitingAck is an acknowledgement waiting for entry headers.
+type waitingAck struct {
+	token uint64
+	kind  AckKind
+	ids   []AckID
 }
 
 type pendingEntry struct {
@@ -198,6 +260,7 @@ type Subscription struct {
 	hasActive bool
 
 	readPos     int64  // next offset the tail read starts at
+	gen         uint64 // the last generation given to a read or a lookup
 	readGen     uint64 // generation of the read in flight; bumped to invalidate
 	reading     bool
 	readingTail bool // the read in flight is a ReadTail
@@ -209,6 +272,14 @@ type Subscription struct {
 	records     map[int64]int32        // record counts of entries in replay
 	redelivered map[int64]uint32       // redelivery counts of entries in pending or replay
 	closed      bool
+
+	// Acknowledgements waiting for entry headers, in arrival order, and
+	// the lookups answered so far (by offset asked; emptied with the queue).
+	acksWaiting    []waitingAck
+	acksWaitingIDs int
+	headers        map[int64]Resolved
+	resolving      bool   // a ResolveEntries is in flight
+	resolveGen     uint64 // its generation
 
 	// Key_Shared only (rules on dispatch; hashing and selection in keyshared.go).
 	keys         keySelector
@@ -229,11 +300,19 @@ func NewSubscription(cfg SubscriptionConfig, acks AckState, readFrom int64) *Sub
 	if cfg.LookAheadMaxEntries <= 0 {
 		cfg.LookAheadMaxEntries = 10000
 	}
+	if cfg.AckQueueMaxIDs <= 0 {
+		cfg.AckQueueMaxIDs = 10000
+	}
+	if cfg.ResolveMaxOffsets <= 0 {
+		cfg.ResolveMaxOffsets = 1000
+	}
 	return &Subscription{
 		cfg:          cfg,
 		acks:         acks,
 		readPos:      readFrom,
+		gen:          cfg.ReadGenBase,
 		readGen:      cfg.ReadGenBase,
+		headers:      map[int64]Resolved{},
 		pending:      map[int64]pendingEntry{},
 		records:      map[int64]int32{},
 		redelivered:  map[int64]uint32{},
@@ -249,8 +328,18 @@ func (s *Subscription) Type() SubType { return s.cfg.Type }
 // Consumers is the number of attached consumers.
 func (s *Subscription) Consumers() int { return len(s.consumers) }
 
-// ReadGen is the generation of the latest read issued.
-func (s *Subscription) ReadGen() uint64 { return s.readGen }
+// ReadGen is the latest generation issued to a read or an entry lookup: a
+// machine replacing this one starts above it (ReadGenBase).
+func (s *Subscription) ReadGen() uint64 { return s.gen }
+
+// nextGen returns a new generation for a read or a lookup.
+func (s *Subscription) nextGen() uint64 {
+	s.gen++
+	return s.gen
+}
+
+// AcksWaiting is the number of acknowledgements waiting for entry headers.
+func (s *Subscription) AcksWaiting() int { return len(s.acksWaiting) }
 
 // ReadPosition is the offset the next tail read starts at.
 func (s *Subscription) ReadPosition() int64 { return s.readPos }
@@ -272,10 +361,11 @@ func (s *Subscription) AddConsumerWithMeta(id uint64, t SubType, m ConsumerMeta)
 }
 
 // AddKeySharedConsumer attaches a Key_Shared consumer with its hash-range
-// policy. ErrConsumerAssign when its sticky ranges overlap another
-// consumer's or its mode differs from the other consumers'.
-func (s *Subscription) AddKeySharedConsumer(id uint64, p KeySharedPolicy) ([]Action, error) {
-	return s.addConsumer(id, SubKeyShared, p, ConsumerMeta{})
+// policy (AUTO_SPLIT consumers get their hashes from m.Name).
+// ErrConsumerAssign when its sticky ranges overlap another consumer's or
+// its mode differs from the other consumers'.
+func (s *Subscription) AddKeySharedConsumer(id uint64, p KeySharedPolicy, m ConsumerMeta) ([]Action, error) {
+	return s.addConsumer(id, SubKeyShared, p, m)
 }
 
 func (s *Subscription) addConsumer(id uint64, t SubType, p KeySharedPolicy, m ConsumerMeta) ([]Action, error) {
@@ -292,7 +382,7 @@ func (s *Subscription) addConsumer(id uint64, t SubType, p KeySharedPolicy, m Co
 		return nil, fmt.Errorf("%w: exclusive subscription has a consumer", ErrConsumerBusy)
 	}
 	if t == SubKeyShared {
-		if err := s.keys.add(id, p); err != nil {
+		if err := s.keys.add(id, m.Name, p); err != nil {
 			return nil, err
 		}
 	}
@@ -385,46 +475,228 @@ func (s *Subscription) Flow(id uint64, permits uint32) ([]Action, error) {
 	return s.dispatch(nil), nil
 }
 
-// Ack applies an acknowledgement from consumer id.
-func (s *Subscription) Ack(id uint64, kind AckKind, ids []AckID) ([]Action, error) {
-	if s.find(id) < 0 {
-		return nil, fmt.Errorf("%w: %d", ErrUnknownConsumer, id)
+// Ack applies an acknowledgement from consumer id; token names it in the
+// AckDone that answers it. When an id names an entry whose record count
+// the machine does not know, the acknowledgement (and every later one)
+// waits for ResolveEntries; AckDone then comes with OnResolved's actions.
+// Acknowledgements of a consumer that left meanwhile are still applied:
+// they acknowledge the subscription's messages, not the consumer's.
+func (s *Subscription) Ack(token, id uint64, kind AckKind, ids []AckID) []Action {
+	switch {
+	case s.closed:
+		return []Action{AckDone{Token: token, Err: ErrSubscriptionClosed}}
+	case s.find(id) < 0:
+		return []Action{AckDone{Token: token, Err: fmt.Errorf("%w: %d", ErrUnknownConsumer, id)}}
 	}
-	var errs []error
-	for _, a := range ids {
-		n := int64(s.entryRecords(a))
+	w := waitingAck{token: token, kind: kind, ids: ids}
+	if len(s.acksWaiting) == 0 && s.knowsAll(w) {
+		out := []Action{AckDone{Token: token, Err: s.applyAck(w)}}
+		return append(out, s.afterAcks()...)
+	}
+	if s.acksWaitingIDs+len(ids) > s.cfg.AckQueueMaxIDs {
+		return []Action{AckDone{Token: token, Err: fmt.Errorf("%w (%d ids waiting)", ErrAckQueueFull, s.acksWaitingIDs)}}
+	}
+	s.acksWaiting = append(s.acksWaiting, w)
+	s.acksWaitingIDs += len(ids)
+	return s.resolveNext()
+}
+
+// OnResolved delivers the answers of the lookup of generation gen (answers
+// of a stale generation are ignored) and applies every waiting
+// acknowledgement they complete, in arrival order.
+func (s *Subscription) OnResolved(gen uint64, rs []Resolved) []Action {
+	if gen != s.resolveGen || !s.resolving {
+		return nil
+	}
+	s.resolving = false
+	for _, r := range rs {
+		s.headers[r.Offset] = r
+	}
+	var out []Action
+	for len(s.acksWaiting) > 0 && s.knowsAll(s.acksWaiting[0]) {
+		w := s.acksWaiting[0]
+		s.acksWaiting[0] = waitingAck{}
+		s.acksWaiting = s.acksWaiting[1:]
+		s.acksWaitingIDs -= len(w.ids)
+		out = append(out, AckDone{Token: w.token, Err: s.applyAck(w)})
+	}
+	if len(s.acksWaiting) == 0 {
+		s.acksWaiting = nil
+		clear(s.headers)
+	} else {
+		// Keep only the answers the waiting acks name: bounded by
+		// AckQueueMaxIDs however long the queue stays non-empty.
+		named := map[int64]bool{}
+		for _, w := range s.acksWaiting {
+			for _, a := range w.ids {
+				named[a.EntryOffset] = true
+			}
+		}
+		maps.DeleteFunc(s.headers, func(off int64, _ Resolved) bool { return !named[off] })
+	}
+	out = append(out, s.resolveNext()...)
+	if len(out) > 0 {
+		out = append(out, s.afterAcks()...)
+	}
+	return out
+}
+
+// OnResolveFailed reports that the lookup of generation gen failed; the
+// machine asks again on the next Poke (or Ack).
+func (s *Subscription) OnResolveFailed(gen uint64) {
+	if gen == s.resolveGen {
+		s.resolving = false
+	}
+}
+
+// ResolveNow returns a lookup of every offset the waiting acknowledgements
+// still need (ok false when none wait), superseding one in flight. The
+// driver uses it to apply them synchronously before a consumer leaves or
+// the subscription closes.
+func (s *Subscription) ResolveNow() (r ResolveEntries, ok bool) {
+	if len(s.acksWaiting) == 0 {
+		return ResolveEntries{}, false
+	}
+	s.resolving = false
+	offs := s.unknownOffsets(s.cfg.AckQueueMaxIDs)
+	s.resolveGen = s.nextGen()
+	s.resolving = true
+	return ResolveEntries{Gen: s.resolveGen, Offsets: offs}, true
+}
+
+// resolveNext issues the lookup the first waiting acknowledgements need,
+// unless one is in flight.
+func (s *Subscription) resolveNext() []Action {
+	if s.resolving || len(s.acksWaiting) == 0 {
+		return nil
+	}
+	offs := s.unknownOffsets(s.cfg.ResolveMaxOffsets)
+	s.resolveGen = s.nextGen()
+	s.resolving = true
+	return []Action{ResolveEntries{Gen: s.resolveGen, Offsets: offs}}
+}
+
+// unknownOffsets lists (ascending, unique, at most limit) the offsets
+// whose entries the waiting acknowledgements need, the first ones first.
+func (s *Subscription) unknownOffsets(limit int) []int64 {
+	seen := map[int64]bool{}
+	var offs []int64
+	for _, w := range s.acksWaiting {
+		for _, a := range w.ids {
+			if len(offs) == limit {
+				break
+			}
+			if _, ok := s.entryOf(a, w.kind); !ok && !seen[a.EntryOffset] {
+				seen[a.EntryOffset] = true
+				offs = append(offs, a.EntryOffset)
+			}
+		}
+	}
+	slices.Sort(offs)
+	return offs
+}
+
+// afterAcks is what follows applied acknowledgements: in Key_Shared an
+// ack may end a key's drain, so its waiting entries may go now.
+func (s *Subscription) afterAcks() []Action {
+	if s.cfg.Type != SubKeyShared {
+		return nil
+	}
+	return append(s.interruptTail(), s.dispatch(nil)...)
+}
+
+// knowsAll reports whether every entry w names is known.
+func (s *Subscription) knowsAll(w waitingAck) bool {
+	for _, a := range w.ids {
+		if _, ok := s.entryOf(a, w.kind); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ackedEntry is what an acknowledgement needs of the entry it names.
+type ackedEntry struct {
+	off     int64 // first offset
+	records int64
+	// invalid: the log has no such entry (the ack of it is refused).
+	invalid error
+}
+
+func (e ackedEntry) end() int64 { return e.off + e.records }
+
+// entryOf returns the entry an id names, if the machine knows it: one it
+// delivered or queued for redelivery, or one a lookup answered. A
+// cumulative ack without ack_set needs only the entry's end, known when
+// the next entry starts right after the id (the clients' "entryId - 1").
+func (s *Subscription) entryOf(a AckID, kind AckKind) (ackedEntry, bool) {
+	off := a.EntryOffset
+	if p, ok := s.pending[off]; ok {
+		return ackedEntry{off: off, records: int64(p.records)}, true
+	}
+	if n, ok := s.records[off]; ok {
+		return ackedEntry{off: off, records: int64(n)}, true
+	}
+	if r, ok := s.headers[off]; ok {
 		switch {
-		case kind == AckCumulative:
+		case r.Err == nil:
+			return ackedEntry{off: r.Header.Offset, records: int64(r.Header.Records)}, true
+		case errors.Is(r.Err, lakestream.ErrOffsetTrimmed):
+			// Gone from the log: never delivered again either way.
+			return ackedEntry{off: off, records: 1}, true
+		default:
+			return ackedEntry{off: off, invalid: fmt.Errorf("%w: acknowledged offset %d: %w", lakestream.ErrInvalidArgument, off, r.Err)}, true
+		}
+	}
+	if kind == AckCumulative && a.AckSet == nil {
+		next := off + 1
+		if _, ok := s.pending[next]; ok {
+			return ackedEntry{off: off, records: 1}, true
+		}
+		if _, ok := s.records[next]; ok {
+			return ackedEntry{off: off, records: 1}, true
+		}
+	}
+	return ackedEntry{}, false
+}
+
+// applyAck applies an acknowledgement whose entries are all known.
+func (s *Subscription) applyAck(w waitingAck) error {
+	var errs []error
+	for _, a := range w.ids {
+		e, _ := s.entryOf(a, w.kind)
+		if e.invalid != nil {
+			errs = append(errs, e.invalid)
+			continue
+		}
+		switch {
+		case w.kind == AckCumulative:
 			md := s.acks.MarkDeleteOffset()
-			upTo := a.EntryOffset + n // exclusive
+			upTo := e.end() // exclusive
 			if a.AckSet != nil {
-				upTo = a.EntryOffset
+				upTo = e.off
 			}
 			if upTo > md+1 {
 				errs = append(errs, s.acks.IndividualDelete(md+1, upTo-(md+1)))
 			}
 			if a.AckSet != nil {
-				errs = append(errs, s.ackBits(a.EntryOffset, n, a.AckSet))
+				errs = append(errs, s.ackBits(e.off, e.records, a.AckSet))
 			}
 			// Drop every pending entry now wholly acknowledged.
 			for off, p := range s.pending {
-				if off < upTo || off == a.EntryOffset {
+				if off < upTo || off == e.off {
 					s.forgetIfAcked(off, p.records)
 				}
 			}
 		case a.AckSet != nil:
-			errs = append(errs, s.ackBits(a.EntryOffset, n, a.AckSet))
-			s.forgetIfAcked(a.EntryOffset, int32(n))
+			errs = append(errs, s.ackBits(e.off, e.records, a.AckSet))
+			s.forgetIfAcked(e.off, int32(e.records))
 		default:
-			errs = append(errs, s.acks.IndividualDelete(a.EntryOffset, n))
-			s.forgetIfAcked(a.EntryOffset, int32(n))
+			errs = append(errs, s.acks.IndividualDelete(e.off, e.records))
+			s.forgetIfAcked(e.off, int32(e.records))
 		}
 	}
-	if s.cfg.Type == SubKeyShared {
-		// An ack may end a key's drain: its waiting entries may go now.
-		return append(s.interruptTail(), s.dispatch(nil)...), errors.Join(errs...)
-	}
-	return nil, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // Redeliver puts entries delivered to consumer id back for redelivery with
@@ -477,12 +749,13 @@ func (s *Subscription) OnReadFailed(gen uint64) {
 	}
 }
 
-// Poke re-evaluates dispatch (for example after a failed read).
-func (s *Subscription) Poke() []Action { return s.dispatch(nil) }
+// Poke re-evaluates dispatch and the lookups waiting acknowledgements need
+// (for example after a failed read or lookup).
+func (s *Subscription) Poke() []Action { return append(s.resolveNext(), s.dispatch(nil)...) }
 
-// Rewind drops the replay list and restarts the tail read at from (used by
-// seeks and when an Exclusive subscription's last consumer leaves). Every
-// pending entry is forgotten: it will be read again.
+// Rewind drops the replay list and restarts the tail read at from. Every
+// pending entry is forgotten: it will be read again. Acknowledgements
+// waiting for entry headers stay queued.
 func (s *Subscription) Rewind(from int64) []Action {
 	s.pending = map[int64]pendingEntry{}
 	s.replay = nil
@@ -494,22 +767,30 @@ func (s *Subscription) Rewind(from int64) []Action {
 	var out []Action
 	if s.reading {
 		s.reading = false
-		s.readGen++
+		s.readGen = s.nextGen()
 		out = append(out, CancelRead{})
 	}
 	return append(out, s.dispatch(nil)...)
 }
 
 // Close detaches everything; later inputs fail with ErrSubscriptionClosed.
+// Acknowledgements still waiting for entry headers are answered with
+// ErrSubscriptionClosed (their messages will be delivered again).
 func (s *Subscription) Close() []Action {
 	s.closed = true
 	s.consumers = nil
+	var out []Action
+	for _, w := range s.acksWaiting {
+		out = append(out, AckDone{Token: w.token, Err: fmt.Errorf("%w: acknowledgement not applied", ErrSubscriptionClosed)})
+	}
+	s.acksWaiting, s.acksWaitingIDs, s.resolving = nil, 0, false
+	clear(s.headers)
 	if s.reading {
 		s.reading = false
-		s.readGen++
-		return []Action{CancelRead{}}
+		s.readGen = s.nextGen()
+		out = append(out, CancelRead{})
 	}
-	return nil
+	return out
 }
 
 // ---- internals ----
@@ -526,30 +807,12 @@ func (s *Subscription) interruptTail() []Action {
 		return nil // nothing waiting could go anyway
 	}
 	s.reading = false
-	s.readGen++
+	s.readGen = s.nextGen()
 	return []Action{CancelRead{}}
 }
 
 func (s *Subscription) find(id uint64) int {
 	return slices.IndexFunc(s.consumers, func(c *subConsumer) bool { return c.id == id })
-}
-
-func (s *Subscription) entryRecords(a AckID) int32 {
-	if p, ok := s.pending[a.EntryOffset]; ok {
-		return p.records
-	}
-	if n, ok := s.records[a.EntryOffset]; ok {
-		return n
-	}
-	if a.BatchSize > 0 {
-		return a.BatchSize
-	}
-	if a.AckSet != nil {
-		// The highest set bit bounds the batch from below; without better
-		// knowledge ack only what the set names.
-		return int32(64 * len(a.AckSet))
-	}
-	return 1
 }
 
 // ackBits acknowledges the records of the entry at off whose bit in set is 0.
@@ -773,7 +1036,7 @@ func (s *Subscription) dispatch(entries []lakestream.Entry) []Action {
 	}
 	if keyShared {
 		if offs := s.eligibleReplay(); len(offs) > 0 {
-			s.readGen++
+			s.readGen = s.nextGen()
 			s.reading = true
 			s.readingTail = false
 			s.replaying = offs
@@ -782,12 +1045,12 @@ func (s *Subscription) dispatch(entries []lakestream.Entry) []Action {
 		if len(s.replay) >= s.cfg.LookAheadMaxEntries {
 			return out // wait for acks, permits or consumers
 		}
-		s.readGen++
+		s.readGen = s.nextGen()
 		s.reading = true
 		s.readingTail = true
 		return append(out, ReadTail{Gen: s.readGen, From: s.readPos, MaxRecords: s.cfg.ReadMaxRecords})
 	}
-	s.readGen++
+	s.readGen = s.nextGen()
 	s.reading = true
 	if len(s.replay) > 0 {
 		n := min(len(s.replay), s.cfg.ReplayMaxEntries)
@@ -849,8 +1112,15 @@ func (s *Subscription) eligibleReplay() []int64 {
 	return out
 }
 
+// anyPermits reports whether a consumer entries may go to has permits:
+// only the active one counts in Failover (an inactive one with permits
+// would make the machine read entries nobody may take, over and over).
 func (s *Subscription) anyPermits() bool {
-	if s.cfg.Type != SubShared && s.cfg.Type != SubKeyShared {
+	switch s.cfg.Type {
+	case SubFailover:
+		i := s.find(s.active)
+		return s.hasActive && i >= 0 && s.consumers[i].permits > 0
+	case SubExclusive:
 		return len(s.consumers) > 0 && s.consumers[0].permits > 0
 	}
 	for _, c := range s.consumers {

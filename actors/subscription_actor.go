@@ -99,6 +99,11 @@ type (
 		entries []lakestream.Entry
 		err     error
 	}
+	resolveDoneMsg struct {
+		gen uint64
+		rs  []Resolved
+		err error
+	}
 	pokeMsg struct{}
 	infoMsg struct{ reply chan SubscriptionInfo }
 )
@@ -108,9 +113,32 @@ type SubscriptionInfo struct {
 	Type             SubType
 	Consumers        int
 	MarkDeleteOffset int64
+	// AckedRanges are the records acknowledged above MarkDeleteOffset, as
+	// ascending half-open [start, end) ranges (a copy).
+	AckedRanges [][2]int64
 	// Unacked is the number of entries delivered to consumers and not yet
 	// wholly acknowledged.
 	Unacked int
+	// AcksWaiting is the number of acknowledgements waiting for entry
+	// headers (not applied yet).
+	AcksWaiting int
+}
+
+// UnackedRecords is the number of records in [first, next) that are
+// neither at or below MarkDeleteOffset nor in AckedRanges: the backlog of
+// a log whose readable records are [first, next).
+func (i SubscriptionInfo) UnackedRecords(first, next int64) int64 {
+	lo := max(first, i.MarkDeleteOffset+1)
+	if lo >= next {
+		return 0
+	}
+	n := next - lo
+	for _, r := range i.AckedRanges {
+		if s, e := max(r[0], lo), min(r[1], next); s < e {
+			n -= e - s
+		}
+	}
+	return n
 }
 
 // StartSubscription spawns the actor of one subscription. It owns
@@ -127,10 +155,11 @@ func StartSubscription(rt Runtime, opts SubscriptionOptions) *SubscriptionActor 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &subHandler{
-		opts:   opts,
-		ctx:    ctx,
-		cancel: cancel,
-		sinks:  map[uint64]ConsumerSink{},
+		opts:       opts,
+		ctx:        ctx,
+		cancel:     cancel,
+		sinks:      map[uint64]ConsumerSink{},
+		ackReplies: map[uint64]func(error){},
 		sm: NewSubscription(SubscriptionConfig{Type: opts.Type, ReadMaxRecords: opts.ReadMaxRecords, PartitionIndex: opts.PartitionIndex},
 			opts.Cursor, opts.ReadFrom),
 	}
@@ -175,10 +204,11 @@ func (a *SubscriptionActor) AddConsumerWithMeta(id uint64, t SubType, m Consumer
 }
 
 // AddKeySharedConsumer attaches a Key_Shared consumer with its hash-range
-// policy (ErrConsumerAssign when it cannot be honoured).
-func (a *SubscriptionActor) AddKeySharedConsumer(id uint64, p KeySharedPolicy, sink ConsumerSink) error {
+// policy (ErrConsumerAssign when it cannot be honoured); AUTO_SPLIT
+// consumers get their hashes from m.Name.
+func (a *SubscriptionActor) AddKeySharedConsumer(id uint64, p KeySharedPolicy, m ConsumerMeta, sink ConsumerSink) error {
 	r := make(chan error, 1)
-	return a.call(addConsumerMsg{id: id, typ: SubKeyShared, ks: p, sink: sink, reply: r}, r)
+	return a.call(addConsumerMsg{id: id, typ: SubKeyShared, ks: p, meta: m, sink: sink, reply: r}, r)
 }
 
 // RemoveConsumer detaches a consumer and waits until the actor no longer
@@ -193,8 +223,9 @@ func (a *SubscriptionActor) Flow(id uint64, permits uint32) {
 	a.ref.Send(flowMsg{id: id, permits: permits})
 }
 
-// Ack acknowledges; reply (may be nil) is called with the outcome on the
-// actor's goroutine.
+// Ack acknowledges; reply (may be nil) is called on the actor's goroutine
+// once the acknowledgement is applied (after the log was asked for the
+// record counts of entries the subscription did not know), or refused.
 func (a *SubscriptionActor) Ack(id uint64, kind AckKind, ids []AckID, reply func(error)) {
 	a.ref.Send(ackMsg{id: id, kind: kind, ids: ids, reply: reply})
 }
@@ -255,6 +286,8 @@ type subHandler struct {
 	opts       SubscriptionOptions
 	sm         *Subscription
 	sinks      map[uint64]ConsumerSink
+	ackSeq     uint64                 // tokens of acknowledgements
+	ackReplies map[uint64]func(error) // by token, until AckDone
 	self       Ref
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -292,7 +325,7 @@ func (h *subHandler) Receive(msg any) {
 			err  error
 		)
 		if m.typ == SubKeyShared {
-			acts, err = h.sm.AddKeySharedConsumer(m.id, m.ks)
+			acts, err = h.sm.AddKeySharedConsumer(m.id, m.ks, m.meta)
 		} else {
 			acts, err = h.sm.AddConsumerWithMeta(m.id, m.typ, m.meta)
 		}
@@ -302,6 +335,9 @@ func (h *subHandler) Receive(msg any) {
 		m.reply <- err
 		h.run(acts)
 	case removeConsumerMsg:
+		// Acknowledgements the consumer sent before leaving are applied
+		// first: its entries they cover are not handed to others.
+		h.applyWaitingAcks()
 		acts := h.sm.RemoveConsumer(m.id)
 		delete(h.sinks, m.id)
 		// A consumer that leaves has its acknowledgements persisted now, not
@@ -323,13 +359,21 @@ func (h *subHandler) Receive(msg any) {
 		}
 		h.run(acts)
 	case ackMsg:
-		acts, err := h.sm.Ack(m.id, m.kind, m.ids)
+		h.ackSeq++
 		if m.reply != nil {
-			m.reply(err)
-		} else if err != nil {
-			h.opts.Logger.Warn("ack", "sub", h.opts.Name, "err", err)
+			h.ackReplies[h.ackSeq] = m.reply
 		}
-		h.run(acts)
+		h.run(h.sm.Ack(h.ackSeq, m.id, m.kind, m.ids))
+	case resolveDoneMsg:
+		if m.err != nil {
+			h.sm.OnResolveFailed(m.gen)
+			if h.ctx.Err() == nil {
+				h.opts.Logger.Warn("looking up acknowledged entries failed; retrying", "sub", h.opts.Name, "err", m.err)
+				h.retryLater()
+			}
+			return
+		}
+		h.run(h.sm.OnResolved(m.gen, m.rs))
 	case redeliverMsg:
 		acts, _ := h.sm.Redeliver(m.id, m.offsets)
 		h.run(acts)
@@ -342,8 +386,7 @@ func (h *subHandler) Receive(msg any) {
 				if !errors.Is(m.err, context.Canceled) {
 					h.opts.Logger.Warn("subscription read failed; retrying", "sub", h.opts.Name, "err", m.err)
 				}
-				self := h.self
-				time.AfterFunc(h.opts.RetryBackoff, func() { self.Send(pokeMsg{}) })
+				h.retryLater()
 			}
 			return
 		}
@@ -351,7 +394,8 @@ func (h *subHandler) Receive(msg any) {
 	case pokeMsg:
 		h.run(h.sm.Poke())
 	case infoMsg:
-		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(), Unacked: h.sm.PendingEntries()}
+		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
+			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting()}
 	case unsubscribeMsg:
 		if h.sm.Consumers() > 1 {
 			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)
@@ -362,6 +406,7 @@ func (h *subHandler) Receive(msg any) {
 		defer cancel()
 		m.reply <- h.opts.Cursor.Delete(ctx)
 	case closeMsg:
+		h.applyWaitingAcks() // then persisted by Close
 		h.stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -409,7 +454,7 @@ func (h *subHandler) seek(target int64) error {
 
 // stop closes the machine, cancels reads and stops the actor.
 func (h *subHandler) stop() {
-	h.sm.Close()
+	h.run(h.sm.Close()) // answers the acknowledgements still waiting
 	h.done = true
 	h.sinks = nil
 	h.cancel()
@@ -418,6 +463,10 @@ func (h *subHandler) stop() {
 
 func (h *subHandler) Stopped() {
 	h.cancel()
+	for token, reply := range h.ackReplies {
+		reply(ErrSubscriptionClosed)
+		delete(h.ackReplies, token)
+	}
 	if !h.done {
 		h.done = true
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -451,8 +500,98 @@ func (h *subHandler) run(acts []Action) {
 			h.startRead(a.Gen, func(ctx context.Context) ([]lakestream.Entry, error) {
 				return h.readReplay(ctx, a)
 			}, false)
+		case ResolveEntries:
+			self, ctx, lg := h.self, h.ctx, h.opts.Log
+			go func() {
+				rs, err := resolveEntries(ctx, lg, a.Offsets)
+				self.Send(resolveDoneMsg{gen: a.Gen, rs: rs, err: err})
+			}()
+		case AckDone:
+			if reply := h.ackReplies[a.Token]; reply != nil {
+				delete(h.ackReplies, a.Token)
+				reply(a.Err)
+			} else if a.Err != nil {
+				h.opts.Logger.Warn("ack", "sub", h.opts.Name, "err", a.Err)
+			}
 		}
 	}
+}
+
+// retryLater pokes the machine after RetryBackoff: it issues no read or
+// lookup by itself until its next input, which may never come.
+func (h *subHandler) retryLater() {
+	self := h.self
+	time.AfterFunc(h.opts.RetryBackoff, func() { self.Send(pokeMsg{}) })
+}
+
+// applyWaitingAcks applies the acknowledgements waiting for entry headers
+// now, looking the entries up on the actor (bounded by
+// closePersistTimeout): a consumer leaving or the subscription closing
+// must not overtake acknowledgements sent before. On failure they stay
+// queued for the asynchronous retry.
+func (h *subHandler) applyWaitingAcks() {
+	r, ok := h.sm.ResolveNow()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, closePersistTimeout)
+	defer cancel()
+	rs, err := resolveEntries(ctx, h.opts.Log, r.Offsets)
+	if err != nil {
+		h.sm.OnResolveFailed(r.Gen)
+		h.opts.Logger.Warn("looking up acknowledged entries failed; retrying", "sub", h.opts.Name, "err", err)
+		h.retryLater()
+		return
+	}
+	h.run(h.sm.OnResolved(r.Gen, rs))
+}
+
+// Offsets to look up closer than resolveGapRecords to each other, within
+// resolveSpanRecords, are found with one index walk (Log.IndexRange)
+// rather than one lookup each.
+const (
+	resolveGapRecords  = 4096
+	resolveSpanRecords = 1 << 16
+)
+
+// resolveEntries runs off the actor (or on it, from applyWaitingAcks): the
+// headers of the entries containing offsets (ascending). An offset that is
+// trimmed or beyond the head gets that error as its answer; any other
+// error fails the whole lookup.
+func resolveEntries(ctx context.Context, lg lakestream.Log, offsets []int64) ([]Resolved, error) {
+	out := make([]Resolved, 0, len(offsets))
+	for i := 0; i < len(offsets); {
+		j := i + 1
+		for j < len(offsets) && offsets[j]-offsets[j-1] <= resolveGapRecords && offsets[j]-offsets[i] < resolveSpanRecords {
+			j++
+		}
+		hs, err := lg.IndexRange(ctx, offsets[i], offsets[j-1]+1)
+		if err != nil {
+			return nil, err
+		}
+		k := 0
+		for _, off := range offsets[i:j] {
+			for k < len(hs) && hs[k].End() <= off {
+				k++
+			}
+			if k < len(hs) && hs[k].Contains(off) {
+				out = append(out, Resolved{Offset: off, Header: hs[k]})
+				continue
+			}
+			// Outside the readable range: which side, exactly.
+			eh, err := lg.EntryHeader(ctx, off)
+			switch {
+			case err == nil:
+				out = append(out, Resolved{Offset: off, Header: eh})
+			case errors.Is(err, lakestream.ErrOffsetTrimmed), errors.Is(err, lakestream.ErrOffsetOutOfRange):
+				out = append(out, Resolved{Offset: off, Err: err})
+			default:
+				return nil, err
+			}
+		}
+		i = j
+	}
+	return out, nil
 }
 
 func (h *subHandler) startRead(gen uint64, f func(context.Context) ([]lakestream.Entry, error), tail bool) {

@@ -157,3 +157,28 @@ func TestSubscriptionActorRetriesFailedTailRead(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func (c *memCursor) AckedRanges() [][2]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out [][2]int64
+	for o := c.a.md + 1; len(c.a.acked) > 0 && o <= c.a.maxAcked(); o++ {
+		if !c.a.acked[o] {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1][1] == o {
+			out[n-1][1]++
+		} else {
+			out = append(out, [2]int64{o, o + 1})
+		}
+	}
+	return out
+}
+
+func (f *fakeAcks) maxAcked() int64 {
+	m := f.md
+	for o := range f.acked {
+		m = max(m, o)
+	}
+	return m
+}

@@ -66,15 +66,20 @@ func TestFailoverHandoverRedelivers(t *testing.T) {
 	if len(d) != 3 || d[0].ConsumerID != 1 {
 		t.Fatalf("delivered %+v", d)
 	}
-	must(t)(s.Ack(1, AckIndividual, []AckID{{EntryOffset: 0}}))
+	ackNow(t, s, 1, AckIndividual, []AckID{{EntryOffset: 0}})
 
 	acts := must(t)(s.AddConsumerWithMeta(2, SubFailover, ConsumerMeta{Name: "a"}))
 	if got := activeOf(acts); len(got) != 2 || got[1] || !got[2] {
 		t.Fatalf("active changes %v", got)
 	}
-	must(t)(s.Flow(2, 10))
-	// The replay of entries 1 and 2 is asked for (the tail read in flight
-	// was interrupted); deliver it.
+	// Nothing is read for the new active consumer before it has permits
+	// (the old one's do not count).
+	if _, reads := split(acts); len(reads) != 0 {
+		t.Fatalf("read before the active consumer has permits: %v", reads)
+	}
+	// With permits, the replay of entries 1 and 2 is asked for (the tail
+	// read in flight was interrupted); deliver it.
+	acts = must(t)(s.Flow(2, 10))
 	var replay *ReadReplay
 	for _, a := range append(acts, s.Poke()...) {
 		if r, ok := a.(ReadReplay); ok {
@@ -92,5 +97,25 @@ func TestFailoverHandoverRedelivers(t *testing.T) {
 	// The old active one leaving changes nothing for the new one.
 	if got := activeOf(s.RemoveConsumer(1)); len(got) != 0 {
 		t.Fatalf("active changes on removing a standby: %v", got)
+	}
+}
+
+// TestFailoverReadsOnlyForTheActiveConsumer: an inactive consumer's permits
+// do not make the machine read (it used to read, find nobody to deliver
+// to, and read the same entries again, over and over).
+func TestFailoverReadsOnlyForTheActiveConsumer(t *testing.T) {
+	s := NewSubscription(SubscriptionConfig{Type: SubFailover}, newFakeAcks(), 0)
+	must(t)(s.AddConsumerWithMeta(1, SubFailover, ConsumerMeta{Name: "b"}))
+	must(t)(s.AddConsumerWithMeta(2, SubFailover, ConsumerMeta{Name: "a"})) // active: sorts first
+	if _, reads := split(must(t)(s.Flow(1, 100))); len(reads) != 0 {
+		t.Fatalf("read for the inactive consumer: %v", reads)
+	}
+	_, reads := split(must(t)(s.Flow(2, 1)))
+	if len(reads) != 1 {
+		t.Fatalf("no read for the active consumer: %v", reads)
+	}
+	d, reads := split(s.OnRead(reads[0].(ReadTail).Gen, true, entries(1, 1)))
+	if len(d) != 1 || d[0].ConsumerID != 2 || len(reads) != 0 {
+		t.Fatalf("delivered %v, reads %v (the active consumer has no permits left)", d, reads)
 	}
 }

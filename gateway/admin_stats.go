@@ -11,10 +11,11 @@ package gateway
 //     appended since the log was created (not since this node started);
 //   - storageSize is the payload bytes of the readable entries (no index or
 //     object overhead);
-//   - msgBacklog is exact for subscriptions whose cursor is not loaded; for a
-//     running subscription it counts the records above its mark-delete
-//     point, individually acknowledged ones included (the actor owns the
-//     cursor and exposes only its mark-delete offset);
+//   - msgBacklog counts the readable records not acknowledged (above the
+//     mark-delete point and not individually acknowledged), from the
+//     cursor's state (the running subscription's snapshot of it, or the
+//     persisted one); backlogSize is the payload bytes from the mark-delete
+//     point on, individually acknowledged entries included;
 //   - publishers carry producerName, producerId, accessMode, address,
 //     clientVersion and metadata;
 //   - consumers[] lists the consumers connected to this node with their
@@ -32,6 +33,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -257,16 +259,31 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 		ss.MsgRateOut += msgRate
 		ss.MsgThroughputOut += byteRate
 	}
-	from := info.MarkDeleteOffset + 1
-	if from < next {
-		if ss.MsgBacklog, err = t.log.MessageCount(ctx, from, next); err != nil {
-			return ss, false, err
-		}
+	if ss.MsgBacklog, err = t.backlogOf(ctx, info, next); err != nil {
+		return ss, false, err
+	}
+	if from := info.MarkDeleteOffset + 1; from < next {
 		if ss.BacklogSize, err = t.bytesFrom(ctx, from, last); err != nil {
 			return ss, false, err
 		}
 	}
 	return ss, true, nil
+}
+
+// backlogOf is the number of records a running subscription has not
+// acknowledged: the readable ones above its mark-delete point less the
+// ones acknowledged individually (Pulsar's msgBacklog). next is the log's
+// head.
+func (t *topic) backlogOf(ctx context.Context, info actors.SubscriptionInfo, next int64) (int64, error) {
+	from := info.MarkDeleteOffset + 1
+	if from >= next {
+		return 0, nil
+	}
+	n, err := t.log.MessageCount(ctx, from, next) // readable records in [from, next)
+	if err != nil {
+		return 0, err
+	}
+	return info.UnackedRecords(next-n, next), nil
 }
 
 func (a *admin) topicStats(w http.ResponseWriter, r *http.Request) {

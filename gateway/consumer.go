@@ -171,10 +171,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 			s.sendError(req, err)
 			return
 		}
+		meta := actors.ConsumerMeta{Name: c.GetConsumerName(), PriorityLevel: c.GetPriorityLevel()}
 		if subType == actors.SubKeyShared {
-			err = sub.AddKeySharedConsumer(cons.subID, ks, cons)
+			err = sub.AddKeySharedConsumer(cons.subID, ks, meta, cons)
 		} else {
-			meta := actors.ConsumerMeta{Name: c.GetConsumerName(), PriorityLevel: c.GetPriorityLevel()}
 			err = sub.AddConsumerWithMeta(cons.subID, subType, meta, cons)
 		}
 		if errors.Is(err, actors.ErrSubscriptionClosed) && attempt < 3 {
@@ -332,8 +332,12 @@ func (s *session) handleAck(c *pb.CommandAck) {
 			invalid = fmt.Errorf("%w: message id %d:%d is not of %s", ErrNotAllowed, m.GetLedgerId(), m.GetEntryId(), cons.t.name)
 			continue // not an id of this log
 		}
-		ids = append(ids, actors.AckID{EntryOffset: int64(m.GetEntryId()), AckSet: m.GetAckSet(), BatchSize: m.GetBatchSize()})
+		// batch_size is the client's hint; the subscription takes record
+		// counts from the log.
+		ids = append(ids, actors.AckID{EntryOffset: int64(m.GetEntryId()), AckSet: m.GetAckSet()})
 	}
+	// The answer goes out once the subscription applied the ack (it may
+	// first look up entries it does not hold in memory).
 	var reply func(error)
 	if c.RequestId != nil {
 		consumerID, requestID := c.GetConsumerId(), c.GetRequestId()

@@ -79,7 +79,8 @@ func serverError(err error) pb.ServerError {
 		return pb.ServerError_ConsumerAssignError
 	case errors.Is(err, actors.ErrUnsupportedSubType):
 		return pb.ServerError_NotAllowedError
-	case errors.Is(err, actors.ErrSubscriptionClosed):
+	case errors.Is(err, actors.ErrSubscriptionClosed),
+		errors.Is(err, actors.ErrAckQueueFull):
 		return pb.ServerError_ServiceNotReady
 
 	case errors.Is(err, lakestream.ErrNoSuchStream),

@@ -112,7 +112,7 @@ var (
 	consumersDesc   = prometheus.NewDesc("lakegate_consumers", "Consumers attached to this gateway.", nil, nil)
 	topicsDesc      = prometheus.NewDesc("lakegate_topics_served", "Topics (partitions) open on this gateway.", nil, nil)
 	backlogDesc     = prometheus.NewDesc("lakegate_subscription_backlog_messages",
-		"Messages after the subscription's mark-delete position (Pulsar msgBacklog), per subscription served here; capped series.",
+		"Messages not acknowledged: after the subscription's mark-delete position and not acknowledged individually (Pulsar msgBacklog), per subscription served here; capped series.",
 		[]string{"topic", "subscription"}, nil)
 	unackedDesc = prometheus.NewDesc("lakegate_subscription_unacked_entries",
 		"Entries delivered to consumers and not yet wholly acknowledged, per subscription served here; capped series.",
@@ -204,8 +204,8 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		topic := r.t.name.String()
 		ch <- prometheus.MustNewConstMetric(unackedDesc, prometheus.GaugeValue, float64(info.Unacked), topic, r.name)
 		var backlog int64
-		if from := info.MarkDeleteOffset + 1; n >= 0 && from < n {
-			if backlog, err = r.t.log.MessageCount(ctx, from, n); err != nil {
+		if n >= 0 {
+			if backlog, err = r.t.backlogOf(ctx, info, n); err != nil {
 				s.cfg.Logger.Warn("metrics: counting a backlog", "topic", topic, "subscription", r.name, "err", err)
 				continue
 			}
