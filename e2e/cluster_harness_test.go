@@ -172,11 +172,13 @@ func httpJSON(t *testing.T, method, url string, out any) int {
 var lakegateBin struct {
 	once sync.Once
 	path string
+	dir  string
 	err  error
 }
 
-// lakegateBinary builds ./cmd/lakegate once per test process, into
-// .cache/bin/lakegate-e2e at the repository root.
+// lakegateBinary builds ./cmd/lakegate once per test process, into a
+// directory of its own (removed by TestMain): test runs of other checkouts
+// on the same machine never swap the binary under each other.
 func lakegateBinary(t *testing.T) string {
 	t.Helper()
 	lakegateBin.once.Do(func() {
@@ -185,7 +187,13 @@ func lakegateBinary(t *testing.T) string {
 			lakegateBin.err = err
 			return
 		}
-		bin := filepath.Join(root, ".cache", "bin", "lakegate-e2e")
+		dir, err := os.MkdirTemp("", "lakegate-e2e-")
+		if err != nil {
+			lakegateBin.err = err
+			return
+		}
+		lakegateBin.dir = dir
+		bin := filepath.Join(dir, "lakegate")
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/lakegate")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -198,6 +206,14 @@ func lakegateBinary(t *testing.T) string {
 		t.Fatal(lakegateBin.err)
 	}
 	return lakegateBin.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if lakegateBin.dir != "" {
+		os.RemoveAll(lakegateBin.dir)
+	}
+	os.Exit(code)
 }
 
 // signal sends sig to the node's process.

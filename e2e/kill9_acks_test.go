@@ -30,7 +30,7 @@ import (
 //
 //	go test -run TestKill9AcksBeforeRedelivery ./e2e/
 func TestKill9AcksBeforeRedelivery(t *testing.T) {
-	bin := buildLakegate(t)
+	bin := lakegateBinary(t)
 	dir := t.TempDir()
 	const (
 		batches   = 4

@@ -233,7 +233,7 @@ func TestKill9KeyedLoad(t *testing.T) {
 	p := faultParamsFromEnv(t)
 	t.Logf("kills %d, every %v-%v (0: on counts), %d msg/s, %d keys, %d producers, %d partitions, burst %d, seed %d",
 		p.kills, p.everyMin, p.everyMax, p.rate, p.keys, p.producers, p.partitions, p.burst, p.seed)
-	bin := buildLakegate(t)
+	bin := lakegateBinary(t)
 	dir := t.TempDir()
 	pulsarAddr, httpAddr := freeAddr(t), freeAddr(t)
 	flags := []string{"--pulsar-addr", pulsarAddr, "--http-addr", httpAddr}

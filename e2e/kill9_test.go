@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +31,7 @@ import (
 //
 // Batching is off so that message i is one entry and ids are exact.
 func TestKill9(t *testing.T) {
-	bin := buildLakegate(t)
+	bin := lakegateBinary(t)
 	dir := t.TempDir()
 	const (
 		n1       = 1000 // produced, then consumed and partly acknowledged
@@ -262,22 +261,6 @@ func binClient(t *testing.T, url string) pulsar.Client {
 	return cl
 }
 
-// buildLakegate builds ./cmd/lakegate into a temporary directory.
-func buildLakegate(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || len(strings.TrimSpace(string(out))) == 0 {
-		t.Fatalf("go env GOMOD: %q, %v", out, err)
-	}
-	bin := filepath.Join(t.TempDir(), "lakegate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/lakegate")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // lakegateProc is a running lakegate process (standalone or serve).
 type lakegateProc struct {
 	name      string
@@ -325,7 +308,7 @@ func logAttr(line, key string) string {
 // are persisted by the close itself, so a kill -9 right after it redelivers
 // none of them (without waiting for the periodic cursor persistence).
 func TestCloseThenKill9(t *testing.T) {
-	bin := buildLakegate(t)
+	bin := lakegateBinary(t)
 	dir := t.TempDir()
 	const n, ackBelow = 300, 200
 	topic := "persistent://public/default/close-kill9"

@@ -101,7 +101,7 @@ func TestTablesInterop(t *testing.T) {
 		}
 	}
 
-	bin := buildLakegate(t)
+	bin := lakegateBinary(t)
 	dir := t.TempDir()
 	node := startLakegate(t, bin, dir, "--tables-age", "1s", "--tables-interval", "200ms", "--tables-scan-interval", "500ms",
 		"--engine-gc-interval", "500ms")

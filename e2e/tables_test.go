@@ -132,7 +132,7 @@ type sentMsg struct {
 // json` (every message's key, payload, properties, event time), and a
 // consumer from the earliest position, now served from the Parquet files.
 func TestTablesCompactByAge(t *testing.T) {
-	bin := buildLakegate(t)
+	bin := lakegateBinary(t)
 	dir := t.TempDir()
 	node := startLakegate(t, bin, dir, "--tables-age", "300ms", "--tables-interval", "100ms", "--tables-scan-interval", "200ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
