@@ -350,6 +350,7 @@ func streamUnits(md lakestream.StreamMetadata) []string {
 // should go to next (its URL is given to the clients).
 func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 	assigned := ""
+	var destMember lakestream.Member
 	if dest != "" && s.cfg.Membership != nil {
 		ms, err := s.members(ctx)
 		if err != nil {
@@ -359,13 +360,21 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		if i < 0 {
 			return fmt.Errorf("%w: destination broker %q is not a live member", errAdminPrecondition, dest)
 		}
-		assigned = ms[i].Endpoints["pulsar"]
+		destMember = ms[i]
+		assigned = destMember.Endpoints["pulsar"]
 	}
 	s.mu.Lock()
 	t := s.mu.topics[unit]
 	s.mu.Unlock()
 	if t != nil {
 		s.unloadTopic(t, true, assigned)
+		if dest != "" {
+			// Hand the unit over: the destination takes it now, so that
+			// a client's lookup in between does not place it elsewhere.
+			if err := s.handOver(ctx, destMember, unit); err != nil {
+				s.cfg.Logger.Warn("unload: the destination did not take the topic (placement decides)", "topic", unit, "destination", dest, "err", err)
+			}
+		}
 		return nil
 	}
 	m := s.cfg.Membership
@@ -380,7 +389,10 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		// Owned (looked up) but never loaded: release it.
 		for _, o := range m.Owned() {
 			if o.Unit() == unit {
-				return o.Release(ctx)
+				if err := o.Release(ctx); err != nil || dest == "" {
+					return err
+				}
+				return s.handOver(ctx, destMember, unit)
 			}
 		}
 		return nil
@@ -394,6 +406,10 @@ func (s *Server) unloadLocal(ctx context.Context, unit, dest string) error {
 	if t, _ := s.loadedTopic(unit); t != nil {
 		return s.unloadUnit(ctx, unit, dest)
 	}
+	if m := s.cfg.Membership; m != nil && dest != "" && dest == m.Self().ID {
+		// The previous owner hands the unit to this node (handOver).
+		return s.takeUnit(ctx, unit)
+	}
 	if m := s.cfg.Membership; m != nil {
 		for _, o := range m.Owned() {
 			if o.Unit() == unit {
@@ -402,6 +418,27 @@ func (s *Server) unloadLocal(ctx context.Context, unit, dest string) error {
 		}
 	}
 	return nil
+}
+
+// handOver makes member dest the owner of unit, which this node has just
+// released: here directly, elsewhere through dest's admin API (a forwarded
+// unload naming dest as its destination).
+func (s *Server) handOver(ctx context.Context, dest lakestream.Member, unit string) error {
+	if dest.ID == s.cfg.Membership.Self().ID {
+		return s.takeUnit(ctx, unit)
+	}
+	return s.forwardUnload(ctx, dest, unit, dest.ID)
+}
+
+// takeUnit acquires the ownership of unit for this node; a unit another
+// member took first stays with it.
+func (s *Server) takeUnit(ctx context.Context, unit string) error {
+	_, err := s.cfg.Membership.Acquire(ctx, unit)
+	var owned *lakestream.OwnedError
+	if errors.As(err, &owned) {
+		return nil
+	}
+	return err
 }
 
 // forwardUnload asks the owner of unit to unload it (admin API, marked as
