@@ -36,6 +36,10 @@ type lgCluster struct {
 	flags   []string
 	dir     string // the nodes' data dirs
 	nodes   []*lakegateProc
+	// fixedPorts: each node keeps the ports of its first start across
+	// restarts (a client's multi-host service URL stays valid).
+	fixedPorts bool
+	ports      map[int][]string // node index → pulsar, http addresses
 }
 
 // clusterSessionTTL is the nodes' session TTL in tests: etcd's minimum (its
@@ -68,7 +72,8 @@ func (c *lgCluster) addNode() *lakegateProc {
 	return p
 }
 
-// restart starts a killed node again (same id and data dir, new ports):
+// restart starts a killed node again (same id and data dir; new ports
+// unless fixedPorts):
 // it ends its earlier session at once.
 func (c *lgCluster) restart(p *lakegateProc) {
 	c.t.Helper()
@@ -86,6 +91,15 @@ func (c *lgCluster) startNode(i int) *lakegateProc {
 		"--cluster-session-ttl", clusterSessionTTL.String(),
 		"--engine-node-id", fmt.Sprintf("node%d", i),
 		"--log-level", "info",
+	}
+	if c.fixedPorts {
+		if c.ports == nil {
+			c.ports = map[int][]string{}
+		}
+		if c.ports[i] == nil {
+			c.ports[i] = []string{freeAddr(c.t), freeAddr(c.t)}
+		}
+		args = append(args, "--pulsar-addr", c.ports[i][0], "--http-addr", c.ports[i][1])
 	}
 	p := startLakegateArgs(c.t, c.bin, append(args, c.flags...))
 	p.name = fmt.Sprintf("node%d", i)

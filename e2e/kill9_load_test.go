@@ -117,10 +117,11 @@ type subRecord struct {
 }
 
 type restartRecord struct {
-	killAt, startAt, readyAt time.Time
+	killAt, readyAt time.Time
 	// getMiB: chunk bytes the restarted node read from the object store
 	// until the next kill (or the end): old data read again, since the
-	// node caches what it writes.
+	// node caches what it writes. On a cluster: summed over the nodes,
+	// each since its own start.
 	getMiB        float64
 	firstReceipt  time.Duration            // ready → first receipt of a message sent after ready
 	firstDelivery map[string]time.Duration // per subscription: ready → first delivery of a message sent after ready
@@ -231,15 +232,78 @@ func freeAddr(t *testing.T) string {
 
 func TestKill9KeyedLoad(t *testing.T) {
 	p := faultParamsFromEnv(t)
-	t.Logf("kills %d, every %v-%v (0: on counts), %d msg/s, %d keys, %d producers, %d partitions, burst %d, seed %d",
-		p.kills, p.everyMin, p.everyMax, p.rate, p.keys, p.producers, p.partitions, p.burst, p.seed)
 	bin := lakegateBinary(t)
 	dir := t.TempDir()
 	pulsarAddr, httpAddr := freeAddr(t), freeAddr(t)
 	flags := []string{"--pulsar-addr", pulsarAddr, "--http-addr", httpAddr}
 	node := startLakegate(t, bin, dir, flags...)
+	runKeyedLoad(t, p, &loadTarget{
+		serviceURL: node.pulsarURL, // the URL never changes
+		adminURL:   func() string { return node.httpURL },
+		getMiB:     func() float64 { return objectGetMiB(t, node.httpURL) },
+		killRestart: func(int) string {
+			node.kill(t)
+			node = startLakegate(t, bin, dir, flags...)
+			return "standalone"
+		},
+	})
+}
+
+// TestClusterKill9KeyedLoad is the same load against three `lakegate serve`
+// nodes (one etcd, one file store) on fixed ports, the clients configured
+// with all three: each kill -9's the owner of one partition (the next
+// partition each time) and restarts it on the same ports, so the
+// partitions it owned and their subscriptions move to other nodes.
+//
+//	go test -run TestClusterKill9KeyedLoad ./e2e/                 short: 2 kills (make test)
+//	LAKEGATE_FAULT_KILLS=8 LAKEGATE_FAULT_EVERY=15s-35s \
+//	  go test -run TestClusterKill9KeyedLoad -timeout 30m -v ./e2e/   the long run
+func TestClusterKill9KeyedLoad(t *testing.T) {
+	p := faultParamsFromEnv(t)
+	c := startLGCluster(t, 0, "file://"+t.TempDir())
+	c.fixedPorts = true
+	for range 3 {
+		c.addNode()
+	}
 	topic := "persistent://public/default/kill9-load"
-	adm, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: node.httpURL})
+	runKeyedLoad(t, p, &loadTarget{
+		serviceURL: c.serviceURL(), // fixed ports: the URL never changes
+		adminURL:   func() string { return c.nodes[0].httpURL },
+		getMiB: func() float64 {
+			var sum float64
+			for _, n := range c.nodes {
+				sum += objectGetMiB(t, n.httpURL)
+			}
+			return sum
+		},
+		killRestart: func(i int) string {
+			part := fmt.Sprintf("%s-partition-%d", topic, i%p.partitions)
+			victim := c.nodeByURL(c.lookup(c.nodes[(i+1)%len(c.nodes)], part))
+			victim.kill(t)
+			c.restart(victim)
+			return victim.name + " (owner of partition " + strconv.Itoa(i%p.partitions) + ")"
+		},
+	})
+}
+
+// loadTarget is what runKeyedLoad runs against: a standalone node or a
+// cluster.
+type loadTarget struct {
+	serviceURL string
+	adminURL   func() string // a live node's admin API
+	// getMiB is the chunk bytes read from the object store (summed over
+	// the nodes of a cluster) since the node(s) started.
+	getMiB func() float64
+	// killRestart kill -9's a node (for kill i) and starts it again on the
+	// same ports and data; it returns which node.
+	killRestart func(i int) string
+}
+
+func runKeyedLoad(t *testing.T, p faultParams, target *loadTarget) {
+	t.Logf("kills %d, every %v-%v (0: on counts), %d msg/s, %d keys, %d producers, %d partitions, burst %d, seed %d",
+		p.kills, p.everyMin, p.everyMax, p.rate, p.keys, p.producers, p.partitions, p.burst, p.seed)
+	topic := "persistent://public/default/kill9-load"
+	adm, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: target.adminURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +312,7 @@ func TestKill9KeyedLoad(t *testing.T) {
 	}
 
 	st := &loadState{changed: make(chan struct{}), sentAt: map[loadMsg]time.Time{}, acked: map[loadMsg]bool{}, readyAt: time.Now()}
-	newClient := func() pulsar.Client { return binClient(t, node.pulsarURL) } // the URL never changes
+	newClient := func() pulsar.Client { return binClient(t, target.serviceURL) }
 	for _, s := range []struct {
 		name    string
 		typ     pulsar.SubscriptionType
@@ -365,12 +429,10 @@ func TestKill9KeyedLoad(t *testing.T) {
 			})
 		}
 		if last := st.lastRestart(); last != nil {
-			last.getMiB = objectGetMiB(t, node.httpURL)
+			last.getMiB = target.getMiB()
 		}
 		r := &restartRecord{killAt: time.Now(), firstDelivery: map[string]time.Duration{}}
-		node.kill(t)
-		r.startAt = time.Now()
-		node = startLakegate(t, bin, dir, flags...)
+		victim := target.killRestart(i)
 		r.readyAt = time.Now()
 		st.mu.Lock()
 		st.readyAt, st.receipts = r.readyAt, 0
@@ -379,7 +441,7 @@ func TestKill9KeyedLoad(t *testing.T) {
 		}
 		st.restarts = append(st.restarts, r)
 		st.mu.Unlock()
-		t.Logf("kill %d: restarted in %v", i+1, r.readyAt.Sub(r.killAt).Round(time.Millisecond))
+		t.Logf("kill %d of %s: restarted in %v", i+1, victim, r.readyAt.Sub(r.killAt).Round(time.Millisecond))
 	}
 	// After the last restart: load until every subscription got messages
 	// sent since, then stop the producers and let everything drain.
@@ -392,7 +454,7 @@ func TestKill9KeyedLoad(t *testing.T) {
 		}
 		return true
 	})
-	st.lastRestart().getMiB = objectGetMiB(t, node.httpURL)
+	st.lastRestart().getMiB = target.getMiB()
 	close(stop)
 	producersDone.Wait()
 	for _, prod := range producers {
