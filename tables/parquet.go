@@ -119,7 +119,14 @@ type Decoder struct{}
 var _ engine.ChunkDecoder = Decoder{}
 
 // DecodeChunk implements engine.ChunkDecoder.
-func (Decoder) DecodeChunk(ctx context.Context, data []byte, c index.Entry) ([]wal.DecodedEntry, error) {
+func (Decoder) DecodeChunk(ctx context.Context, read engine.ReadRange, c index.Entry) ([]wal.DecodedEntry, error) {
+	data, err := read(ctx, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	if c.Length != 0 && int64(len(data)) != c.Length {
+		return nil, fmt.Errorf("%w: %d bytes, index says %d", wal.ErrCorrupt, len(data), c.Length)
+	}
 	return decodeParquet(ctx, data, c.First, c.Entries)
 }
 
