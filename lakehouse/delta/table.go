@@ -38,7 +38,9 @@ func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = no
 // WithTombstoneRetention sets how long a checkpoint keeps the tombstone of
 // a removed file (by its deletionTimestamp): Delta's
 // delta.deletedFileRetentionDuration. Default 7 days.
-func WithTombstoneRetention(d time.Duration) Option { return func(t *Table) { t.tombstoneRetention = d } }
+func WithTombstoneRetention(d time.Duration) Option {
+	return func(t *Table) { t.tombstoneRetention = d }
+}
 
 // WithCheckpointInterval sets the checkpoint interval in commits (default
 // 10; 0 disables checkpoints).
