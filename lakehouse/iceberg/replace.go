@@ -193,7 +193,7 @@ func (c *Catalog) DataFiles(ctx context.Context, ident []string, root string) (l
 				continue
 			}
 			seen[m.FilePath()] = true
-			es, err := m.FetchEntries(fs, false)
+			es, err := m.FetchEntries(fs, true) // a DELETED entry is no file of that snapshot
 			if err != nil {
 				return nil, nil, fmt.Errorf("iceberg: manifest %s: %w", m.FilePath(), err)
 			}
