@@ -147,6 +147,11 @@ type Tables struct {
 		sync.Mutex
 		m map[string]time.Time
 	}
+	// repacked is when each log was last bin-packed by this node.
+	repacked struct {
+		sync.Mutex
+		m map[lakestream.LogID]time.Time
+	}
 }
 
 // New returns the table layer over e. e must have been built with
