@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go/catalog"
@@ -472,29 +473,42 @@ scan:
 	eligible := func(u unit) bool {
 		return u.size < small && u.day != "" && len(u.formats) > 0 && len(u.entries) <= maxOlds
 	}
-	for i := 0; i < len(units); {
+	// A group is a run from a small file on of files that fit together,
+	// whose largest file is at most half of the run (so a file is merged
+	// again only once as many new bytes join it: every byte is rewritten
+	// about log2(target / file size) times, not once per new file) —
+	// except in a closed day (before yesterday, UTC), which is merged
+	// whole.
+	closedBefore := lakehouse.PublishDate(t.opts.Now().Add(-24 * time.Hour).UnixMilli())
+	for i := range units {
 		if !eligible(units[i]) {
-			i++
 			continue
 		}
-		j := i
-		var size, payload int64
+		closed := units[i].day < closedBefore
+		best := 0
+		var size, payload, largest int64
 		entries := 0
-		for j < len(units) && eligible(units[j]) && units[j].day == units[i].day && slices.Equal(units[j].formats, units[i].formats) &&
-			size+units[j].size <= target && payload+units[j].payload <= maxPayload && entries+len(units[j].entries) <= maxOlds {
-			size += units[j].size
-			payload += units[j].payload
-			entries += len(units[j].entries)
-			j++
+		for j := i; j < len(units); j++ {
+			u := units[j]
+			if !eligible(u) || u.day != units[i].day || !slices.Equal(u.formats, units[i].formats) ||
+				size+u.size > target || payload+u.payload > maxPayload || entries+len(u.entries) > maxOlds {
+				break
+			}
+			size += u.size
+			payload += u.payload
+			entries += len(u.entries)
+			largest = max(largest, u.size)
+			if j > i && (closed || 2*largest <= size) {
+				best = j + 1
+			}
 		}
-		if j-i >= 2 {
-			for _, u := range units[i:j] {
+		if best > 0 {
+			for _, u := range units[i:best] {
 				g.olds = append(g.olds, u.entries...)
 			}
 			g.day, g.formats = units[i].day, units[i].formats
 			return g, nil
 		}
-		i = max(j, i+1)
 	}
 	return g, errNothingToRepack
 }
