@@ -68,13 +68,13 @@ bench: build
 	./bench/pulsar-perf-java.sh
 
 ## bench-tables: a simulated month of small ranges (2 partitions, one compaction each per simulated
-## 10 min) with bin-packing and maintenance, then 7 days without; delta-rs and pyiceberg scan the
+## 30 min) with bin-packing and maintenance, then 7 days without; delta-rs and pyiceberg scan the
 ## table on the way (docs/benchmarks.md, "A month of small ranges"); ~30 min
-TABLES_BENCH_FLAGS ?= --days 30 --scan-days 1,7,14,21
+TABLES_BENCH_FLAGS ?= --days 30 --ranges-per-day 48 --scan-days 1,7,14,21
 bench-tables: build
 	@set -e; dpy=$$(./e2e/interop/delta/setup.sh | tail -1); ipy=$$(./e2e/interop/iceberg/setup.sh | tail -1); \
 	$(BIN)/lakegate bench tables $(TABLES_BENCH_FLAGS) --deltars-python "$$dpy" --pyiceberg-python "$$ipy"; \
-	$(BIN)/lakegate bench tables --days 7 --scan-days 1 --maintain=false --deltars-python "$$dpy" --pyiceberg-python "$$ipy"
+	$(BIN)/lakegate bench tables --days 7 --ranges-per-day 48 --scan-days 1 --maintain=false --deltars-python "$$dpy" --pyiceberg-python "$$ipy"
 
 ## bench-pulsar: only the perf-tool runs (~2–5 min)
 bench-pulsar:

@@ -104,7 +104,7 @@ func (t *Tables) heldFiles(ctx context.Context, tg Target, logs []lakestream.Log
 		if err != nil {
 			return nil, err
 		}
-		_, all, err := cat.DataFiles(ctx, tg.Ident, tg.Root)
+		_, all, err := cat.DataFiles(ctx, tg.Ident, tg.Root, true)
 		switch {
 		case err == nil:
 			for p := range all {

@@ -397,7 +397,7 @@ func (t *Tables) liveFiles(ctx context.Context, tg Target) (liveTableFiles, erro
 	if err != nil {
 		return tf, err
 	}
-	live, _, err := cat.DataFiles(ctx, tg.Ident, tg.Root)
+	live, _, err := cat.DataFiles(ctx, tg.Ident, tg.Root, false)
 	switch {
 	case err == nil:
 		tf.iceberg = live

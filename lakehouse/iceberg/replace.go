@@ -156,11 +156,11 @@ func liveDataFiles(tbl *table.Table) (map[string]ice.DataFile, error) {
 }
 
 // DataFiles returns the data files of a table, relative to its location
-// (Location(root)): live, those of its current snapshot; all, those any
-// snapshot in its metadata references (what a reader of an older snapshot
-// may still read). A missing table is an error wrapping
-// catalog.ErrNoSuchTable.
-func (c *Catalog) DataFiles(ctx context.Context, ident []string, root string) (live, all map[string]bool, err error) {
+// (Location(root)): live, those of its current snapshot; with history, all
+// too: those any snapshot in its metadata references (what a reader of an
+// older snapshot may still read; nil without history). A missing table is
+// an error wrapping catalog.ErrNoSuchTable.
+func (c *Catalog) DataFiles(ctx context.Context, ident []string, root string, history bool) (live, all map[string]bool, err error) {
 	tbl, err := c.cat.LoadTable(ctx, table.Identifier(ident))
 	if err != nil {
 		return nil, nil, fmt.Errorf("iceberg: load %v: %w", ident, err)
@@ -177,6 +177,9 @@ func (c *Catalog) DataFiles(ctx context.Context, ident []string, root string) (l
 			live[r] = true
 			all[r] = true
 		}
+	}
+	if !history {
+		return live, nil, nil
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
