@@ -52,6 +52,7 @@ interop:
 	./e2e/interop/iceberg/run.sh
 	./e2e/interop/iceberg-rest/run.sh
 	./e2e/interop/iceberg-catalog/run.sh
+	./e2e/interop/databricks/run.sh
 	./e2e/interop/tables/run.sh
 	./e2e/interop/python/run.sh
 	./e2e/interop/java/run.sh
