@@ -209,3 +209,34 @@ func (c *Catalog) DataFiles(ctx context.Context, ident []string, root string, hi
 	}
 	return live, all, nil
 }
+
+// LiveFile is a data file of a table's current snapshot.
+type LiveFile struct {
+	// Path is relative to the table's location (Location(root)).
+	Path string
+	// LowerBounds are the file's lower bounds by field id, in Iceberg's
+	// single-value binary form (a long: 8 bytes little-endian).
+	LowerBounds map[int][]byte
+}
+
+// LiveFiles returns the data files of the table's current snapshot that
+// lie under Location(root), in no particular order. A missing table is an
+// error wrapping catalog.ErrNoSuchTable.
+func (c *Catalog) LiveFiles(ctx context.Context, ident []string, root string) ([]LiveFile, error) {
+	tbl, err := c.cat.LoadTable(ctx, table.Identifier(ident))
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: load %v: %w", ident, err)
+	}
+	cur, err := liveDataFiles(tbl)
+	if err != nil {
+		return nil, err
+	}
+	prefix := c.Location(root) + "/"
+	out := make([]LiveFile, 0, len(cur))
+	for p, df := range cur {
+		if r, ok := strings.CutPrefix(p, prefix); ok {
+			out = append(out, LiveFile{Path: r, LowerBounds: df.LowerBoundValues()})
+		}
+	}
+	return out, nil
+}
