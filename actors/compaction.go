@@ -22,6 +22,10 @@ type CompactionJob struct {
 	Iceberg bool // and/or to its Iceberg table
 	// Schema is the stream's latest value schema (typed columns).
 	Schema lakestream.SchemaConfig
+	// Properties are the stream's properties (shared, not to be
+	// modified): its schema history among them, so that each row is
+	// decoded with the schema version it was written with.
+	Properties map[string]string
 }
 
 // CompactionResult is what one compaction call did.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -36,6 +37,7 @@ type jobRunner struct{ t *Tables }
 // maintains the table every MaintenanceInterval (with orphan removal).
 func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (actors.CompactionResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
+	tg.Writers = lakehouse.SchemaHistory(j.Properties)
 	st, err := r.t.CompactToTable(ctx, j.Log, tg)
 	idle := err == nil || errors.Is(err, engine.ErrNothingToCompact)
 	if idle && r.t.repackDue(j.Log) {

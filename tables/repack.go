@@ -166,7 +166,7 @@ func (t *Tables) repackOnce(ctx context.Context, id lakestream.LogID, tg Target,
 	if err != nil {
 		return err
 	}
-	data, spans, err := t.buildRepackFile(ctx, id, tg, g, typed)
+	data, spans, err := t.buildRepackFile(ctx, id, tg, g, typed.WithWriters(tg.Writers))
 	if err != nil {
 		return err
 	}
