@@ -100,6 +100,7 @@ run() {
   mkdir -p "$tmp_run"
   local tmp_saved=$tmp
   tmp=$tmp_run
+  lg_logs=() # nodes.sh keeps the previous cluster's logs
   LAKEGATE_NODES=3 start_lakegate "$LAKEGATE" "${flags[@]}" >&2
   tmp=$tmp_saved
   local topic=compaction-$rate-$mode
@@ -118,6 +119,8 @@ run() {
   # The load runs for DURATION (the measurement window), then stops.
   sleep "$DURATION"
   kill -INT "$PERF_PID" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$PERF_PID" 2>/dev/null || break; sleep 0.1; done # 5 s to exit
+  kill -KILL "$PERF_PID" 2>/dev/null || true
   wait "$PERF_PID" 2>/dev/null || true
   PERF_PID=
   R_CPU=$(awk -v a="$(cpu)" -v b="$cpu0" 'BEGIN {printf "%.1f", a-b}')
