@@ -583,7 +583,9 @@ func (t *Tables) buildRepackFile(ctx context.Context, id lakestream.LogID, tg Ta
 			return nil, nil, err
 		}
 		for _, e := range es {
-			if cur.Entries > 0 && cur.PayloadBytes+int64(len(e.Payload)) > t.opts.RepackSpanBytes {
+			// The last allowed span takes whatever is left, so the index
+			// replacement always fits one transaction.
+			if cur.Entries > 0 && cur.PayloadBytes+int64(len(e.Payload)) > t.opts.RepackSpanBytes && len(spans) < repackSpansMax-1 {
 				if err := closeSpan(); err != nil {
 					return nil, nil, err
 				}
