@@ -130,24 +130,26 @@ run() {
   "$PERF" --metrics -1 -u "$lg_pulsar_url" produce -r "$rate" -s "$SIZE" "persistent://public/default/$topic" \
     >"$tmp_run/perf.log" 2>&1 &
   PERF_PID=$!
-  # The load runs for DURATION (the measurement window), then stops.
+  # The load runs for DURATION (the measurement window); everything is
+  # sampled at its end, before the producer is stopped.
   sleep "$DURATION"
+  R_CPU=$(awk -v a="$(cpu)" -v b="$cpu0" 'BEGIN {printf "%.1f", a-b}')
+  R_APPEND=$(( $(metric lakegate_engine_append_bytes_total) - a0 ))
+  R_REC=$(( $(metric lakegate_engine_compacted_records_total) - c0 ))
+  R_FILE=$(( $(metric lakegate_engine_compacted_bytes_total) - f0 ))
+  R_SEC=$(awk -v a="$(metricf lakegate_compaction_seconds_sum)" -v b="$s0" 'BEGIN {printf "%.2f", a-b}')
+  R_LAG=-
+  [[ $mode == on ]] && R_LAG=$(table_lag "$topic")
+  local t0=$EPOCHREALTIME
   kill -INT "$PERF_PID" 2>/dev/null || true
   for _ in $(seq 1 50); do kill -0 "$PERF_PID" 2>/dev/null || break; sleep 0.1; done # 5 s to exit
   kill -KILL "$PERF_PID" 2>/dev/null || true
   wait "$PERF_PID" 2>/dev/null || true
   PERF_PID=
-  R_CPU=$(awk -v a="$(cpu)" -v b="$cpu0" 'BEGIN {printf "%.1f", a-b}')
-  R_APPEND=$(( $(metric lakegate_engine_append_bytes_total) - a0 ))
   R_MSGS=$(grep 'Stats - Publish rate' "$tmp_run/perf.log" | sed -E 's/.*Publish rate: *([0-9.]+) msg\/s.*/\1/' | tail -1)
-  R_REC=$(( $(metric lakegate_engine_compacted_records_total) - c0 ))
-  R_FILE=$(( $(metric lakegate_engine_compacted_bytes_total) - f0 ))
-  R_SEC=$(awk -v a="$(metricf lakegate_compaction_seconds_sum)" -v b="$s0" 'BEGIN {printf "%.2f", a-b}')
-  R_LAG=-
   R_DRAIN=-
   if [[ $mode == on ]]; then
-    R_LAG=$(table_lag "$topic")
-    local t0=$EPOCHREALTIME lag=$R_LAG
+    local lag=$R_LAG
     for _ in $(seq 1 600); do # catching up: bounded at 120 s
       lag=$(table_lag "$topic")
       [[ $lag == 0 ]] && break
@@ -173,6 +175,6 @@ for rate in $RATES; do
 done
 
 echo
-echo "| rate (msg/s) | perf publish rate | produced MB/s (entries) | compacted MB/s (messages) | Parquet MB/s | lag at stop (records) | caught up after (s) | CPU s, compaction off | CPU s, on | extra CPU s per compacted MB | compaction wall s per MB |"
+echo "| rate (msg/s) | perf publish rate | produced MB/s (entries) | compacted MB/s (messages) | Parquet MB/s | lag at the window's end (records) | all in the tables after (s, from the end) | CPU s, compaction off | CPU s, on | extra CPU s per compacted MB | compaction wall s per MB |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
