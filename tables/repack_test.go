@@ -32,20 +32,21 @@ func repackOpts(env icebergEnv, clk *testClock) Options {
 	return opts
 }
 
-// smallTable appends two days of Pulsar entries to log 9 and compacts them
-// in many small ranges into both tables; it returns the entries.
-func smallTable(t *testing.T, env icebergEnv, e testNode, clk *testClock) []lakestream.Entry {
+// smallTable appends two days of Pulsar entries to log 9, rounds × 15 a
+// day, and compacts them in many small ranges into both tables; it returns
+// the entries.
+func smallTable(t *testing.T, env icebergEnv, e testNode, clk *testClock, rounds int) []lakestream.Entry {
 	t.Helper()
 	r := rand.New(rand.NewPCG(7, 8))
 	day2 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli()
-	for round := range 4 {
+	for round := range rounds {
 		appendPulsar(t, e, 9, r, 15, day2-3600_000+int64(round)*1000)
 	}
-	for round := range 4 {
+	for round := range rounds {
 		appendPulsar(t, e, 9, r, 15, day2+3600_000+int64(round)*1000)
 	}
 	clk.advance(time.Minute)
-	if n := compactAllTo(t, e, 9, ordersBoth); n < 10 {
+	if n := compactAllTo(t, e, 9, ordersBoth); n < 5*rounds/2 {
 		t.Fatalf("%d ranges, want many small ones", n)
 	}
 	return readAll(t, e, 9)
@@ -79,7 +80,7 @@ func TestRepack(t *testing.T) {
 	clk := &testClock{t: time.Now()}
 	opts := repackOpts(env, clk)
 	e := env.engine(t, opts)
-	want := smallTable(t, env, e, clk)
+	want := smallTable(t, env, e, clk, 4)
 	before := tableFileCount(t, env)
 
 	st, err := e.tables.Repack(ctxT(t), 9, ordersBoth)
@@ -189,6 +190,7 @@ func TestRepackCrash(t *testing.T) {
 			env := newIcebergEnv(t)
 			clk := &testClock{t: time.Now()}
 			opts := repackOpts(env, clk)
+			opts.RepackMaxGroups = 2 // each call bounded (-race on 2 cores)
 			crashed := false
 			opts.hooks.repackStep = func(_ int64, s string) error {
 				if s == step && !crashed {
@@ -198,19 +200,21 @@ func TestRepackCrash(t *testing.T) {
 				return nil
 			}
 			e := env.engine(t, opts)
-			want := smallTable(t, env, e, clk)
+			want := smallTable(t, env, e, clk, 2)
 			if _, err := e.tables.Repack(ctxT(t), 9, ordersBoth); err == nil || !crashed {
 				t.Fatalf("no crash: %v", err)
 			}
 			checkPacked(t, env, want)
 
-			e2 := env.engine(t, repackOpts(env, clk))
+			opts2 := repackOpts(env, clk)
+			opts2.RepackMaxGroups = 2
+			e2 := env.engine(t, opts2)
 			for {
 				st, err := e2.tables.Repack(ctxT(t), 9, ordersBoth)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.Groups == 0 {
+				if !st.Unfinished {
 					break
 				}
 			}
