@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
 
-.PHONY: run build test test-unit fuzz interop bench bench-pulsar lint tools proto clean
+.PHONY: run build test test-unit fuzz interop bench bench-pulsar bench-tables bench-compaction lint tools proto clean
 
 ## run: a standalone node on the embedded defaults (data in ./data)
 run: build
@@ -57,6 +57,7 @@ interop:
 	./e2e/interop/iceberg/run.sh
 	./e2e/interop/iceberg-rest/run.sh
 	./e2e/interop/iceberg-catalog/run.sh
+	./e2e/interop/databricks/run.sh
 	./e2e/interop/tables/run.sh
 	./e2e/interop/python/run.sh
 	./e2e/interop/java/run.sh
@@ -71,6 +72,20 @@ bench: build
 	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/ ./tables/
 	./bench/pulsar-perf.sh
 	./bench/pulsar-perf-java.sh
+
+## bench-tables: a simulated month of small ranges (2 partitions, one compaction each per simulated
+## 30 min) with bin-packing and maintenance, then 7 days without; delta-rs and pyiceberg scan the
+## table on the way (docs/benchmarks.md, "A month of small ranges"); ~30 min
+TABLES_BENCH_FLAGS ?= --days 30 --ranges-per-day 48 --scan-days 1,7,14,21
+bench-tables: build
+	@set -e; dpy=$$(./e2e/interop/delta/setup.sh | tail -1); ipy=$$(./e2e/interop/iceberg/setup.sh | tail -1); \
+	$(BIN)/lakegate bench tables $(TABLES_BENCH_FLAGS) --deltars-python "$$dpy" --pyiceberg-python "$$ipy"; \
+	$(BIN)/lakegate bench tables --days 7 --ranges-per-day 48 --scan-days 1 --maintain=false --deltars-python "$$dpy" --pyiceberg-python "$$ipy"
+
+## bench-compaction: compaction against ingest on a three-node cluster (bench/tables-cluster.sh: produced vs
+## compacted MB/s, lag, catch-up time, CPU with and without compaction; docs/benchmarks.md); ~8 min
+bench-compaction:
+	./bench/tables-cluster.sh
 
 ## bench-pulsar: only the perf-tool runs (~2–5 min)
 bench-pulsar:

@@ -14,10 +14,18 @@ type CompactionJob struct {
 	Stream    lakestream.StreamIdentifier
 	Partition int // topic partition of Log (-1: not partitioned)
 	Log       lakestream.LogID
-	Delta     bool // commit the files to the stream's Delta table
-	Iceberg   bool // and/or to its Iceberg table
+	// Logs are every log of the stream, in partition order (shared, not
+	// to be modified): what table maintenance needs to know which index
+	// entries may name the table's files.
+	Logs    []lakestream.LogID
+	Delta   bool // commit the files to the stream's Delta table
+	Iceberg bool // and/or to its Iceberg table
 	// Schema is the stream's latest value schema (typed columns).
 	Schema lakestream.SchemaConfig
+	// Properties are the stream's properties (shared, not to be
+	// modified): its schema history among them, so that each row is
+	// decoded with the schema version it was written with.
+	Properties map[string]string
 }
 
 // CompactionResult is what one compaction call did.

@@ -305,7 +305,7 @@ func ScanCompactionJobs(ctx context.Context, cat lakestream.StreamCatalog) ([]Co
 				if md.Partitioning.NumPartitions > 0 {
 					part = i
 				}
-				jobs = append(jobs, CompactionJob{Stream: id, Partition: part, Log: log, Delta: useDelta, Iceberg: useIceberg, Schema: md.Schema})
+				jobs = append(jobs, CompactionJob{Stream: id, Partition: part, Log: log, Logs: md.LogIDs, Delta: useDelta, Iceberg: useIceberg, Schema: md.Schema, Properties: md.Properties})
 			}
 		}
 	}

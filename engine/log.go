@@ -289,8 +289,8 @@ func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk,
 }
 
 // loadDecodedChunk is loadChunk for an index entry of a kind the engine
-// does not write (KindParquet): one GET of the whole object, decoded by
-// Options.ChunkDecoder (port.go).
+// does not write (KindParquet): Options.ChunkDecoder reads what it needs of
+// the object with ranged GETs and decodes it (port.go).
 func (l *logHandle) loadDecodedChunk(ctx context.Context, ie indexEntry) (*loadedChunk, error) {
 	loc := chunkLoc{ie.Object, ie.Offset}
 	if c := l.e.cache.get(loc); c != nil {
@@ -301,19 +301,19 @@ func (l *logHandle) loadDecodedChunk(ctx context.Context, ie indexEntry) (*loade
 	if dec == nil {
 		return nil, fmt.Errorf("engine: log %d offsets %d..%d are in a %v chunk and no ChunkDecoder is configured", l.id, ie.First, ie.Last(), ie.Kind)
 	}
-	b, err := l.e.store.Get(ctx, ie.Object)
-	if err != nil {
-		if errors.Is(err, objstore.ErrNotFound) {
-			return nil, fmt.Errorf("engine: log %d file %s missing: %w", l.id, ie.Object, err)
+	read := func(ctx context.Context, offset, length int64) ([]byte, error) {
+		b, err := l.e.store.GetRange(ctx, ie.Object, offset, length)
+		if err != nil {
+			if errors.Is(err, objstore.ErrNotFound) {
+				return nil, fmt.Errorf("engine: log %d file %s missing: %w", l.id, ie.Object, err)
+			}
+			return nil, fmt.Errorf("%w: get %s: %w", lakestream.ErrUnavailable, ie.Object, err)
 		}
-		return nil, fmt.Errorf("%w: get %s: %w", lakestream.ErrUnavailable, ie.Object, err)
+		l.e.metrics.gets.Add(1)
+		l.e.metrics.getBytes.Add(int64(len(b)))
+		return b, nil
 	}
-	l.e.metrics.gets.Add(1)
-	l.e.metrics.getBytes.Add(int64(len(b)))
-	if ie.Length != 0 && int64(len(b)) != ie.Length {
-		return nil, fmt.Errorf("%w: log %d file %s: %d bytes, index says %d", wal.ErrCorrupt, l.id, ie.Object, len(b), ie.Length)
-	}
-	ents, err := dec.DecodeChunk(ctx, b, ie)
+	ents, err := dec.DecodeChunk(ctx, read, ie)
 	if err != nil {
 		return nil, fmt.Errorf("log %d file %s: %w", l.id, ie.Object, err)
 	}

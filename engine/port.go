@@ -17,7 +17,8 @@ package engine
 //
 // To the layer above, methods on *Engine (all safe for concurrent use):
 // Store, Meta, MetaRoot, LogKey, Chunks, ChunkEntries, PutPending,
-// DropIntent, ReplaceChunks, AdvanceCompacted and ObserveCompaction.
+// DropIntent, ReplaceChunks, ReplaceTableChunks, AdvanceCompacted and
+// ObserveCompaction.
 
 import (
 	"context"
@@ -33,19 +34,26 @@ import (
 // ChunkDecoder decodes chunks the engine does not write itself: the objects
 // that index entries of kind index.KindParquet name (table files).
 //
-// DecodeChunk returns the entries of data, the whole object c.Object (one
-// GET; c.Length bytes when c.Length is not 0 — the engine checks that
-// before calling). It must return exactly c.Entries entries holding the
-// records [c.First, c.End()) in offset order, each with its record count,
-// its publish time as the log recorded it (never 0) and its payload
+// DecodeChunk returns the entries of index entry c, reading what it needs
+// of the object c.Object with read (ranged GETs of that object through the
+// engine's store, counted in its metrics; a missing object is an error
+// wrapping objstore.ErrNotFound). For a Parquet entry c.Length is the
+// file's size and c.Offset says which of its row groups hold the entry
+// (docs/index-format.md). It must return exactly c.Entries entries holding
+// the records [c.First, c.End()) in offset order, each with its record
+// count, its publish time as the log recorded it (never 0) and its payload
 // byte-identical to what was appended; PayloadSize = len(Payload). The
 // returned slices are the engine's from then on (cached and shared by
 // readers: the decoder must not keep or modify them). Errors should wrap
 // wal.ErrCorrupt for data that does not decode; the engine wraps them with
 // the log and object. Safe for concurrent use.
 type ChunkDecoder interface {
-	DecodeChunk(ctx context.Context, data []byte, c index.Entry) ([]wal.DecodedEntry, error)
+	DecodeChunk(ctx context.Context, read ReadRange, c index.Entry) ([]wal.DecodedEntry, error)
 }
+
+// ReadRange reads the bytes [offset, offset+length) of one object (a
+// negative length: to its end), as objstore.Store.GetRange does.
+type ReadRange func(ctx context.Context, offset, length int64) ([]byte, error)
 
 // Attachment is a metadata value that a layer above the engine keeps per
 // log, at LogKey(id, Name) — the tables package's table claim, Name
@@ -238,6 +246,83 @@ func (e *Engine) ReplaceChunks(ctx context.Context, id lakestream.LogID, from, e
 		e.cache.put(chunkLoc{n.Entry.Object, n.Entry.Offset}, c)
 	}
 	return len(old), nil
+}
+
+// ReplaceTableChunks makes news the storage of the offsets that olds hold:
+// olds are consecutive index entries of kind index.KindParquet of log id,
+// as Chunks returned them (with their revisions); news must tile
+// [olds[0].First, olds[len(olds)-1].End()) and hold the same entries (the
+// caller's promise: readers are served from them from then on). In one
+// metadata transaction it compares the revision of every old entry's key
+// and cmps (the caller's), deletes the old keys that no new entry
+// overwrites, puts news (at their last offsets) and applies ops (the
+// caller's). The objects the old entries name are not deleted: they are
+// the layer above's (docs/index-format.md, "Bin-packing").
+//
+// It returns lakestream.ErrInvalidArgument when olds are not consecutive
+// Parquet entries, news do not tile their range, or the transaction would
+// exceed the store's MaxTxnOps; lakestream.ErrConflict when a compare
+// fails (nothing applied); lakestream.ErrUnavailable on a store error
+// (outcome unknown: read the index again). Readers never see two entries
+// for an offset nor a gap (S5, S7, S8).
+func (e *Engine) ReplaceTableChunks(ctx context.Context, id lakestream.LogID, olds []Chunk, news []NewChunk, cmps []meta.Cmp, ops []meta.Op) error {
+	if len(olds) == 0 || len(news) == 0 {
+		return fmt.Errorf("%w: log %d: nothing to replace", lakestream.ErrInvalidArgument, id)
+	}
+	pos := olds[0].First
+	for _, c := range olds {
+		if c.Kind != index.KindParquet || c.First != pos || c.Records < 1 {
+			return fmt.Errorf("%w: log %d: entries to replace are not consecutive table files at %d", lakestream.ErrInvalidArgument, id, pos)
+		}
+		pos = c.End()
+	}
+	end := pos
+	pos = olds[0].First
+	for _, n := range news {
+		if n.Entry.Kind != index.KindParquet || n.Entry.First != pos || n.Entry.Records < 1 {
+			return fmt.Errorf("%w: log %d: new entries do not tile %d..%d", lakestream.ErrInvalidArgument, id, olds[0].First, end)
+		}
+		pos = n.Entry.End()
+	}
+	if pos != end {
+		return fmt.Errorf("%w: log %d: new entries end at %d, not %d", lakestream.ErrInvalidArgument, id, pos, end)
+	}
+	if max(len(olds)+len(cmps), len(olds)+len(news)+len(ops)) > e.meta.MaxTxnOps() {
+		return fmt.Errorf("%w: log %d: replacing %d entries by %d exceeds %d operations", lakestream.ErrInvalidArgument, id, len(olds), len(news), e.meta.MaxTxnOps())
+	}
+	cmps = append([]meta.Cmp(nil), cmps...)
+	ops = append([]meta.Op(nil), ops...)
+	newKeys := map[string]bool{}
+	for _, n := range news {
+		k := e.keys.idx(id, n.Entry.Last())
+		newKeys[k] = true
+		ops = append(ops, meta.Put(k, n.Entry.Encode()))
+	}
+	for _, c := range olds {
+		k := e.keys.idx(id, c.Last())
+		cmps = append(cmps, meta.Cmp{Key: k, ModRevision: c.Revision})
+		if !newKeys[k] {
+			ops = append(ops, meta.Delete(k))
+		}
+	}
+	ok, _, err := e.meta.Txn(ctx, cmps, ops)
+	if err != nil {
+		return fmt.Errorf("%w: replace index: %w", lakestream.ErrUnavailable, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: log %d index changed during bin-packing", lakestream.ErrConflict, id)
+	}
+	for _, n := range news {
+		if n.Decoded == nil {
+			continue
+		}
+		c := &loadedChunk{writeMs: n.Entry.WriteMs, entries: n.Decoded}
+		for _, de := range n.Decoded {
+			c.size += int64(len(de.Payload))
+		}
+		e.cache.put(chunkLoc{n.Entry.Object, n.Entry.Offset}, c)
+	}
+	return nil
 }
 
 // AdvanceCompacted moves log id's compaction cursor (logs/<id>/compacted)

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,7 +25,11 @@ import (
 // jsonDecoder reads a "table file" that is a JSON array of entries.
 type jsonDecoder struct{}
 
-func (jsonDecoder) DecodeChunk(_ context.Context, data []byte, c index.Entry) ([]wal.DecodedEntry, error) {
+func (jsonDecoder) DecodeChunk(ctx context.Context, read ReadRange, c index.Entry) ([]wal.DecodedEntry, error) {
+	data, err := read(ctx, 0, -1)
+	if err != nil {
+		return nil, err
+	}
 	var es []wal.DecodedEntry
 	if err := json.Unmarshal(data, &es); err != nil {
 		return nil, errors.Join(wal.ErrCorrupt, err)
@@ -134,6 +139,96 @@ func TestPortReplaceChunksAndRead(t *testing.T) {
 		_, err := env.store.Get(ctx, key)
 		if got := err == nil; got != kept || (err != nil && !errors.Is(err, objstore.ErrNotFound)) {
 			t.Fatalf("%s kept %v (%v), want %v", key, got, err, kept)
+		}
+	}
+}
+
+// TestPortReplaceTableChunks: two table files of a log become one (the
+// bin-packing of the tables layer); reads stay the same, a stale revision
+// or a bad tiling applies nothing.
+func TestPortReplaceTableChunks(t *testing.T) {
+	env := newMemEnv(t)
+	opts := Options{Logger: quietLogger, ChunkDecoder: jsonDecoder{}}
+	e := env.engine(t, opts)
+	ctx := ctxT(t)
+	const id = 1
+	for i := range 4 {
+		if _, err := e.Append(ctx, id, 1+i, payload(id, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := e.ReadEntries(ctx, id, 0, 100, 1<<20)
+	if err != nil || len(want) != 4 {
+		t.Fatal(len(want), err)
+	}
+	// fileOf stores entries [a, b) of want as one "table file" and returns its index entry.
+	fileOf := func(key string, a, b int) index.Entry {
+		var des []wal.DecodedEntry
+		ie := index.Entry{Kind: index.KindParquet, First: want[a].Offset, Entries: int64(b - a), BytesEnd: want[b-1].CumulativeSize, Object: key}
+		for _, w := range want[a:b] {
+			des = append(des, wal.DecodedEntry{Records: w.Records, PublishTimeMs: w.PublishTimeMs, Payload: w.Payload, PayloadSize: len(w.Payload)})
+			ie.Records += int64(w.Records)
+			ie.PayloadBytes += int64(len(w.Payload))
+			ie.MaxPublishMs = max(ie.MaxPublishMs, w.PublishTimeMs)
+			ie.WriteMs = max(ie.WriteMs, w.WriteTimeMs)
+		}
+		ie.MinPublishMs = want[a].PublishTimeMs
+		data, _ := json.Marshal(des)
+		if err := env.store.PutIfAbsent(ctx, key, data); err != nil {
+			t.Fatal(err)
+		}
+		ie.Length = int64(len(data))
+		return ie
+	}
+	// Two small files: [0,2) and [2,4) of the entries, by the WAL's ReplaceChunks.
+	f1, f2 := fileOf("tables/t/data/a.json", 0, 2), fileOf("tables/t/data/b.json", 2, 4)
+	if n, err := e.ReplaceChunks(ctx, id, f1.First, f2.End(), []NewChunk{{Entry: f1}, {Entry: f2}}, nil, nil); err != nil || n != 4 {
+		t.Fatalf("ReplaceChunks: %d, %v", n, err)
+	}
+	olds, err := e.Chunks(ctx, id, 0, 10)
+	if err != nil || len(olds) != 2 {
+		t.Fatal(olds, err)
+	}
+	merged := fileOf("tables/t/data/ab.json", 0, 4)
+	news := []NewChunk{{Entry: merged}}
+
+	bad := merged
+	bad.Records--
+	for name, err := range map[string]error{
+		"not tiled":   e.ReplaceTableChunks(ctx, id, olds, []NewChunk{{Entry: bad}}, nil, nil),
+		"gap in olds": e.ReplaceTableChunks(ctx, id, []Chunk{olds[1], olds[0]}, news, nil, nil),
+	} {
+		if !errors.Is(err, lakestream.ErrInvalidArgument) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	stale := slices.Clone(olds)
+	stale[0].Revision--
+	if err := e.ReplaceTableChunks(ctx, id, stale, news, nil, nil); !errors.Is(err, lakestream.ErrConflict) {
+		t.Fatalf("stale revision: %v", err)
+	}
+	if err := e.ReplaceTableChunks(ctx, id, olds, news, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.Chunks(ctx, id, 0, 10)
+	if err != nil || len(after) != 1 || after[0].Object != merged.Object {
+		t.Fatalf("index after: %+v, %v", after, err)
+	}
+	got, err := env.engine(t, opts).ReadEntries(ctx, id, 0, 100, 1<<20)
+	if err != nil || len(got) != len(want) {
+		t.Fatal(len(got), err)
+	}
+	for i := range want {
+		// A table file has one write time (its entry's): the newest of its entries'.
+		got[i].WriteTimeMs = want[i].WriteTimeMs
+		if got[i].EntryHeader != want[i].EntryHeader || !bytes.Equal(got[i].Payload, want[i].Payload) {
+			t.Fatalf("entry %d: %+v, want %+v", i, got[i].EntryHeader, want[i].EntryHeader)
+		}
+	}
+	// The replaced files are the layer's: still there.
+	for _, k := range []string{f1.Object, f2.Object} {
+		if _, err := env.store.Get(ctx, k); err != nil {
+			t.Fatalf("%s: %v", k, err)
 		}
 	}
 }

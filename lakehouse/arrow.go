@@ -292,7 +292,7 @@ func (rb *RecordBuilder) Append(m *Message) {
 		if m.Opaque || m.NullValue {
 			clear(rb.values)
 		} else {
-			rb.typed.decodeValues(m.Payload, rb.values)
+			rb.typed.decodeValues(m.Payload, m.SchemaVersion, rb.values)
 		}
 		for i, v := range rb.values {
 			size += appendTyped(typedCols[i], v)

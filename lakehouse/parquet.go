@@ -336,10 +336,22 @@ func lessStat(a, b any) bool {
 // ReadParquet reads a message-table file back into rows, in file order,
 // ignoring typed columns. The returned Messages own their bytes.
 func ReadParquet(ctx context.Context, r parquet.ReaderAtSeeker, mem memory.Allocator) ([]Message, error) {
+	return ReadParquetRowGroups(ctx, r, mem, nil, nil)
+}
+
+// ReadParquetRowGroups is ReadParquet of the row groups rowGroups only (nil:
+// all), with the file's footer md when the caller has parsed it already
+// (nil: read from r). r need only serve the byte ranges of those row groups
+// (and of the footer when md is nil).
+func ReadParquetRowGroups(ctx context.Context, r parquet.ReaderAtSeeker, mem memory.Allocator, md *metadata.FileMetaData, rowGroups []int) ([]Message, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	pf, err := file.NewParquetReader(r, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(mem))}
+	if md != nil {
+		opts = append(opts, file.WithMetadata(md))
+	}
+	pf, err := file.NewParquetReader(r, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: opening parquet: %w", err)
 	}
@@ -348,7 +360,7 @@ func ReadParquet(ctx context.Context, r parquet.ReaderAtSeeker, mem memory.Alloc
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: opening parquet: %w", err)
 	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	rr, err := fr.GetRecordReader(ctx, nil, rowGroups)
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
 	}

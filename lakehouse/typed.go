@@ -85,6 +85,32 @@ type TypedSchema struct {
 	NextFieldID int32
 
 	avro avro.Schema // KindAvro only
+	// writers are the Avro schemas payloads were written with, by their
+	// schema_version bytes (WithWriters); KindAvro only.
+	writers map[string]avro.Schema
+}
+
+// WithWriters returns a copy of s that decodes an Avro payload with the
+// schema of the version it was written with: writers maps a message's
+// schema_version bytes to that version's Avro definition (the topic's
+// schema history, SchemaHistory). A payload whose version is not in it is
+// decoded with s's own schema. Fields are matched to columns by name, so a
+// row of an older version gets nulls in the columns added since (Avro's
+// schema resolution for additive evolution). A definition that does not
+// parse is left out (its rows decode with s's schema, as before). Other
+// kinds decode by field name whatever the version: s itself is returned.
+func (s *TypedSchema) WithWriters(writers map[string][]byte) *TypedSchema {
+	if s == nil || s.Kind != KindAvro || len(writers) == 0 {
+		return s
+	}
+	c := *s
+	c.writers = make(map[string]avro.Schema, len(writers))
+	for v, def := range writers {
+		if sc, err := avro.Parse(string(def)); err == nil {
+			c.writers[v] = sc
+		}
+	}
+	return &c
 }
 
 // NewPrimitiveSchema returns the one-column ("value") schema of a primitive
@@ -243,11 +269,12 @@ func avroPrimitive(name string) ValueType {
 	return TypeJSON // a named type reference or something nested
 }
 
-// decodeValues decodes one payload into one value per field (nil = null).
-// Values have the Go type of their column: string, int8…int64, float32,
-// float64, bool, []byte; TypeTimestamp is int64 µs, TypeDate int32 days,
-// TypeJSON a string. A payload that does not decode yields all nil.
-func (s *TypedSchema) decodeValues(payload []byte, out []any) {
+// decodeValues decodes one payload, written with schema version (nil:
+// none), into one value per field (nil = null). Values have the Go type of
+// their column: string, int8…int64, float32, float64, bool, []byte;
+// TypeTimestamp is int64 µs, TypeDate int32 days, TypeJSON a string. A
+// payload that does not decode yields all nil.
+func (s *TypedSchema) decodeValues(payload, version []byte, out []any) {
 	clear(out)
 	switch s.Kind {
 	case KindJSON:
@@ -264,7 +291,11 @@ func (s *TypedSchema) decodeValues(payload []byte, out []any) {
 		}
 	case KindAvro:
 		var obj map[string]any
-		if s.avro == nil || avro.Unmarshal(s.avro, payload, &obj) != nil {
+		sc := s.avro
+		if w, ok := s.writers[string(version)]; ok {
+			sc = w
+		}
+		if sc == nil || avro.Unmarshal(sc, payload, &obj) != nil {
 			return
 		}
 		for i, f := range s.Fields {

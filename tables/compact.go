@@ -46,6 +46,11 @@ type Target struct {
 	// schemas add typed columns (docs/table-schema.md); the zero value
 	// adds none.
 	Schema lakestream.SchemaConfig
+	// Writers are the Avro definitions of the stream's schema versions by
+	// schema_version bytes (lakehouse.SchemaHistory of its properties):
+	// each row is decoded with the version it was written with. Nil: with
+	// Schema (rows of older Avro versions then get nulls).
+	Writers map[string][]byte
 }
 
 // Table formats of a claim (tableClaim.Formats).
@@ -251,6 +256,7 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 	if err != nil {
 		return st, err
 	}
+	typed = typed.WithWriters(tg.Writers)
 
 	// Step 1: the files, each under a pending intent.
 	c := tableClaim{From: old[0].First, End: old[n-1].End(), Root: tg.Root, Formats: formats}

@@ -5,16 +5,20 @@
 // the log's storage for their offsets — one copy of the data
 // (docs/compaction.md, docs/iceberg.md, docs/table-schema.md). It also
 // owns the table view of a stream (View: Stream.Table(), ScanTable) and
-// the compaction worker's job runner (Compactor: actors.TableCompactor).
+// the compaction worker's job runner (Compactor: actors.TableCompactor),
+// and keeps the tables bounded: maintenance (Maintain), bin-packing of a
+// log's small files with the index following the new file (Repack) and
+// orphan removal after a safety window (RemoveOrphans).
 //
 // It reaches the engine only through the engine's table port
 // (engine/port.go): it gives the engine a Decoder for the Parquet index
-// kind and the claim as an Attachment (EngineOptions), and uses the
+// kind and the claims as Attachments (EngineOptions), and uses the
 // engine's methods to read a committed WAL run (Chunks, ChunkEntries), to
 // PUT its files under pending intents (PutPending), to replace index
-// entries atomically with its claim (ReplaceChunks) and to advance the
-// compaction cursor. It owns its metadata keys — the claim at
-// logs/<log>/table and typed schemas at table-schemas/<root>
+// entries atomically with its claim (ReplaceChunks, ReplaceTableChunks)
+// and to advance the compaction cursor. It owns its metadata keys — the
+// claims at logs/<log>/table and logs/<log>/repack and typed schemas at
+// table-schemas/<root>
 // (docs/index-format.md) — and the table files under tables/ in the
 // object store. It never touches WAL objects, heads or cursors.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
+	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -31,11 +32,24 @@ type jobRunner struct{ t *Tables }
 
 // CompactLog compacts the job's log into its stream's tables: one range
 // per call; a call that moved records reports More, so the worker calls
-// again at once until nothing is eligible.
+// again at once until nothing is eligible. Between compactions it
+// bin-packs the log every RepackInterval, and the first partition's job
+// maintains the table every MaintenanceInterval (with orphan removal).
 func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (actors.CompactionResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
+	tg.Writers = lakehouse.SchemaHistory(j.Properties)
 	st, err := r.t.CompactToTable(ctx, j.Log, tg)
-	if j.Partition <= 0 && (err == nil || errors.Is(err, engine.ErrNothingToCompact)) && r.t.maintenanceDue(tg.Root) {
+	idle := err == nil || errors.Is(err, engine.ErrNothingToCompact)
+	if idle && r.t.repackDue(j.Log) {
+		rs, rerr := r.t.Repack(ctx, j.Log, tg)
+		if rerr != nil {
+			r.t.opts.Logger.Warn("tables: bin-packing failed", "table", tg.Root, "log", j.Log, "err", rerr)
+		} else if rs.Groups+rs.Abandoned > 0 {
+			r.t.opts.Logger.Info("tables: bin-packed", "table", tg.Root, "log", j.Log, "files_in", rs.FilesIn,
+				"files_out", rs.Groups, "bytes_in", rs.BytesIn, "bytes_out", rs.BytesOut, "abandoned", rs.Abandoned)
+		}
+	}
+	if j.Partition <= 0 && idle && r.t.maintenanceDue(tg.Root) {
 		// One log per table (the first partition) triggers its
 		// maintenance; the worker runs a table's jobs on its compaction
 		// owner only, so it runs once across the cluster.
@@ -46,6 +60,14 @@ func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (acto
 			r.t.opts.Logger.Info("tables: maintained", "table", tg.Root, "snapshots_expired", ms.SnapshotsExpired,
 				"snapshots_kept", ms.SnapshotsKept, "manifest_files_deleted", ms.ManifestFilesDeleted,
 				"delta_commits_deleted", ms.DeltaCommitsDeleted, "delta_checkpoints_deleted", ms.DeltaCheckpointsDeleted)
+		}
+		if len(j.Logs) > 0 {
+			ost, oerr := r.t.RemoveOrphans(ctx, tg, j.Logs)
+			if oerr != nil {
+				r.t.opts.Logger.Warn("tables: orphan removal failed", "table", tg.Root, "err", oerr)
+			} else if ost.Deleted > 0 {
+				r.t.opts.Logger.Info("tables: orphans removed", "table", tg.Root, "files", ost.Deleted, "bytes", ost.Bytes)
+			}
 		}
 	}
 	if errors.Is(err, engine.ErrNothingToCompact) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
+	"github.com/lakegate/lakegate/lakestream"
 )
 
 // MaintainStats is what one Maintain did.
@@ -68,6 +69,25 @@ func (t *Tables) Maintain(ctx context.Context, tg Target) (MaintainStats, error)
 // isNoTable reports an Iceberg table not created yet.
 func isNoTable(err error) bool {
 	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace)
+}
+
+// repackDue reports whether log id was not bin-packed for RepackInterval
+// on this node, and marks it bin-packed now.
+func (t *Tables) repackDue(id lakestream.LogID) bool {
+	if t.opts.RepackInterval < 0 || t.opts.RepackTargetBytes < 0 {
+		return false
+	}
+	now := t.opts.Now()
+	t.repacked.Lock()
+	defer t.repacked.Unlock()
+	if t.repacked.m == nil {
+		t.repacked.m = map[lakestream.LogID]time.Time{}
+	}
+	if last, ok := t.repacked.m[id]; ok && now.Sub(last) < t.opts.RepackInterval {
+		return false
+	}
+	t.repacked.m[id] = now
+	return true
 }
 
 // maintenanceDue reports whether the table at root was not maintained for

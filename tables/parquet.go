@@ -7,8 +7,12 @@ package tables
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
+
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/engine/index"
@@ -118,9 +122,167 @@ type Decoder struct{}
 
 var _ engine.ChunkDecoder = Decoder{}
 
-// DecodeChunk implements engine.ChunkDecoder.
-func (Decoder) DecodeChunk(ctx context.Context, data []byte, c index.Entry) ([]wal.DecodedEntry, error) {
-	return decodeParquet(ctx, data, c.First, c.Entries)
+// DecodeChunk implements engine.ChunkDecoder. An entry with Offset 0 is
+// a whole file (one GET); one with Offset > 0 is a span of row groups of a
+// bin-packed file (docs/index-format.md): the footer and the span are read,
+// nothing else.
+func (Decoder) DecodeChunk(ctx context.Context, read engine.ReadRange, c index.Entry) ([]wal.DecodedEntry, error) {
+	if c.Offset == 0 {
+		data, err := read(ctx, 0, -1)
+		if err != nil {
+			return nil, err
+		}
+		if c.Length != 0 && int64(len(data)) != c.Length {
+			return nil, fmt.Errorf("%w: %d bytes, index says %d", wal.ErrCorrupt, len(data), c.Length)
+		}
+		return decodeParquet(ctx, data, c.First, c.Entries)
+	}
+	md, tail, err := readFooter(ctx, read, c.Length)
+	if err != nil {
+		return nil, err
+	}
+	rgs, end, err := spanRowGroups(md, c.Offset, c.Records)
+	if err != nil {
+		return nil, err
+	}
+	span, err := read(ctx, c.Offset, end-c.Offset)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(span)) != end-c.Offset {
+		return nil, fmt.Errorf("%w: span %d..%d: got %d bytes", wal.ErrCorrupt, c.Offset, end, len(span))
+	}
+	r := &sparseFile{size: c.Length, parts: []filePart{{c.Offset, span}, {c.Length - int64(len(tail)), tail}}}
+	rows, err := lakehouse.ReadParquetRowGroups(ctx, r, nil, md, rgs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", wal.ErrCorrupt, err)
+	}
+	return entriesOfRows(rows, c.First, c.Entries)
+}
+
+// footerTailBytes is how much of a file's end one GET takes to find its
+// footer (a second GET when the footer is longer).
+const footerTailBytes = 64 << 10
+
+// readFooter reads and parses the footer of a Parquet file of size bytes;
+// tail is the file's end it read (footer, length, magic).
+func readFooter(ctx context.Context, read engine.ReadRange, size int64) (*metadata.FileMetaData, []byte, error) {
+	if size < 12 {
+		return nil, nil, fmt.Errorf("%w: a %d-byte file is not Parquet", wal.ErrCorrupt, size)
+	}
+	n := min(size, footerTailBytes)
+	tail, err := read(ctx, size-n, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(tail)) != n || string(tail[len(tail)-4:]) != "PAR1" {
+		return nil, nil, fmt.Errorf("%w: no Parquet footer", wal.ErrCorrupt)
+	}
+	flen := int64(binary.LittleEndian.Uint32(tail[len(tail)-8:]))
+	if flen+12 > size {
+		return nil, nil, fmt.Errorf("%w: footer of %d bytes in a %d-byte file", wal.ErrCorrupt, flen, size)
+	}
+	if flen+8 > int64(len(tail)) {
+		if tail, err = read(ctx, size-8-flen, flen+8); err != nil {
+			return nil, nil, err
+		}
+		if int64(len(tail)) != flen+8 {
+			return nil, nil, fmt.Errorf("%w: short footer read", wal.ErrCorrupt)
+		}
+	}
+	md, err := metadata.NewFileMetaData(tail[int64(len(tail))-8-flen:len(tail)-8], nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: footer: %w", wal.ErrCorrupt, err)
+	}
+	return md, tail, nil
+}
+
+// rowGroupBytes returns the byte range [start, end) of row group i's column
+// chunks.
+func rowGroupBytes(md *metadata.FileMetaData, i int) (start, end int64, err error) {
+	rg := md.RowGroup(i)
+	start = math.MaxInt64
+	for c := range rg.NumColumns() {
+		cc, err := rg.ColumnChunk(c)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: row group %d: %w", wal.ErrCorrupt, i, err)
+		}
+		s := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
+			s = min(s, cc.DictionaryPageOffset())
+		}
+		start = min(start, s)
+		end = max(end, s+cc.TotalCompressedSize())
+	}
+	if rg.NumColumns() == 0 || start < 4 || end <= start {
+		return 0, 0, fmt.Errorf("%w: row group %d has no byte range", wal.ErrCorrupt, i)
+	}
+	return start, end, nil
+}
+
+// spanRowGroups returns the row groups of the span starting at byte offset
+// and holding rows rows, and the end of their bytes.
+func spanRowGroups(md *metadata.FileMetaData, offset, rows int64) (rgs []int, end int64, err error) {
+	var n int64
+	for i := range md.NumRowGroups() {
+		start, e, err := rowGroupBytes(md, i)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(rgs) == 0 && start != offset {
+			continue
+		}
+		rgs = append(rgs, i)
+		n += md.RowGroup(i).NumRows()
+		end = max(end, e)
+		if n >= rows {
+			break
+		}
+	}
+	if len(rgs) == 0 || n != rows {
+		return nil, 0, fmt.Errorf("%w: no span of %d rows at byte %d", wal.ErrCorrupt, rows, offset)
+	}
+	return rgs, end, nil
+}
+
+// sparseFile is the parts of a file that were read, as a
+// parquet.ReaderAtSeeker: a read outside them is an error.
+type sparseFile struct {
+	size  int64
+	pos   int64
+	parts []filePart
+}
+
+type filePart struct {
+	off  int64
+	data []byte
+}
+
+func (f *sparseFile) ReadAt(p []byte, off int64) (int, error) {
+	for _, pt := range f.parts {
+		if off >= pt.off && off+int64(len(p)) <= pt.off+int64(len(pt.data)) {
+			return copy(p, pt.data[off-pt.off:]), nil
+		}
+	}
+	return 0, fmt.Errorf("tables: read of %d bytes at %d outside the parts of the file read", len(p), off)
+}
+
+func (f *sparseFile) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+		f.pos = offset
+	case io.SeekCurrent:
+		f.pos += offset
+	case io.SeekEnd:
+		f.pos = f.size + offset
+	}
+	return f.pos, nil
+}
+
+func (f *sparseFile) Read(p []byte) (int, error) {
+	n, err := f.ReadAt(p, f.pos)
+	f.pos += int64(n)
+	return n, err
 }
 
 // decodeParquet rebuilds the entries of a table file whose first entry is
@@ -131,6 +293,13 @@ func decodeParquet(ctx context.Context, data []byte, first, wantEntries int64) (
 	if err != nil {
 		return nil, err
 	}
+	return entriesOfRows(rows, first, wantEntries)
+}
+
+// entriesOfRows rebuilds the entries of rows (whole entries, in offset
+// order) whose first entry is at offset first; they must be exactly
+// wantEntries entries.
+func entriesOfRows(rows []lakehouse.Message, first, wantEntries int64) ([]wal.DecodedEntry, error) {
 	groups := lakehouse.SplitEntries(rows)
 	if int64(len(groups)) != wantEntries {
 		return nil, fmt.Errorf("%w: parquet file holds %d entries, index says %d", wal.ErrCorrupt, len(groups), wantEntries)

@@ -95,3 +95,77 @@ func TestTableViewScanAndInfo(t *testing.T) {
 		t.Fatalf("partition %+v, want partition 0 log %d compacted to %d of %d", p, id, compacted, compacted+young)
 	}
 }
+
+// scanOffsets decodes the batches Scan returned into their __offset values.
+func scanOffsets(t *testing.T, batches [][]byte) []int64 {
+	t.Helper()
+	var out []int64
+	for _, b := range batches {
+		rd, err := ipc.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rd.Next() {
+			rec := rd.RecordBatch()
+			offs := rec.Column(rec.Schema().FieldIndices(lakehouse.ColOffset)[0]).(*array.Int64)
+			for i := 0; i < offs.Len(); i++ {
+				out = append(out, offs.Value(i))
+			}
+		}
+		if err := rd.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rd.Release()
+	}
+	return out
+}
+
+// TestTableViewScanIcebergOnly: a stream materialized into Iceberg only is
+// scanned from its Iceberg table, rows in offset order, before and after
+// bin-packing.
+func TestTableViewScanIcebergOnly(t *testing.T) {
+	env := newIcebergEnv(t)
+	clk := &testClock{t: time.Now()}
+	opts := repackOpts(env, clk)
+	e := env.engine(t, opts)
+	const id = 9
+	md := lakestream.StreamMetadata{
+		ID:     lakestream.StreamIdentifier{Namespace: "public/default", Name: "orders"},
+		LogIDs: []lakestream.LogID{id}, Partitioning: lakestream.Partitioning{NumPartitions: 4},
+	}
+	tv := e.tables.View(md, "file:///x")
+	if _, err := tv.Scan(ctxT(t)); !errors.Is(err, lakestream.ErrNotMaterialized) {
+		t.Fatalf("Scan before compaction: %v, want ErrNotMaterialized", err)
+	}
+	icebergOnly := ordersBoth
+	icebergOnly.Delta = false
+	r := rand.New(rand.NewPCG(5, 6))
+	var records int64
+	for round := range 3 {
+		records += appendPulsar(t, e, id, r, 15, clk.now().UnixMilli()+int64(round))
+	}
+	clk.advance(time.Minute)
+	if compactAllTo(t, e, id, icebergOnly) < 3 {
+		t.Fatal("want several ranges")
+	}
+	check := func(when string) {
+		batches, err := tv.Scan(ctxT(t))
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		offs := scanOffsets(t, batches)
+		if int64(len(offs)) != records {
+			t.Fatalf("%s: %d rows, want %d", when, len(offs), records)
+		}
+		for i, o := range offs {
+			if o != int64(i) {
+				t.Fatalf("%s: row %d has offset %d", when, i, o)
+			}
+		}
+	}
+	check("after compaction")
+	if st, err := e.tables.Repack(ctxT(t), id, icebergOnly); err != nil || st.Groups == 0 {
+		t.Fatalf("repack: %+v, %v", st, err)
+	}
+	check("after bin-packing")
+}

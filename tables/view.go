@@ -109,7 +109,7 @@ func (t *Tables) View(md lakestream.StreamMetadata, storeURL string) lakestream.
 // It holds the whole table in memory: for large tables use ScanTable.
 func (v *tableView) Scan(ctx context.Context) ([][]byte, error) {
 	var out [][]byte
-	err := ScanTable(ctx, v.t.e.Store(), TableRoot(v.md.ID), func(rec arrow.RecordBatch) error {
+	fn := func(rec arrow.RecordBatch) error {
 		var buf bytes.Buffer
 		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
 		if err := w.Write(rec); err != nil {
@@ -120,7 +120,12 @@ func (v *tableView) Scan(ctx context.Context) ([][]byte, error) {
 		}
 		out = append(out, buf.Bytes())
 		return nil
-	})
+	}
+	err := ScanTable(ctx, v.t.e.Store(), TableRoot(v.md.ID), fn)
+	if errors.Is(err, lakestream.ErrNotMaterialized) {
+		// No Delta table: a stream materialized into Iceberg only.
+		err = v.t.scanIceberg(ctx, v.md.ID, fn)
+	}
 	return out, err
 }
 

@@ -1,15 +1,22 @@
 package tables
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
 )
@@ -59,4 +66,57 @@ func (t *Tables) icebergInfo(ctx context.Context, id lakestream.StreamIdentifier
 		}
 	}
 	return fi, ends, true, nil
+}
+
+// scanIceberg is ScanTable over the stream's Iceberg table: the files of
+// its current snapshot, in (partition, first offset) order, one at a time.
+// No Iceberg table (or no catalog) is lakestream.ErrNotMaterialized.
+func (t *Tables) scanIceberg(ctx context.Context, id lakestream.StreamIdentifier, fn func(rec arrow.RecordBatch) error) error {
+	root := TableRoot(id)
+	if t.opts.IcebergCatalog.StoreURL == "" {
+		return fmt.Errorf("%w: no table at %s", lakestream.ErrNotMaterialized, root)
+	}
+	cat, err := t.icebergCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	files, err := cat.LiveFiles(ctx, IcebergIdent(id), root)
+	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+		return fmt.Errorf("%w: no table at %s", lakestream.ErrNotMaterialized, root)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", lakestream.ErrUnavailable, err)
+	}
+	// Field ids 1 and 2 are __offset and __partition (docs/table-schema.md).
+	bound := func(f iceberg.LiveFile, id int) int64 {
+		b := f.LowerBounds[id]
+		switch len(b) {
+		case 8:
+			return int64(binary.LittleEndian.Uint64(b))
+		case 4:
+			return int64(int32(binary.LittleEndian.Uint32(b)))
+		}
+		return 0
+	}
+	slices.SortFunc(files, func(a, b iceberg.LiveFile) int {
+		if c := cmp.Compare(bound(a, 2), bound(b, 2)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(bound(a, 1), bound(b, 1)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	store := t.e.Store()
+	for _, f := range files {
+		key := root + "/" + f.Path
+		data, err := store.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("%w: table file %s: %w", lakestream.ErrUnavailable, key, err)
+		}
+		if err := lakehouse.ScanParquet(ctx, bytes.NewReader(data), memory.DefaultAllocator, fn); err != nil {
+			return fmt.Errorf("table file %s: %w", key, err)
+		}
+	}
+	return nil
 }

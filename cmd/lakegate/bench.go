@@ -25,11 +25,13 @@ func runBench(args []string) error {
 	switch args[0] {
 	case "engine":
 		return runBenchEngine(args[1:])
+	case "tables":
+		return runBenchTables(args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, "usage: lakegate bench engine [flags]   (lakegate bench engine -h lists the flags)")
+		fmt.Fprintln(os.Stderr, "usage: lakegate bench engine|tables [flags]   (lakegate bench engine -h lists the flags)")
 		return nil
 	default:
-		return fmt.Errorf("bench: unknown benchmark %q (have: engine)", args[0])
+		return fmt.Errorf("bench: unknown benchmark %q (have: engine, tables)", args[0])
 	}
 }
 
@@ -88,4 +90,51 @@ func parseEngineBenchFlags(args []string) (bench.Config, error) {
 		c.Etcd = strings.Split(etcd, ",")
 	}
 	return c, c.Validate()
+}
+
+// runBenchTables runs the simulated month of small ranges (bench/tables.go).
+func runBenchTables(args []string) error {
+	fs := flag.NewFlagSet("bench tables", flag.ContinueOnError)
+	var (
+		c        bench.TablesConfig
+		scanDays string
+	)
+	fs.IntVar(&c.Days, "days", 30, "simulated days")
+	fs.IntVar(&c.RangesPerDay, "ranges-per-day", 144, "compactions per partition per simulated day (144: one every 10 min)")
+	fs.IntVar(&c.Partitions, "partitions", 2, "topic partitions")
+	fs.IntVar(&c.EntriesPerRange, "batches", 4, "Pulsar batches per partition per range")
+	fs.IntVar(&c.BatchMessages, "batch-messages", 25, "messages per batch")
+	fs.IntVar(&c.MessageBytes, "message-bytes", 200, "JSON bytes per message")
+	fs.BoolVar(&c.Maintain, "maintain", true, "bin-packing, snapshot expiry, Delta log cleanup and orphan removal (false: the tables only grow)")
+	fs.StringVar(&scanDays, "scan-days", "1,7,14", "days after which delta-rs and pyiceberg scan the table (and after the last)")
+	fs.StringVar(&c.DeltaPython, "deltars-python", "", "a Python with deltalake (e2e/interop/delta/setup.sh); empty: no delta-rs scans")
+	fs.StringVar(&c.IcebergPython, "pyiceberg-python", "", "a Python with pyiceberg (e2e/interop/iceberg/setup.sh); empty: no pyiceberg scans")
+	fs.StringVar(&c.ScanScript, "scan-script", "bench/tables_scan.py", "the scan script")
+	fs.StringVar(&c.Dir, "data-dir", "", "data directory (default: a temporary one, removed afterwards)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lakegate bench tables [flags]\n\nA simulated month of a low-throughput topic: one small compaction per partition\nevery simulated 10 minutes; one progress line per simulated day.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench tables: unexpected arguments %q", fs.Args())
+	}
+	for _, s := range strings.Split(scanDays, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("bench tables: --scan-days: %q is not a day", s)
+		}
+		c.ScanDays = append(c.ScanDays, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err := bench.RunTables(ctx, c)
+	return err
 }

@@ -100,7 +100,13 @@ type Config struct {
 			SnapshotRetention   time.Duration `yaml:"snapshotRetention" default:"1h" doc:"Iceberg snapshots older than this are expired (time travel reaches back this far)."`
 			SnapshotsRetainLast int           `yaml:"snapshotsRetainLast" default:"10" doc:"Iceberg snapshots kept however old."`
 			DeltaLogRetention   time.Duration `yaml:"deltaLogRetention" default:"24h" doc:"Delta log files before the newest checkpoint are deleted once this old."`
+			OrphanAge           time.Duration `yaml:"orphanAge" default:"168h" doc:"Safety window of orphan removal: table files no table, index or unfinished claim references are deleted once this old (Delta tombstones are kept as long; like VACUUM's retention)."`
 		} `yaml:"maintenance"`
+		Repack struct {
+			TargetBytes int64         `yaml:"targetBytes" default:"134217728" doc:"Size bin-packing merges a log's small table files into (files under 3/4 of it are small; docs/compaction.md, Bin-packing); 0 turns bin-packing off."`
+			SpanBytes   int64         `yaml:"spanBytes" default:"16777216" doc:"Entry payload bytes per row group of a bin-packed file: one index entry each, what one cold read of an old offset decodes."`
+			Interval    time.Duration `yaml:"interval" default:"10m" doc:"How often the node that compacts a table bin-packs each of its logs; 0 turns bin-packing off."`
+		} `yaml:"repack"`
 		MaxBytes int64 `yaml:"maxBytes" default:"67108864" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day)."`
 		Iceberg  struct {
 			Kind                 string   `yaml:"kind" default:"auto" doc:"Iceberg catalog the tables are committed to: lakegate (kept in etcd, shared by every node, served over the Iceberg REST API: docs/iceberg-catalog.md), sql (a sqlite file, one node only), rest (an external REST catalog), or auto = sql for standalone, lakegate for serve."`

@@ -80,6 +80,10 @@ func runNode(c *Config) error {
 			SnapshotRetention:   c.Tables.Maintenance.SnapshotRetention,
 			SnapshotsRetainLast: c.Tables.Maintenance.SnapshotsRetainLast,
 			DeltaLogRetention:   c.Tables.Maintenance.DeltaLogRetention,
+			OrphanAge:           c.Tables.Maintenance.OrphanAge,
+			RepackTargetBytes:   repackTarget(c.Tables.Repack.TargetBytes),
+			RepackSpanBytes:     c.Tables.Repack.SpanBytes,
+			RepackInterval:      maintenanceInterval(c.Tables.Repack.Interval),
 		},
 	}
 	n, err := node.Start(ctx, cfg)
@@ -230,6 +234,15 @@ func gcInterval(d time.Duration) time.Duration {
 
 // maintenanceInterval maps the config's 0 (off) to the table layer's
 // negative.
+// repackTarget maps the configuration's 0 (off) to the table layer's
+// negative.
+func repackTarget(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 func maintenanceInterval(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1

@@ -81,7 +81,8 @@ type AddFile struct {
 	Tags      map[string]string
 }
 
-// RemoveFile is the remove action (read only: we do not write removes yet).
+// RemoveFile is the remove action. Path is relative to the table root: as
+// an action it is URI-encoded, in a Snapshot's Tombstones decoded.
 type RemoveFile struct {
 	Path                 string            `json:"path"`
 	DeletionTimestamp    *int64            `json:"deletionTimestamp,omitempty"`

@@ -85,7 +85,8 @@ type lastCheckpoint struct {
 
 // encodeCheckpoint writes the state as a checkpoint Parquet file; rows is
 // the number of actions.
-func encodeCheckpoint(s *state) (data []byte, rows int64, err error) {
+// Tombstones with a deletionTimestamp before minDeletionMs are left out.
+func encodeCheckpoint(s *state, minDeletionMs int64) (data []byte, rows int64, err error) {
 	mem := memory.DefaultAllocator
 	b := array.NewRecordBuilder(mem, checkpointSchema)
 	defer b.Release()
@@ -162,6 +163,27 @@ func encodeCheckpoint(s *state) (data []byte, rows int64, err error) {
 		appendMap(addB.FieldBuilder(6), j.Tags, j.Tags != nil)
 	}
 
+	// remove: tombstones within the retention
+	for _, p := range slices.Sorted(mapKeys(s.tombstones)) {
+		r := s.tombstones[p]
+		if r.DeletionTimestamp == nil || *r.DeletionTimestamp < minDeletionMs {
+			continue
+		}
+		nullRow(remB)
+		remB.Append(true)
+		appendStr(remB.FieldBuilder(0), encodePath(p), true)
+		appendInt64(remB.FieldBuilder(1), r.DeletionTimestamp)
+		remB.FieldBuilder(2).(*array.BooleanBuilder).Append(false)
+		if r.ExtendedFileMetadata != nil {
+			remB.FieldBuilder(3).(*array.BooleanBuilder).Append(*r.ExtendedFileMetadata)
+		} else {
+			remB.FieldBuilder(3).AppendNull()
+		}
+		appendMap(remB.FieldBuilder(4), r.PartitionValues, r.PartitionValues != nil)
+		appendInt64(remB.FieldBuilder(5), r.Size)
+		appendMap(remB.FieldBuilder(6), r.Tags, r.Tags != nil)
+	}
+
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	var buf bytes.Buffer
@@ -224,8 +246,8 @@ func appendMap(b array.Builder, m map[string]string, valid bool) {
 
 // writeCheckpoint writes the checkpoint of s (at s.version) and then the
 // _last_checkpoint hint, unless a newer hint is already there.
-func writeCheckpoint(ctx context.Context, store objstore.Store, k logKeys, s *state) error {
-	data, rows, err := encodeCheckpoint(s)
+func writeCheckpoint(ctx context.Context, store objstore.Store, k logKeys, s *state, minDeletionMs int64) error {
+	data, rows, err := encodeCheckpoint(s, minDeletionMs)
 	if err != nil {
 		return err
 	}
@@ -455,6 +477,13 @@ func checkpointRow(cols map[string]*array.Struct, row int) (action, error) {
 	if v, ok := get("remove"); ok {
 		r := &RemoveFile{}
 		r.Path, _ = v.str("path")
+		if ts, ok := v.i64("deletionTimestamp"); ok {
+			r.DeletionTimestamp = &ts
+		}
+		if n, ok := v.i64("size"); ok {
+			r.Size = &n
+		}
+		r.PartitionValues = v.strMap("partitionValues")
 		a.Remove = r
 		return a, nil
 	}

@@ -31,4 +31,8 @@ var (
 	// the commit succeeded but writing its checkpoint failed. The commit
 	// stands; the next checkpoint will cover it.
 	ErrCheckpoint = errors.New("delta: checkpoint failed")
+	// ErrConflict is returned by Commit when a file it should remove is not
+	// live in the table the commit would land on (another writer removed
+	// it): nothing is written.
+	ErrConflict = errors.New("delta: conflicting commit")
 )

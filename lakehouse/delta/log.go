@@ -27,6 +27,10 @@ type Snapshot struct {
 	Files []AddFile
 	// Txns maps appId → latest txn version.
 	Txns map[string]int64
+	// Tombstones are the remove actions of files not live again, sorted
+	// by Path (those the log or checkpoint still holds: a checkpoint keeps
+	// them for the tombstone retention).
+	Tombstones []RemoveFile
 	// CheckpointVersion is the checkpoint the replay started from (-1: none,
 	// replayed from commit 0). Informational.
 	CheckpointVersion int64
@@ -57,16 +61,18 @@ type state struct {
 	schema     Schema
 	files      map[string]AddFile // by decoded path
 	txns       map[string]Txn
+	tombstones map[string]RemoveFile // by decoded path
 }
 
 func newState() *state {
-	return &state{version: -1, checkpoint: -1, files: map[string]AddFile{}, txns: map[string]Txn{}}
+	return &state{version: -1, checkpoint: -1, files: map[string]AddFile{}, txns: map[string]Txn{}, tombstones: map[string]RemoveFile{}}
 }
 
 func (s *state) clone() *state {
 	c := *s
 	c.files = maps.Clone(s.files)
 	c.txns = maps.Clone(s.txns)
+	c.tombstones = maps.Clone(s.tombstones)
 	return &c
 }
 
@@ -88,6 +94,8 @@ func (s *state) snapshot() Snapshot {
 	}
 	sn.Files = slices.Collect(maps.Values(s.files))
 	slices.SortFunc(sn.Files, func(a, b AddFile) int { return strings.Compare(a.Path, b.Path) })
+	sn.Tombstones = slices.Collect(maps.Values(s.tombstones))
+	slices.SortFunc(sn.Tombstones, func(a, b RemoveFile) int { return strings.Compare(a.Path, b.Path) })
 	return sn
 }
 
@@ -120,12 +128,17 @@ func (s *state) apply(a *action) error {
 		// checkpoints): a live file is not itself a data change.
 		f.DataChange = false
 		s.files[f.Path] = f
+		delete(s.tombstones, f.Path)
 	case a.Remove != nil:
 		p, err := decodePath(a.Remove.Path)
 		if err != nil {
 			return fmt.Errorf("remove path %q: %v", a.Remove.Path, err)
 		}
 		delete(s.files, p)
+		r := *a.Remove
+		r.Path = p
+		r.DataChange = false // reconciled state, as for adds
+		s.tombstones[p] = r
 	}
 	return nil
 }

@@ -23,6 +23,9 @@ const (
 	// version is a multiple of it (Spark's default).
 	defaultCheckpointInterval = 10
 	engineInfo                = "lakegate"
+	// defaultTombstoneRetention: Delta's default
+	// delta.deletedFileRetentionDuration.
+	defaultTombstoneRetention = 7 * 24 * time.Hour
 )
 
 // Option configures a Table.
@@ -31,6 +34,13 @@ type Option func(*Table)
 // WithClock sets the clock used for commitInfo.timestamp, txn.lastUpdated
 // and metaData.createdTime (default time.Now).
 func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = now } }
+
+// WithTombstoneRetention sets how long a checkpoint keeps the tombstone of
+// a removed file (by its deletionTimestamp): Delta's
+// delta.deletedFileRetentionDuration. Default 7 days.
+func WithTombstoneRetention(d time.Duration) Option {
+	return func(t *Table) { t.tombstoneRetention = d }
+}
 
 // WithCheckpointInterval sets the checkpoint interval in commits (default
 // 10; 0 disables checkpoints).
@@ -44,6 +54,8 @@ type Table struct {
 	keys            logKeys
 	now             func() time.Time
 	checkpointEvery int64
+	// tombstoneRetention: checkpoints keep removes younger than this.
+	tombstoneRetention time.Duration
 
 	// mu is held across the store reads of a refresh, so one Table replays
 	// the log once for concurrent callers.
@@ -64,7 +76,8 @@ func Open(ctx context.Context, store objstore.Store, root string, opts ...Option
 	if root == "" || strings.HasPrefix(root, "/") {
 		return nil, fmt.Errorf("%w: table root %q", ErrInvalid, root)
 	}
-	t := &Table{store: store, keys: logKeys{root: root}, now: time.Now, checkpointEvery: defaultCheckpointInterval}
+	t := &Table{store: store, keys: logKeys{root: root}, now: time.Now, checkpointEvery: defaultCheckpointInterval,
+		tombstoneRetention: defaultTombstoneRetention}
 	for _, o := range opts {
 		o(t)
 	}
@@ -207,6 +220,14 @@ type CommitRequest struct {
 	// NewSchema, when set, is written as a new metaData (same id, partition
 	// columns and configuration). It must keep the partition columns.
 	NewSchema *Schema
+	// Removes are the paths (relative to the table root, not encoded) of
+	// live files to remove. Each must be live in the state the commit lands
+	// on, else ErrConflict.
+	Removes []string
+	// NoDataChange marks a rearrangement of the same rows (bin-packing:
+	// operation OPTIMIZE): its adds and removes carry dataChange false, so
+	// streaming readers skip the commit.
+	NoDataChange bool
 	// AddColumns, when set, are top-level fields added to the current
 	// schema unless a field of that name exists: merged against the table
 	// state of each attempt, so concurrent writers adding columns never
@@ -275,7 +296,7 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (version int64, s
 		ns.version = v
 		t.setState(ns)
 		if t.checkpointEvery > 0 && v%t.checkpointEvery == 0 {
-			if err := writeCheckpoint(ctx, t.store, t.keys, ns); err != nil {
+			if err := writeCheckpoint(ctx, t.store, t.keys, ns, t.tombstoneCutoff()); err != nil {
 				return v, false, fmt.Errorf("%w: version %d: %w", ErrCheckpoint, v, err)
 			}
 		}
@@ -291,11 +312,15 @@ func (t *Table) Checkpoint(ctx context.Context) (version int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := writeCheckpoint(ctx, t.store, t.keys, s); err != nil {
+	if err := writeCheckpoint(ctx, t.store, t.keys, s, t.tombstoneCutoff()); err != nil {
 		return 0, fmt.Errorf("%w: version %d: %w", ErrCheckpoint, s.version, err)
 	}
 	return s.version, nil
 }
+
+// tombstoneCutoff is the oldest deletionTimestamp (Unix ms) a checkpoint
+// written now keeps.
+func (t *Table) tombstoneCutoff() int64 { return t.now().Add(-t.tombstoneRetention).UnixMilli() }
 
 func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, error) {
 	now := t.now().UnixMilli()
@@ -320,7 +345,10 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 			newSchema = &merged
 		}
 	}
-	ci.IsBlindAppend = newSchema == nil
+	ci.IsBlindAppend = newSchema == nil && len(req.Removes) == 0
+	if len(req.Removes) > 0 {
+		ci.OperationParameters = map[string]string{"predicate": "[]", "zOrderBy": "[]", "auto": "true"}
+	}
 	if newSchema != nil {
 		md := *s.metadata
 		md.SchemaString = newSchema.JSON()
@@ -335,6 +363,19 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 		acts = append(acts, action{Txn: &Txn{AppID: req.AppID, Version: req.TxnVersion, LastUpdated: &now}})
 	}
 	pcols := s.metadata.PartitionColumns
+	removed := map[string]bool{}
+	for _, p := range req.Removes {
+		f, ok := s.files[p]
+		if !ok || removed[p] {
+			return nil, fmt.Errorf("%w: %s: remove %s: not a live file at version %d", ErrConflict, t.keys.root, p, s.version)
+		}
+		removed[p] = true
+		ext, size, ts := true, f.Size, now
+		acts = append(acts, action{Remove: &RemoveFile{
+			Path: encodePath(p), DeletionTimestamp: &ts, DataChange: !req.NoDataChange,
+			ExtendedFileMetadata: &ext, PartitionValues: f.PartitionValues, Size: &size,
+		}})
+	}
 	for _, a := range req.Adds {
 		if a.Path == "" || strings.HasPrefix(a.Path, "/") || strings.Contains(a.Path, "://") {
 			return nil, fmt.Errorf("%w: add path %q must be relative to the table root", ErrInvalid, a.Path)
@@ -347,7 +388,7 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 				return nil, fmt.Errorf("%w: add %s: no value for partition column %q", ErrInvalid, a.Path, c)
 			}
 		}
-		a.DataChange = true
+		a.DataChange = !req.NoDataChange
 		if a.ModificationTime == 0 {
 			a.ModificationTime = now
 		}
@@ -357,7 +398,9 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 		}
 		acts = append(acts, action{Add: j})
 	}
-	ci.OperationParameters["numFiles"] = strconv.Itoa(len(req.Adds))
+	if len(req.Removes) == 0 {
+		ci.OperationParameters["numFiles"] = strconv.Itoa(len(req.Adds))
+	}
 	return acts, nil
 }
 

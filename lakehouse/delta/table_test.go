@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lakegate/lakegate/objstore"
 )
@@ -476,5 +477,70 @@ func TestAddColumnsMerges(t *testing.T) {
 	}
 	if v2 != v+1 || strings.Contains(string(data), `"metaData"`) || !strings.Contains(string(data), `"isBlindAppend":true`) {
 		t.Fatalf("commit %d adding nothing new:\n%s", v2, data)
+	}
+}
+
+// TestRemovesAndTombstones: a bin-packing commit (removes + add, no data
+// change) replays and checkpoints with its tombstones; a checkpoint drops
+// tombstones past the retention; removing a file that is not live is
+// refused and writes nothing.
+func TestRemovesAndTombstones(t *testing.T) {
+	store := openStore(t, "mem")
+	now := baseTime
+	clock := func() time.Time { return now }
+	tb := mustOpen(t, store, root, WithClock(clock), WithTombstoneRetention(time.Hour))
+	mustCreate(t, tb)
+	var adds []AddFile
+	for i := 1; i <= 3; i++ {
+		add := putDataFile(t, store, root, "a", fmt.Sprintf("small %d", i), int64(i*10), 10, false)
+		adds = append(adds, add)
+		mustCommit(t, tb, CommitRequest{AppID: "log-1", TxnVersion: int64(i), Adds: []AddFile{add}})
+	}
+	merged := putDataFile(t, store, root, "a", "merged", 10, 30, false)
+	req := CommitRequest{AppID: "repack-1", TxnVersion: 1, Removes: []string{adds[0].Path, adds[1].Path, adds[2].Path},
+		Adds: []AddFile{merged}, NoDataChange: true, Operation: "OPTIMIZE"}
+	v := mustCommit(t, tb, req)
+	c, _ := store.Get(ctxT(t), fmt.Sprintf("%s/_delta_log/%020d.json", root, v))
+	for _, want := range []string{`"remove":{"path":"part=a/small%201.parquet"`, `"dataChange":false`, `"extendedFileMetadata":true`, `"isBlindAppend":false`, `"operation":"OPTIMIZE"`} {
+		if !bytes.Contains(c, []byte(want)) {
+			t.Fatalf("commit %d lacks %s: %s", v, want, c)
+		}
+	}
+	if bytes.Contains(c, []byte(`"dataChange":true`)) {
+		t.Fatalf("commit %d changes data: %s", v, c)
+	}
+	s := mustSnapshot(t, mustOpen(t, store, root))
+	if len(s.Files) != 1 || s.Files[0].Path != merged.Path || len(s.Tombstones) != 3 {
+		t.Fatalf("files %+v tombstones %+v", s.Files, s.Tombstones)
+	}
+	if n, _ := s.NumRecords(); n != 30 {
+		t.Fatalf("records %d", n)
+	}
+	// Same request again: skipped by the txn. Removing a dead file: refused.
+	if _, skipped, err := tb.Commit(ctxT(t), req); err != nil || !skipped {
+		t.Fatalf("replayed bin-pack: skipped %v, %v", skipped, err)
+	}
+	bad := req
+	bad.AppID, bad.TxnVersion = "repack-2", 1
+	if _, _, err := tb.Commit(ctxT(t), bad); !errors.Is(err, ErrConflict) {
+		t.Fatalf("removing dead files: %v", err)
+	}
+
+	// A checkpoint now keeps the tombstones; one after the retention not.
+	if _, err := tb.Checkpoint(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	s = mustSnapshot(t, mustOpen(t, store, root))
+	if s.CheckpointVersion != v || len(s.Tombstones) != 3 || s.Tombstones[0].Size == nil || s.Tombstones[0].DeletionTimestamp == nil {
+		t.Fatalf("from checkpoint: %+v", s.Tombstones)
+	}
+	now = now.Add(2 * time.Hour)
+	mustCommit(t, tb, CommitRequest{AppID: "log-1", TxnVersion: 4, Adds: []AddFile{putDataFile(t, store, root, "a", "later", 40, 10, false)}})
+	if _, err := tb.Checkpoint(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	s = mustSnapshot(t, mustOpen(t, store, root))
+	if s.CheckpointVersion != v+1 || len(s.Tombstones) != 0 || len(s.Files) != 2 {
+		t.Fatalf("after retention: checkpoint %d files %d tombstones %+v", s.CheckpointVersion, len(s.Files), s.Tombstones)
 	}
 }
