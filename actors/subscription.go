@@ -347,6 +347,36 @@ func (s *Subscription) ReadPosition() int64 { return s.readPos }
 // PendingEntries is the number of delivered entries not yet fully acknowledged.
 func (s *Subscription) PendingEntries() int { return len(s.pending) }
 
+// ConsumerCounts is what one consumer of a subscription holds.
+type ConsumerCounts struct {
+	// Permits is the number of messages the consumer asked for (FLOW) and
+	// was not sent yet (≥ 0: an entry larger than the permits left takes
+	// them all).
+	Permits int64
+	// UnackedRecords is the number of records delivered to the consumer
+	// and not acknowledged yet (Pulsar's per-consumer unackedMessages).
+	UnackedRecords int64
+}
+
+// ConsumerCounts returns the counts of every attached consumer, by id.
+// Its cost is one pass over the pending entries.
+func (s *Subscription) ConsumerCounts() map[uint64]ConsumerCounts {
+	out := make(map[uint64]ConsumerCounts, len(s.consumers))
+	for _, c := range s.consumers {
+		out[c.id] = ConsumerCounts{Permits: max(c.permits, 0)}
+	}
+	for off, p := range s.pending {
+		cc, ok := out[p.consumer]
+		if !ok {
+			continue
+		}
+		_, unacked := s.ackSetOf(lakestream.EntryHeader{Offset: off, Records: p.records})
+		cc.UnackedRecords += int64(unacked)
+		out[p.consumer] = cc
+	}
+	return out
+}
+
 // AddConsumer attaches a consumer. Exclusive allows one; Shared, Failover
 // and Key_Shared any number (Key_Shared consumers added this way use
 // AUTO_SPLIT; see AddKeySharedConsumer).

@@ -122,6 +122,9 @@ type SubscriptionInfo struct {
 	// AcksWaiting is the number of acknowledgements waiting for entry
 	// headers (not applied yet).
 	AcksWaiting int
+	// ConsumerCounts are the permits and unacknowledged records of each
+	// attached consumer, by the id it was added with.
+	ConsumerCounts map[uint64]ConsumerCounts
 }
 
 // UnackedRecords is the number of records in [first, next) that are
@@ -395,7 +398,8 @@ func (h *subHandler) Receive(msg any) {
 		h.run(h.sm.Poke())
 	case infoMsg:
 		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
-			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting()}
+			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
+			ConsumerCounts: h.sm.ConsumerCounts()}
 	case unsubscribeMsg:
 		if h.sm.Consumers() > 1 {
 			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)

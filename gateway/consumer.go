@@ -39,6 +39,10 @@ type consumer struct {
 	name string
 	meta map[string]string
 	out  rateMeter
+	// since is when the consumer attached (stats' connectedSince).
+	since time.Time
+	// subType is the subscription type it asked for (stats).
+	subType actors.SubType
 	// active holds ACTIVE_CONSUMER_CHANGE back until the consumer's first
 	// FLOW: pulsar-client-go registers a consumer only after SUBSCRIBE's
 	// SUCCESS arrives, on another goroutine, and drops changes for a
@@ -158,8 +162,8 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	}
 	durable := c.Durable == nil || c.GetDurable()
 	cons := &consumer{id: c.GetConsumerId(), subID: consumerSeq.Add(1), sess: s, t: t, subName: c.GetSubscription(), durable: durable,
-		name: c.GetConsumerName(), meta: keyValues(c.GetMetadata())}
-	subType := actors.SubType(c.GetSubType())
+		name: c.GetConsumerName(), meta: keyValues(c.GetMetadata()), since: time.Now(), subType: actors.SubType(c.GetSubType())}
+	subType := cons.subType
 	ks, err := keySharedPolicy(c.GetKeySharedMeta())
 	if err != nil {
 		s.sendError(req, err)

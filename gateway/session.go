@@ -338,8 +338,7 @@ func (s *session) handle(f protocol.Frame) error {
 	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
 		s.handleGetTopicsOfNamespace(cmd.GetGetTopicsOfNamespace())
 	case pb.BaseCommand_CONSUMER_STATS:
-		c := cmd.GetConsumerStats()
-		s.send(protocol.ConsumerStatsError(c.GetRequestId(), pb.ServerError_NotAllowedError, "not implemented yet"))
+		s.handleConsumerStats(cmd.GetConsumerStats())
 	default:
 		if s.handleTxn(cmd) { // txn.go: answered with NotAllowedError
 			return nil
