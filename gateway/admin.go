@@ -231,6 +231,15 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET "+sp+"/schema", ruleLookup, a.schemaOf)
 	handle("GET "+sp+"/schema/{version}", ruleLookup, a.schemaOf)
 	handle("GET "+sp+"/schemas", ruleLookup, a.allSchemas)
+	handle("POST "+sp+"/schema", ruleTenant, a.postSchema)
+	handle("DELETE "+sp+"/schema", ruleTenant, a.deleteSchema)
+	handle("POST "+sp+"/compatibility", ruleLookup, a.testSchemaCompatibility)
+	handle("POST "+sp+"/version", ruleLookup, a.schemaVersionOfPayload)
+	handle("GET "+p+"/{topic}/schemaCompatibilityStrategy", ruleLookup, a.getTopicSchemaStrategy)
+	handle("PUT "+p+"/{topic}/schemaCompatibilityStrategy", ruleTenant, a.setTopicSchemaStrategy)
+	handle("DELETE "+p+"/{topic}/schemaCompatibilityStrategy", ruleTenant, a.removeTopicSchemaStrategy)
+	handle("GET /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, a.getNamespaceSchemaStrategy)
+	handle("PUT /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, a.setNamespaceSchemaStrategy)
 
 	const np = "/admin/v2/non-persistent/{tenant}/{ns}"
 	emptyList := func(w http.ResponseWriter, r *http.Request) {
@@ -261,10 +270,16 @@ type adminError struct {
 	Reason string `json:"reason"`
 }
 
+// writeJSON answers v as JSON, without a trailing newline (as Pulsar's
+// Jackson: pulsaradmin reads some bodies as raw strings).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"reason":"encoding the answer failed"}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(b)
 }
 
 func writeAdminError(w http.ResponseWriter, err error) {
