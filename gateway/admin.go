@@ -26,9 +26,9 @@ package gateway
 // Deleted topics. lakestream tombstones a dropped stream's name: a topic name
 // that was deleted cannot be created again (409 with a reason).
 //
-// Non-persistent topics are not supported: list endpoints under
-// /admin/v2/non-persistent answer [] (pulsaradmin's topic list queries
-// them), every other call answers 501.
+// Non-persistent topics (admin_nonpersistent.go): listed (the ones served
+// by every member), stats and unload through their owner; other calls
+// answer 501.
 
 import (
 	"context"
@@ -241,18 +241,15 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, a.getNamespaceSchemaStrategy)
 	handle("PUT /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, a.setNamespaceSchemaStrategy)
 
+	// Non-persistent topics (admin_nonpersistent.go).
 	const np = "/admin/v2/non-persistent/{tenant}/{ns}"
-	emptyList := func(w http.ResponseWriter, r *http.Request) {
-		if err := a.checkNamespace(r.Context(), r.PathValue("tenant"), r.PathValue("ns")); err != nil {
-			writeAdminError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, []string{})
-	}
-	handle("GET "+np, ruleAny, emptyList)
-	handle("GET "+np+"/partitioned", ruleAny, emptyList)
+	handle("GET "+np, ruleNamespaceLookup, a.listNPTopics)
+	handle("GET "+np+"/partitioned", ruleNamespaceLookup, a.listNPPartitioned)
+	handle("GET "+np+"/{topic}/partitions", ruleLookup, a.npPartitions)
+	handle("GET "+np+"/{topic}/stats", ruleLookup, a.npOwned(a.npStats))
+	handle("PUT "+np+"/{topic}/unload", ruleTenant, a.npOwned(a.npUnload))
 	handle("/admin/v2/non-persistent/", ruleAny, func(w http.ResponseWriter, r *http.Request) {
-		writeAdminError(w, fmt.Errorf("%w: non-persistent topics are not supported by lakegate (every topic is persistent)", errAdminNotImplemented))
+		writeAdminError(w, fmt.Errorf("%w: %s %s: lakegate serves only list, stats, partitions and unload of non-persistent topics", errAdminNotImplemented, r.Method, r.URL.Path))
 	})
 	handle("/admin/", ruleAny, func(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, fmt.Errorf("%w: %s %s is not an admin endpoint lakegate serves", errAdminNotFound, r.Method, r.URL.Path))

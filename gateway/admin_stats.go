@@ -424,6 +424,13 @@ func (s *session) handleConsumerStats(c *pb.CommandConsumerStats) {
 		s.send(protocol.ConsumerStatsError(req, pb.ServerError_ConsumerNotFound, fmt.Sprintf("consumer %d not found", c.GetConsumerId())))
 		return
 	}
+	if cons.np != nil {
+		msgRate, byteRate, _, _ := cons.out.rates(time.Now())
+		s.send(protocol.ConsumerStatsResponse(req, protocol.ConsumerStats{MsgRateOut: msgRate, MsgThroughputOut: byteRate,
+			ConsumerName: cons.name, AvailablePermits: uint64(max(cons.np.permits.Load(), 0)), Address: s.conn.RemoteAddr().String(),
+			ConnectedSince: cons.since.UTC().Format(time.RFC3339Nano), Type: cons.subType.String()}))
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, consumerStatsTimeout)
 	defer cancel()
 	info, err := subscriptionInfo(ctx, cons.sub)

@@ -43,6 +43,9 @@ type consumer struct {
 	since time.Time
 	// subType is the subscription type it asked for (stats).
 	subType actors.SubType
+	// np is set for a consumer of a non-persistent topic (t and sub are
+	// nil then: nonpersistent.go).
+	np *npConsumer
 	// active holds ACTIVE_CONSUMER_CHANGE back until the consumer's first
 	// FLOW: pulsar-client-go registers a consumer only after SUBSCRIBE's
 	// SUCCESS arrives, on another goroutine, and drops changes for a
@@ -122,8 +125,10 @@ func (c *consumer) flowed() {
 func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	req := c.GetRequestId()
 	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
-		old.t.removeEndWatcher(old)
-		delete(s.consumers, old.id) // dropped by a seek: subscribing again
+		if old.np == nil {
+			old.t.removeEndWatcher(old)
+		}
+		delete(s.consumers, old.id) // dropped by a seek or an unload: subscribing again
 	} else if old != nil {
 		// A retried SUBSCRIBE for a consumer already attached here.
 		if old.subName == c.GetSubscription() {
@@ -147,6 +152,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 				return
 			}
 		}
+	}
+	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+		s.handleNPSubscribe(c, tn) // nonpersistent.go
+		return
 	}
 	create := c.ForceTopicCreation == nil || c.GetForceTopicCreation()
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), create)
@@ -316,6 +325,10 @@ func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest boo
 
 func (s *session) handleFlow(c *pb.CommandFlow) {
 	if cons := s.consumers[c.GetConsumerId()]; cons != nil {
+		if cons.np != nil {
+			cons.np.permits.Add(int64(c.GetMessagePermits()))
+			return
+		}
 		cons.flowed()
 		cons.sub.Flow(cons.subID, c.GetMessagePermits())
 	}
@@ -326,6 +339,12 @@ func (s *session) handleAck(c *pb.CommandAck) {
 	if cons == nil {
 		if c.RequestId != nil {
 			s.send(protocol.AckError(c.GetConsumerId(), c.GetRequestId(), pb.ServerError_ConsumerNotFound, "unknown consumer"))
+		}
+		return
+	}
+	if cons.np != nil { // nothing to acknowledge on a non-persistent topic
+		if c.RequestId != nil {
+			s.send(protocol.AckResponse(c.GetConsumerId(), c.GetRequestId()))
 		}
 		return
 	}
@@ -359,7 +378,7 @@ func (s *session) handleAck(c *pb.CommandAck) {
 
 func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) {
 	cons := s.consumers[c.GetConsumerId()]
-	if cons == nil {
+	if cons == nil || cons.np != nil {
 		return
 	}
 	var offsets []int64
@@ -375,6 +394,10 @@ func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) 
 // close detaches the consumer; a non-durable subscription left without
 // consumers is closed. Reader goroutine only.
 func (c *consumer) close() {
+	if c.np != nil {
+		c.np.t.removeConsumer(c)
+		return
+	}
 	c.t.removeEndWatcher(c)
 	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
@@ -406,6 +429,12 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
 		return
 	}
+	if cons.np != nil {
+		cons.close()
+		delete(s.consumers, cons.id)
+		s.send(protocol.Success(c.GetRequestId()))
+		return
+	}
 	if err := cons.sub.Unsubscribe(cons.subID); err != nil {
 		s.sendError(c.GetRequestId(), err)
 		return
@@ -424,6 +453,10 @@ func (s *session) handleGetLastMessageID(c *pb.CommandGetLastMessageId) {
 	cons := s.consumers[c.GetConsumerId()]
 	if cons == nil {
 		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
+		return
+	}
+	if cons.np != nil {
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: a non-persistent topic has no last message id", ErrNotAllowed))
 		return
 	}
 	ctx, cancel := s.ctx()
@@ -471,6 +504,10 @@ func (s *session) handleSeek(c *pb.CommandSeek) {
 	cons := s.consumers[c.GetConsumerId()]
 	if cons == nil || cons.detached.Load() {
 		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
+		return
+	}
+	if cons.np != nil {
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: seek is not supported on the non-persistent topic %s", ErrNotAllowed, cons.np.t.name))
 		return
 	}
 	ctx, cancel := s.ctx()

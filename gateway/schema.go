@@ -498,6 +498,10 @@ func (s *session) handleGetSchema(c *pb.CommandGetSchema) {
 	req := c.GetRequestId()
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+		s.send(protocol.GetSchemaError(req, pb.ServerError_TopicNotFound, fmt.Sprintf("%s is non-persistent: lakegate keeps no schema for it", tn)))
+		return
+	}
 	t, err := s.srv.resolveName(ctx, c.GetTopic(), false)
 	if err == nil {
 		err = s.checkTopicName(ctx, c.GetTopic(), actionLookup)
@@ -522,6 +526,12 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	err := s.checkTopicName(ctx, c.GetTopic(), actionProduce)
+	if tn, perr := ParseTopicName(c.GetTopic()); err == nil && perr == nil && tn.NonPersistent {
+		// Nothing is stored for a non-persistent topic, its schemas
+		// neither: any schema is accepted, without a version.
+		s.send(protocol.GetOrCreateSchemaResponse(req, nil))
+		return
+	}
 	var t partRef
 	if err == nil {
 		t, err = s.srv.resolveName(ctx, c.GetTopic(), true)

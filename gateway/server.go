@@ -162,6 +162,9 @@ type Server struct {
 	mu struct {
 		sync.Mutex
 		topics   map[string]*topic // by full topic name
+		// npTopics are the non-persistent topics served here, by full name
+		// (nonpersistent.go).
+		npTopics map[string]*npTopic
 		sessions map[*session]struct{}
 		closed   bool
 	}
@@ -217,6 +220,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		s.namePrefix = "lakegate-" + cfg.Membership.Self().ID
 	}
 	s.mu.topics = map[string]*topic{}
+	s.mu.npTopics = map[string]*npTopic{}
 	s.mu.sessions = map[*session]struct{}{}
 	for _, l := range lns {
 		s.wg.Add(1)
@@ -317,6 +321,9 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	for _, t := range s.loadedTopics() {
 		s.unloadTopic(t, false, "")
+	}
+	for _, t := range s.npTopicsServed() {
+		t.close("")
 	}
 	if s.ownsRT {
 		s.rt.Shutdown()

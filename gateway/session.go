@@ -271,6 +271,22 @@ func (s *session) enqueue(b []byte) bool {
 	}
 }
 
+// offer queues an encoded frame if the queue has room, without waiting;
+// false when it is full or the session is closed.
+func (s *session) offer(b []byte) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	select {
+	case s.out <- b:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *session) send(cmd *pb.BaseCommand) bool {
 	b, err := protocol.AppendCommand(nil, cmd)
 	if err != nil {

@@ -894,19 +894,35 @@ def producer_wait(cl):
     check(recv(r, 1)[0].data() == b"after-wait", "message of the waiting producer")
 
 
-# --- unsupported features answer clearly -------------------------------------
+# --- non-persistent topics ---------------------------------------------------
 
-@scenario("unsupported_non_persistent_fails_fast")
+@scenario("non_persistent_fanout")
 def non_persistent(cl):
-    start = time.monotonic()
-    try:
-        cl.create_producer(f"non-persistent://{NS}/py-{RUN_ID}-np")
-        raise Failed("a non-persistent producer was accepted")
-    except pulsar.Timeout:
-        raise Failed("non-persistent topic: the client timed out instead of getting an error")
-    except pulsar.PulsarException as e:
-        check(isinstance(e, pulsar.NotAllowedError), f"non-persistent topic: {type(e).__name__}: {e}")
-    check(time.monotonic() - start < 5, "the error took longer than 5 s")
+    """A non-persistent topic: every subscription connected at publish time
+    gets the messages (Shared splits them), nothing is kept for a later
+    subscription, and the admin API lists the topic while it has clients."""
+    t = f"non-persistent://{NS}/py-{RUN_ID}-np"
+    excl = cl.subscribe(t, "x", consumer_type=pulsar.ConsumerType.Exclusive)
+    sh = [cl.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared) for _ in range(2)]
+    p = cl.create_producer(t, batching_enabled=False)
+    sent = payloads(10, "np")
+    send_all(p, sent)
+    got = [m.data() for m in recv(excl, len(sent))]
+    check(sorted(got) == sorted(sent), f"exclusive subscription got {got}")
+    shared = [m.data() for _, m in recv_many(sh, len(sent))]
+    check(sorted(shared) == sorted(sent), f"shared subscription got {shared}")
+    listed = admin_ok("GET", f"/admin/v2/non-persistent/{NS}")
+    check(t in listed, f"admin list {listed} lacks {t}")
+    check(t not in admin_ok("GET", f"/admin/v2/persistent/{NS}"), "listed as a persistent topic")
+    excl.close()
+    p.send(b"unseen")
+    late = cl.subscribe(t, "x", consumer_type=pulsar.ConsumerType.Exclusive)
+    p.send(b"seen")
+    check(recv(late, 1)[0].data() == b"seen", "a later subscription got a message published before it")
+    expect_quiet(late)
+    for c in sh + [late]:
+        c.close()
+    p.close()
 
 
 # --- cross-language ---------------------------------------------------------
