@@ -34,7 +34,7 @@ type producer struct {
 	// np is the non-persistent topic of the producer (t is nil then).
 	np   *npTopic
 	sess *session
-	mode    pb.ProducerAccessMode
+	mode pb.ProducerAccessMode
 	// schemaVersion is the version of the producer's schema (nil without one).
 	schemaVersion []byte
 	// meta is the client's producer metadata, in its published messages

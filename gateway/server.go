@@ -161,7 +161,7 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		topics   map[string]*topic // by full topic name
+		topics map[string]*topic // by full topic name
 		// npTopics are the non-persistent topics served here, by full name
 		// (nonpersistent.go).
 		npTopics map[string]*npTopic
