@@ -105,6 +105,8 @@ type (
 		err error
 	}
 	pokeMsg struct{}
+	// tickMsg: a WakeAt's time came (delayed delivery).
+	tickMsg struct{}
 	infoMsg struct{ reply chan SubscriptionInfo }
 )
 
@@ -125,6 +127,8 @@ type SubscriptionInfo struct {
 	// ConsumerCounts are the permits and unacknowledged records of each
 	// attached consumer, by the id it was added with.
 	ConsumerCounts map[uint64]ConsumerCounts
+	// Delayed is the number of entries held for delayed delivery.
+	Delayed int
 }
 
 // UnackedRecords is the number of records in [first, next) that are
@@ -295,8 +299,12 @@ type subHandler struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	cancelRead context.CancelFunc
-	stopped    chan struct{}
-	done       bool
+	// wake is the timer of the latest WakeAt (delayed delivery), wakeAt
+	// its time (Unix ms).
+	wake    *time.Timer
+	wakeAt  int64
+	stopped chan struct{}
+	done    bool
 }
 
 func (h *subHandler) Receive(msg any) {
@@ -396,10 +404,13 @@ func (h *subHandler) Receive(msg any) {
 		h.run(h.sm.OnRead(m.gen, m.tail, m.entries))
 	case pokeMsg:
 		h.run(h.sm.Poke())
+	case tickMsg:
+		h.wakeAt = 0
+		h.run(h.sm.Tick())
 	case infoMsg:
 		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
 			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
-			ConsumerCounts: h.sm.ConsumerCounts()}
+			ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries()}
 	case unsubscribeMsg:
 		if h.sm.Consumers() > 1 {
 			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)
@@ -459,6 +470,9 @@ func (h *subHandler) seek(target int64) error {
 // stop closes the machine, cancels reads and stops the actor.
 func (h *subHandler) stop() {
 	h.run(h.sm.Close()) // answers the acknowledgements still waiting
+	if h.wake != nil {
+		h.wake.Stop()
+	}
 	h.done = true
 	h.sinks = nil
 	h.cancel()
@@ -510,6 +524,16 @@ func (h *subHandler) run(acts []Action) {
 				rs, err := resolveEntries(ctx, lg, a.Offsets)
 				self.Send(resolveDoneMsg{gen: a.Gen, rs: rs, err: err})
 			}()
+		case WakeAt:
+			if h.wakeAt != 0 && h.wakeAt <= a.At {
+				continue // a tick at or before it is coming
+			}
+			if h.wake != nil {
+				h.wake.Stop()
+			}
+			self := h.self
+			h.wakeAt = a.At
+			h.wake = time.AfterFunc(time.Until(time.UnixMilli(a.At)), func() { self.Send(tickMsg{}) })
 		case AckDone:
 			if reply := h.ackReplies[a.Token]; reply != nil {
 				delete(h.ackReplies, a.Token)

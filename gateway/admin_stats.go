@@ -71,6 +71,7 @@ type subscriptionStatsJSON struct {
 	MsgThroughputOut float64             `json:"msgThroughputOut"`
 	MsgBacklog       int64               `json:"msgBacklog"`
 	BacklogSize      int64               `json:"backlogSize"`
+	MsgDelayed       int64               `json:"msgDelayed"`
 	UnackedMessages  int64               `json:"unackedMessages"`
 	Type             string              `json:"type"`
 	IsDurable        bool                `json:"isDurable"`
@@ -239,6 +240,7 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 		return ss, false, nil // stopped meanwhile
 	}
 	ss.Type = info.Type.String()
+	ss.MsgDelayed = int64(info.Delayed)
 	durable, err := t.hasCursor(ctx, name)
 	if err != nil {
 		return ss, false, err

@@ -21,6 +21,7 @@ bounded receive.
 """
 
 import base64
+from datetime import timedelta
 import json
 import logging
 import os
@@ -892,6 +893,53 @@ def producer_wait(cl):
     made["p"].send(b"after-wait")
     r = cl.create_reader(t, pulsar.MessageId.earliest)
     check(recv(r, 1)[0].data() == b"after-wait", "message of the waiting producer")
+
+
+# --- delayed delivery --------------------------------------------------------
+
+def _not_early(m, what):
+    """A message sent with a "deliver-at" property (its delivery time, Unix
+    ms) must not arrive before it; returns how late it came (ms)."""
+    at = int(m.properties()["deliver-at"])
+    now = int(time.time() * 1000)
+    check(now >= at, f"{what} delivered {at - now} ms before its delivery time")
+    return now - at
+
+
+@scenario("delayed_delivery")
+def delayed_delivery(cl):
+    """deliver_after and deliver_at on Shared and Key_Shared subscriptions:
+    undelayed messages first, each delayed one not before its time; an
+    Exclusive subscription gets them at once."""
+    t = topic_name("delayed")
+    shared = cl.subscribe(t, "shared", consumer_type=pulsar.ConsumerType.Shared)
+    ks = cl.subscribe(t, "key-shared", consumer_type=pulsar.ConsumerType.KeyShared)
+    excl = cl.subscribe(t, "exclusive", consumer_type=pulsar.ConsumerType.Exclusive)
+    p = cl.create_producer(t)
+    hour = int(time.time() * 1000) + 3_600_000
+    p.send(b"far", partition_key="far", deliver_at=hour, properties={"deliver-at": str(hour)})
+    for i in range(3):
+        # deliver_after is relative: the property bounds it from below
+        # (taken before the send computes its own time).
+        at = int(time.time() * 1000) + 1500
+        p.send(f"late-{i}".encode(), partition_key=f"k{i}", deliver_after=timedelta(milliseconds=1500),
+               properties={"deliver-at": str(at)})
+        p.send(f"now-{i}".encode(), partition_key=f"k{i}")
+    m = recv(excl, 1)[0]
+    check(m.data() == b"far" and time.time() * 1000 < hour, f"exclusive got {m.data()!r}")
+    for c in (shared, ks):
+        got = []
+        for m in recv(c, 6, timeout=RECV):
+            v = m.data().decode()
+            if v.startswith("late-"):
+                check(sum(1 for g in got if g.startswith("now-")) == 3, f"{v} came before the undelayed messages: {got}")
+                _not_early(m, v)
+            got.append(v)
+            c.acknowledge(m)
+        expect_quiet(c, "the message due in an hour")
+    for c in (shared, ks, excl):
+        c.close()
+    p.close()
 
 
 # --- non-persistent topics ---------------------------------------------------
