@@ -136,5 +136,19 @@ func (d *delayIndex) takeRescan() (int64, bool) {
 	return d.evictedFrom, true
 }
 
+// removeBelow forgets every entry below offset before (acknowledged by an
+// expiry).
+func (d *delayIndex) removeBelow(before int64) {
+	var offs []int64
+	for off := range d.at {
+		if off < before {
+			offs = append(offs, off)
+		}
+	}
+	for _, off := range offs {
+		heap.Remove(&d.h, d.at[off])
+	}
+}
+
 // reset forgets everything (the subscription reads the log again).
 func (d *delayIndex) reset() { *d = newDelayIndex(d.maxEntries) }

@@ -230,3 +230,34 @@ func TestDelayedDeliveryAfterRestart(t *testing.T) {
 		t.Fatalf("due entry after the restart: %v", offsetsOf(d))
 	}
 }
+
+// TestExpire: an expiry acknowledges everything below its offset and
+// forgets the entries wholly below it wherever they wait (delivered,
+// queued for redelivery, held for delayed delivery); an entry straddling
+// the offset keeps its unexpired records.
+func TestExpire(t *testing.T) {
+	clk := &clock{ms: 0}
+	acks := newFakeAcks()
+	s := NewSubscription(SubscriptionConfig{Type: SubShared, Now: clk.now}, acks, 0)
+	must(t)(s.AddConsumer(1, SubShared))
+	_, reads := split(must(t)(s.Flow(1, 2)))
+	// 0 and 1 delivered, 2 held (due at 500), 3 queued (no permits left).
+	es := delayedEntries(t, 0, 0, 500, 0, 0)
+	s.OnRead(reads[0].(ReadTail).Gen, true, es[:4])
+	if s.PendingEntries() != 2 || s.DelayedEntries() != 1 {
+		t.Fatalf("pending %d, held %d", s.PendingEntries(), s.DelayedEntries())
+	}
+	acts, err := s.Expire(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acks.MarkDeleteOffset() != 3 || s.PendingEntries() != 0 || s.DelayedEntries() != 0 || s.ReadPosition() != 4 {
+		t.Fatalf("after expiry: mark-delete %d, pending %d, held %d, read position %d", acks.MarkDeleteOffset(), s.PendingEntries(), s.DelayedEntries(), s.ReadPosition())
+	}
+	if d, _ := split(acts); len(d) != 0 {
+		t.Fatalf("expiry delivered %v", offsetsOf(d))
+	}
+	if acts, err := s.Expire(2); err != nil || len(acts) != 0 {
+		t.Fatalf("an expiry below mark-delete: %v %v", acts, err)
+	}
+}

@@ -426,6 +426,40 @@ func (s *Subscription) Tick() []Action {
 	return append(out, s.dispatch(nil)...)
 }
 
+// Expire acknowledges every record below offset before (Pulsar's message
+// expiry: a TTL, or a backlog quota evicting the oldest messages): the
+// entries wholly below it are forgotten wherever they wait (delivered,
+// queued for redelivery, held for delayed delivery) and the tail read
+// starts at before at the earliest. A no-op when everything below before
+// is acknowledged already.
+func (s *Subscription) Expire(before int64) ([]Action, error) {
+	if s.closed {
+		return nil, ErrSubscriptionClosed
+	}
+	md := s.acks.MarkDeleteOffset()
+	if before <= md+1 {
+		return nil, nil
+	}
+	if err := s.acks.IndividualDelete(md+1, before-(md+1)); err != nil {
+		return nil, err
+	}
+	for off, p := range s.pending {
+		if off+int64(p.records) <= before {
+			s.unpend(off)
+			delete(s.redelivered, off)
+		}
+	}
+	for _, off := range slices.Clone(s.replay) {
+		if off+int64(s.records[off]) <= before {
+			s.removeReplay(off)
+			delete(s.redelivered, off)
+		}
+	}
+	s.delayed.removeBelow(before)
+	s.readPos = max(s.readPos, before)
+	return append(s.afterAcks(), s.dispatch(nil)...), nil
+}
+
 // scheduleWake asks for a Tick at the earliest delivery time held, unless
 // one at or before it is asked for already.
 func (s *Subscription) scheduleWake() []Action {

@@ -106,7 +106,11 @@ type (
 	}
 	pokeMsg struct{}
 	// tickMsg: a WakeAt's time came (delayed delivery).
-	tickMsg struct{}
+	tickMsg   struct{}
+	expireMsg struct {
+		before int64
+		reply  chan error
+	}
 	infoMsg struct{ reply chan SubscriptionInfo }
 )
 
@@ -129,6 +133,9 @@ type SubscriptionInfo struct {
 	ConsumerCounts map[uint64]ConsumerCounts
 	// Delayed is the number of entries held for delayed delivery.
 	Delayed int
+	// PersistedMarkDeleteOffset is the mark-delete offset last persisted
+	// (what survives this node: retention never trims above it).
+	PersistedMarkDeleteOffset int64
 }
 
 // UnackedRecords is the number of records in [first, next) that are
@@ -259,6 +266,14 @@ func (a *SubscriptionActor) ResetCursor(target int64) error {
 	return a.call(seekMsg{target: target, reply: r}, r)
 }
 
+// Expire acknowledges every record below offset before (message TTL,
+// backlog-quota eviction); see Subscription.Expire. The cursor persists it
+// with its next batch.
+func (a *SubscriptionActor) Expire(before int64) error {
+	r := make(chan error, 1)
+	return a.call(expireMsg{before: before, reply: r}, r)
+}
+
 // Close persists the cursor and stops the actor (the subscription survives).
 func (a *SubscriptionActor) Close() error {
 	r := make(chan error, 1)
@@ -326,6 +341,8 @@ func (h *subHandler) Receive(msg any) {
 			}
 		case infoMsg:
 			m.reply <- SubscriptionInfo{}
+		case expireMsg:
+			m.reply <- ErrSubscriptionClosed
 		}
 		return
 	}
@@ -407,10 +424,15 @@ func (h *subHandler) Receive(msg any) {
 	case tickMsg:
 		h.wakeAt = 0
 		h.run(h.sm.Tick())
+	case expireMsg:
+		acts, err := h.sm.Expire(m.before)
+		m.reply <- err
+		h.run(acts)
 	case infoMsg:
 		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
 			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
-			ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries()}
+			ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries(),
+			PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset()}
 	case unsubscribeMsg:
 		if h.sm.Consumers() > 1 {
 			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)

@@ -38,6 +38,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -219,6 +220,26 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.getNamespaceDeduplication)
 	handle("POST /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.setNamespaceDeduplication)
 	handle("DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.removeNamespaceDeduplication)
+	// Retention, message TTL, backlog quotas (admin_policies.go).
+	handle("GET "+p+"/{topic}/retention", ruleLookup, a.getTopicRetention)
+	handle("POST "+p+"/{topic}/retention", ruleTenant, a.setTopicRetention)
+	handle("DELETE "+p+"/{topic}/retention", ruleTenant, a.removeTopicRetention)
+	handle("GET "+p+"/{topic}/messageTTL", ruleLookup, a.getTopicTTL)
+	handle("POST "+p+"/{topic}/messageTTL", ruleTenant, a.setTopicTTL)
+	handle("DELETE "+p+"/{topic}/messageTTL", ruleTenant, a.removeTopicTTL)
+	handle("GET "+p+"/{topic}/backlogQuotaMap", ruleLookup, a.getTopicQuotas)
+	handle("POST "+p+"/{topic}/backlogQuota", ruleTenant, a.setTopicQuota)
+	handle("DELETE "+p+"/{topic}/backlogQuota", ruleTenant, a.removeTopicQuota)
+	const nsPol = "/admin/v2/namespaces/{tenant}/{ns}"
+	handle("GET "+nsPol+"/retention", ruleTenant, a.getNamespaceProperty(retentionProperty))
+	handle("POST "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(retentionProperty, retentionOfBody))
+	handle("DELETE "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(retentionProperty, nil))
+	handle("GET "+nsPol+"/messageTTL", ruleTenant, a.getNamespaceProperty(messageTTLProperty))
+	handle("POST "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(messageTTLProperty, ttlOf))
+	handle("DELETE "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(messageTTLProperty, nil))
+	handle("GET "+nsPol+"/backlogQuotaMap", ruleTenant, a.getNamespaceQuotas)
+	handle("POST "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, false) })
+	handle("DELETE "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, true) })
 	handle("GET "+p+"/{topic}/table", ruleLookup, a.tableInfo) // lakegate extensions: tables (admin_tables.go)
 	handle("GET "+p+"/{topic}/tablePolicy", ruleLookup, a.getTopicTablePolicy)
 	handle("POST "+p+"/{topic}/tablePolicy", ruleTenant, a.setTopicTablePolicy)
@@ -596,13 +617,36 @@ func (a *admin) getNamespace(w http.ResponseWriter, r *http.Request) {
 	if props == nil {
 		props = map[string]string{}
 	}
-	// A minimal Pulsar Policies object: lakegate has no per-namespace
-	// policies besides properties.
-	writeJSON(w, http.StatusOK, map[string]any{
+	// Pulsar's Policies object: the policies lakegate keeps (as namespace
+	// properties, docs/policies.md) and its fixed bundles and cluster.
+	pol := map[string]any{
 		"replication_clusters": []string{adminClusterName},
 		"bundles":              map[string]any{"boundaries": []string{"0x00000000", "0xffffffff"}, "numBundles": 1},
-		"properties":           props,
-	})
+		"properties":           userProperties(props),
+		"backlog_quota_map":    map[string]backlogQuota{},
+	}
+	if v, ok := props[retentionProperty]; ok {
+		if r, err := parseRetention(v); err == nil {
+			pol["retention_policies"] = r
+		}
+	}
+	if v, ok := props[messageTTLProperty]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			pol["message_ttl_in_seconds"] = n
+		}
+	}
+	if v, ok := props[backlogQuotaProperty]; ok {
+		if q, err := parseQuotas(v); err == nil {
+			pol["backlog_quota_map"] = q
+		}
+	}
+	if v, ok := props[schemaStrategyProperty]; ok {
+		pol["schema_compatibility_strategy"] = v
+	}
+	if v, ok := props[dedupProperty]; ok {
+		pol["deduplicationEnabled"] = v == "true"
+	}
+	writeJSON(w, http.StatusOK, pol)
 }
 
 func (a *admin) putNamespace(w http.ResponseWriter, r *http.Request) {
@@ -659,6 +703,18 @@ func (a *admin) deleteNamespace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noContent(w)
+}
+
+// userProperties are a namespace's properties without lakegate's own
+// (policies and grants are answered as the fields Pulsar names them).
+func userProperties(props map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range props {
+		if !strings.HasPrefix(k, "lakegate.") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (a *admin) listNamespaceTopics(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,9 @@ type gatewayMetrics struct {
 	proxiedConnections prometheus.Counter
 	unloads            *prometheus.CounterVec // by reason: handover, lost
 	authFailures       *prometheus.CounterVec // by reason (auth.Reason, "unauthorized")
+	// Policies (policies.go).
+	policyActions *prometheus.CounterVec // by action
+	policyChecks  prometheus.Counter
 }
 
 func newGatewayMetrics() *gatewayMetrics {
@@ -73,6 +76,14 @@ func newGatewayMetrics() *gatewayMetrics {
 			Name: "lakegate_auth_failures_total",
 			Help: "Refused authentications (reason: no_credentials, invalid, expired, unknown_method) and authorizations (unauthorized), binary protocol and admin REST.",
 		}, []string{"reason"}),
+		policyActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lakegate_policy_actions_total",
+			Help: "What topic policies did (action: ttl_expiry and quota_eviction per subscription advanced, quota_producers_blocked per topic whose producers were disconnected, retention_trim per log trimmed).",
+		}, []string{"action"}),
+		policyChecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_policy_checks_total",
+			Help: "Policy checks completed, one per served topic and Config.PolicyCheckInterval (topics without policies included).",
+		}),
 		unloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_topic_unloads_total",
 			Help: "Topics this node stopped serving: handed over (an unload, a rebalance, a shutdown) or lost (ownership gone).",
@@ -82,7 +93,7 @@ func newGatewayMetrics() *gatewayMetrics {
 
 func (m *gatewayMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.publishedMsgs, m.publishedBytes, m.publishErrors, m.publishLatency,
-		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads, m.authFailures}
+		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads, m.authFailures, m.policyActions, m.policyChecks}
 }
 
 // subscriptionInfo is sub.Info bounded by ctx: an actor held up (a

@@ -98,6 +98,9 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		return
 	}
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), true)
+	if err == nil {
+		err = t.checkBacklogQuota(ctx) // policies.go
+	}
 	if err != nil {
 		s.sendError(req, err)
 		return

@@ -73,6 +73,10 @@ type Config struct {
 	RebalanceInterval time.Duration
 	// RebalanceMax bounds the topics handed over per round. Default 8.
 	RebalanceMax int
+	// PolicyCheckInterval is how often the retention, message TTL and
+	// backlog quota policies of the served topics are enforced
+	// (policies.go). Default 30 s; negative: never.
+	PolicyCheckInterval time.Duration
 
 	// Auth, when set, makes every connection and admin request
 	// authenticate (auth.go, docs/security.md). Default nil: no
@@ -128,6 +132,9 @@ func (c *Config) defaults() {
 	}
 	if c.RebalanceMax <= 0 {
 		c.RebalanceMax = 8
+	}
+	if c.PolicyCheckInterval == 0 {
+		c.PolicyCheckInterval = 30 * time.Second
 	}
 	if c.AuthRefreshGrace <= 0 {
 		c.AuthRefreshGrace = 30 * time.Second
@@ -229,6 +236,10 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	if cfg.Membership != nil && cfg.RebalanceInterval > 0 {
 		s.wg.Add(1)
 		go s.rebalanceLoop()
+	}
+	if cfg.PolicyCheckInterval > 0 {
+		s.wg.Add(1)
+		go s.policyLoop()
 	}
 	return s, nil
 }
