@@ -141,7 +141,7 @@ func runNode(c *Config) error {
 	}
 	gwCfg := gateway.Config{Catalog: cat, AdvertisedAddr: ls.pulsarAdv, AdvertisedTLSAddr: ls.pulsarTLSAdv, Logger: log, Runtime: rt,
 		PolicyCheckInterval: policyCheck,
-		Membership: topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
+		Membership:          topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
 		ClientTLS: sec.clientTLS()}
 	if sec.authn != nil {
 		gwCfg.Auth = sec.authn
