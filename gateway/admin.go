@@ -167,6 +167,8 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET /admin/v2/clusters", ruleAny, a.listClusters)
 	handle("GET /admin/v2/clusters/{cluster}", ruleAny, a.getCluster)
 	handle("GET /admin/v2/brokers/{cluster}", ruleAny, a.listBrokers) // admin_cluster.go
+	handle("GET /admin/v2/brokers/configuration/runtime", ruleAny, a.runtimeConfiguration)
+	handle("GET /admin/v2/brokers/configuration", ruleAny, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, []string{}) })
 	handle("GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", ruleLookup, a.lookupTopic)
 	handle("PUT /admin/v2/namespaces/{tenant}/{ns}/unload", ruleTenant, a.unloadNamespace)
 	// Grants (admin_auth.go).
@@ -210,6 +212,7 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("DELETE "+p+"/{topic}/subscription/{sub}", ruleSubscription, a.owned(a.deleteSubscription))
 	handle("POST "+p+"/{topic}/subscription/{sub}/resetcursor/{timestamp}", ruleSubscription, a.owned(a.resetCursorByTime))
 	handle("POST "+p+"/{topic}/subscription/{sub}/resetcursor", ruleSubscription, a.owned(a.resetCursorByID))
+	handle("GET "+p+"/{topic}/subscription/{sub}/position/{pos}", ruleConsume, a.owned(a.peekMessage))
 	handle("GET "+p+"/{topic}/lastMessageId", ruleLookup, a.owned(a.lastMessageID))
 	handle("POST "+p+"/{topic}/terminate", ruleTenant, a.owned(a.terminate))
 	handle("PUT "+p+"/{topic}/unload", ruleTenant, a.unload)
