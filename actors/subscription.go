@@ -876,12 +876,22 @@ func (s *Subscription) Redeliver(id uint64, entryOffsets []int64) ([]Action, err
 // stale generation are ignored. entries must be whole entries in ascending
 // order; for a tail read the next tail read starts after the last one.
 func (s *Subscription) OnRead(gen uint64, tail bool, entries []lakestream.Entry) []Action {
+	return s.OnReadTo(gen, tail, entries, 0)
+}
+
+// OnReadTo is OnRead for a tail read that covered the log up to next,
+// beyond its last entry (a compacted read: what it skipped was superseded),
+// so the next tail read starts at next at the earliest.
+func (s *Subscription) OnReadTo(gen uint64, tail bool, entries []lakestream.Entry, next int64) []Action {
 	if gen != s.readGen || !s.reading {
 		return nil
 	}
 	s.reading = false
 	if tail && len(entries) > 0 {
 		s.readPos = max(s.readPos, entries[len(entries)-1].End())
+	}
+	if tail {
+		s.readPos = max(s.readPos, next)
 	}
 	if !tail {
 		// Every requested entry leaves the replay list, read or not (an

@@ -42,7 +42,12 @@ type SubscriptionOptions struct {
 	MailboxMsgs int
 	// RetryBackoff is the delay before a failed read is retried. Default 100 ms.
 	RetryBackoff time.Duration
-	Logger       *slog.Logger
+	// Compacted, when set, makes the subscription read compacted (Pulsar's
+	// readCompacted): below the compacted view's horizon it reads the
+	// compacted log — the latest record of each key — and acknowledges
+	// what compaction removed as it goes; from the horizon on, the log.
+	Compacted CompactedView
+	Logger    *slog.Logger
 }
 
 // closePersistTimeout bounds the cursor write when a consumer leaves.
@@ -97,7 +102,12 @@ type (
 		gen     uint64
 		tail    bool
 		entries []lakestream.Entry
-		err     error
+		// acks are record ranges [start, end) a compacted read found
+		// superseded (acknowledged before the entries are dispatched);
+		// next is where the log was covered to (0: the entries' end).
+		acks [][2]int64
+		next int64
+		err  error
 	}
 	resolveDoneMsg struct {
 		gen uint64
@@ -418,7 +428,12 @@ func (h *subHandler) Receive(msg any) {
 			}
 			return
 		}
-		h.run(h.sm.OnRead(m.gen, m.tail, m.entries))
+		for _, r := range m.acks {
+			if err := h.opts.Cursor.IndividualDelete(r[0], r[1]-r[0]); err != nil {
+				h.opts.Logger.Warn("acknowledging records compaction removed", "sub", h.opts.Name, "err", err)
+			}
+		}
+		h.run(h.sm.OnReadTo(m.gen, m.tail, m.entries, m.next))
 	case pokeMsg:
 		h.run(h.sm.Poke())
 	case tickMsg:
@@ -533,12 +548,17 @@ func (h *subHandler) run(acts []Action) {
 				h.cancelRead = nil
 			}
 		case ReadTail:
-			h.startRead(a.Gen, func(ctx context.Context) ([]lakestream.Entry, error) {
-				return h.readTail(ctx, a)
+			h.startRead(a.Gen, func(ctx context.Context) (readResult, error) {
+				if h.opts.Compacted != nil {
+					return h.readCompacted(ctx, a)
+				}
+				es, err := h.readTail(ctx, a)
+				return readResult{entries: es}, err
 			}, true)
 		case ReadReplay:
-			h.startRead(a.Gen, func(ctx context.Context) ([]lakestream.Entry, error) {
-				return h.readReplay(ctx, a)
+			h.startRead(a.Gen, func(ctx context.Context) (readResult, error) {
+				es, err := h.readReplay(ctx, a)
+				return readResult{entries: es}, err
 			}, false)
 		case ResolveEntries:
 			self, ctx, lg := h.self, h.ctx, h.opts.Log
@@ -644,12 +664,19 @@ func resolveEntries(ctx context.Context, lg lakestream.Log, offsets []int64) ([]
 	return out, nil
 }
 
-func (h *subHandler) startRead(gen uint64, f func(context.Context) ([]lakestream.Entry, error), tail bool) {
+// readResult is what a read hands back to the actor.
+type readResult struct {
+	entries []lakestream.Entry
+	acks    [][2]int64
+	next    int64
+}
+
+func (h *subHandler) startRead(gen uint64, f func(context.Context) (readResult, error), tail bool) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.cancelRead = cancel
 	self := h.self
 	go func() {
-		es, err := f(ctx)
+		res, err := f(ctx)
 		// Whether the read was cancelled (CancelRead or stop) must be known
 		// before cancel() below, which cancels ctx in every case: testing
 		// ctx.Err() after it would drop every failed read, leaving the
@@ -659,8 +686,90 @@ func (h *subHandler) startRead(gen uint64, f func(context.Context) ([]lakestream
 		if cancelled && err != nil {
 			return // cancelled: the machine no longer waits for it
 		}
-		self.Send(readDoneMsg{gen: gen, tail: tail, entries: es, err: err})
+		self.Send(readDoneMsg{gen: gen, tail: tail, entries: res.entries, acks: res.acks, next: res.next, err: err})
 	}()
+}
+
+// readCompacted runs off the actor: a tail read of a readCompacted
+// subscription. Below the compacted view's horizon it reads the compacted
+// log: the original entries holding the latest record of each key, in
+// offset order. The records between them — and those of them compaction
+// removed — are superseded: they come back as acks (applied before the
+// entries are dispatched) and the read covers the log up to the last
+// entry, or to the horizon once the compacted log is read to its end. At
+// or beyond the horizon (or never compacted) it is readTail.
+func (h *subHandler) readCompacted(ctx context.Context, a ReadTail) (readResult, error) {
+	for attempt := 0; ; attempt++ {
+		clog, horizon, ok, err := h.opts.Compacted.Current(ctx)
+		if err != nil {
+			return readResult{}, err
+		}
+		if !ok || a.From >= horizon {
+			es, err := h.readTail(ctx, a)
+			return readResult{entries: es}, err
+		}
+		res, err := readCompactedLog(ctx, clog, horizon, a.From, a.MaxRecords, h.opts.ReadMaxBytes)
+		if (errors.Is(err, lakestream.ErrNoSuchLog) || errors.Is(err, lakestream.ErrNoSuchStream)) && attempt < 3 {
+			continue // replaced by a newer compaction meanwhile
+		}
+		return res, err
+	}
+}
+
+// readCompactedLog reads the compacted entries of original offsets ≥ from
+// (see readCompacted).
+func readCompactedLog(ctx context.Context, clog lakestream.Log, horizon, from int64, maxRecords int, maxBytes int64) (readResult, error) {
+	first, err := clog.FirstOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	next, err := clog.NextOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	pos, err := clog.SearchOffset(ctx, first, next, func(h lakestream.EntryHeader) bool { return h.PublishTimeMs-1 >= from })
+	if err != nil {
+		return readResult{}, err
+	}
+	var es []lakestream.Entry
+	if pos < next {
+		if es, err = clog.ReadEntries(ctx, pos, maxRecords, maxBytes); err != nil {
+			return readResult{}, err
+		}
+	}
+	var res readResult
+	at := from // the original offsets below it are covered
+	for _, ce := range es {
+		e, err := DecodeCompactedEntry(ce.Payload)
+		if err != nil {
+			return readResult{}, fmt.Errorf("compacted log %d at %d: %w", clog.ID(), ce.Offset, err)
+		}
+		if e.Offset < at || e.Offset >= horizon {
+			continue
+		}
+		if e.Offset > at {
+			res.acks = append(res.acks, [2]int64{at, e.Offset})
+		}
+		for i := range int(e.Records) {
+			if e.superseded(i) {
+				res.acks = append(res.acks, [2]int64{e.Offset + int64(i), e.Offset + int64(i) + 1})
+			}
+		}
+		res.entries = append(res.entries, lakestream.Entry{
+			EntryHeader: lakestream.EntryHeader{Offset: e.Offset, Records: e.Records, WriteTimeMs: ce.WriteTimeMs, Size: int32(len(e.Entry))},
+			Payload:     e.Entry,
+		})
+		at = e.Offset + int64(e.Records)
+	}
+	if len(es) == 0 || es[len(es)-1].End() >= next {
+		// The compacted log is read to its end: the rest up to the
+		// horizon was superseded.
+		if at < horizon {
+			res.acks = append(res.acks, [2]int64{at, horizon})
+		}
+		res.next = horizon
+	}
+	return res, nil
 }
 
 // readTail runs off the actor: read, or wait at the tail and read.

@@ -243,6 +243,15 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET "+nsPol+"/backlogQuotaMap", ruleTenant, a.getNamespaceQuotas)
 	handle("POST "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, false) })
 	handle("DELETE "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, true) })
+	// Topic compaction (admin_compaction.go).
+	handle("PUT "+p+"/{topic}/compaction", ruleTenant, a.owned(a.triggerCompaction))
+	handle("GET "+p+"/{topic}/compaction", ruleLookup, a.owned(a.compactionStatus))
+	handle("GET "+p+"/{topic}/compactionThreshold", ruleLookup, a.getTopicCompactionThreshold)
+	handle("POST "+p+"/{topic}/compactionThreshold", ruleTenant, a.setTopicCompactionThreshold)
+	handle("DELETE "+p+"/{topic}/compactionThreshold", ruleTenant, a.removeTopicCompactionThreshold)
+	handle("GET "+nsPol+"/compactionThreshold", ruleTenant, a.getNamespaceProperty(compactionThresholdProperty))
+	handle("PUT "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(compactionThresholdProperty, thresholdOf))
+	handle("DELETE "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(compactionThresholdProperty, nil))
 	handle("GET "+p+"/{topic}/table", ruleLookup, a.tableInfo) // lakegate extensions: tables (admin_tables.go)
 	handle("GET "+p+"/{topic}/tablePolicy", ruleLookup, a.getTopicTablePolicy)
 	handle("POST "+p+"/{topic}/tablePolicy", ruleTenant, a.setTopicTablePolicy)
@@ -645,6 +654,11 @@ func (a *admin) getNamespace(w http.ResponseWriter, r *http.Request) {
 	}
 	if v, ok := props[schemaStrategyProperty]; ok {
 		pol["schema_compatibility_strategy"] = v
+	}
+	if v, ok := props[compactionThresholdProperty]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			pol["compaction_threshold"] = n
+		}
 	}
 	if v, ok := props[dedupProperty]; ok {
 		pol["deduplicationEnabled"] = v == "true"

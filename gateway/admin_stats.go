@@ -95,6 +95,16 @@ type topicStatsJSON struct {
 	DeduplicationStatus    string                           `json:"deduplicationStatus"`
 	TopicCreationTimeStamp int64                            `json:"topicCreationTimeStamp,omitempty"`
 	LastPublishTimestamp   int64                            `json:"lastPublishTimestamp,omitempty"`
+	Compaction             compactionStatsJSON              `json:"compaction"`
+}
+
+// compactionStatsJSON is Pulsar's CompactionStats (compactions run by this
+// node since it loaded the topic).
+type compactionStatsJSON struct {
+	LastCompactionRemovedEventCount   int64 `json:"lastCompactionRemovedEventCount"`
+	LastCompactionSucceedTimestamp    int64 `json:"lastCompactionSucceedTimestamp"`
+	LastCompactionFailedTimestamp     int64 `json:"lastCompactionFailedTimestamp"`
+	LastCompactionDurationTimeInMills int64 `json:"lastCompactionDurationTimeInMills"`
 }
 
 type partitionedStatsJSON struct {
@@ -175,6 +185,9 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 		st.LastPublishTimestamp = last.PublishTimeMs
 	}
 	st.BacklogSize = st.StorageSize
+	_, _, removed, succeeded, failed, took := t.compactionStatus()
+	st.Compaction = compactionStatsJSON{LastCompactionRemovedEventCount: removed, LastCompactionSucceedTimestamp: succeeded,
+		LastCompactionFailedTimestamp: failed, LastCompactionDurationTimeInMills: took}
 
 	now := time.Now()
 	t.mu.Lock()

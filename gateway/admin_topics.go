@@ -364,6 +364,9 @@ func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, 
 			return err
 		}
 	}
+	if err := s.dropCompactedLogs(ctx, md); err != nil {
+		s.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", id.String(), "err", err)
+	}
 	err = a.cat.DropStream(ctx, id, true)
 	if errors.Is(err, lakestream.ErrNoSuchStream) {
 		return fmt.Errorf("%w: topic %s/%s not found", errAdminNotFound, id.Namespace, id.Name)

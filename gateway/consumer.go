@@ -173,6 +173,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	cons := &consumer{id: c.GetConsumerId(), subID: consumerSeq.Add(1), sess: s, t: t, subName: c.GetSubscription(), durable: durable,
 		name: c.GetConsumerName(), meta: keyValues(c.GetMetadata()), since: time.Now(), subType: actors.SubType(c.GetSubType())}
 	subType := cons.subType
+	if c.GetReadCompacted() && (subType == actors.SubShared || subType == actors.SubKeyShared) {
+		s.sendError(req, fmt.Errorf("%w: readCompacted is only allowed on Exclusive and Failover subscriptions (and readers), not %s", ErrNotAllowed, subType))
+		return
+	}
 	ks, err := keySharedPolicy(c.GetKeySharedMeta())
 	if err != nil {
 		s.sendError(req, err)
@@ -277,7 +281,7 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		}
 		readFrom = start
 	}
-	sub := actors.StartSubscription(srv.rt, actors.SubscriptionOptions{
+	opts := actors.SubscriptionOptions{
 		Name:           t.name.String() + "/" + name,
 		Type:           actors.SubType(c.GetSubType()),
 		PartitionIndex: t.partition,
@@ -285,7 +289,12 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		Cursor:         cursor,
 		ReadFrom:       readFrom,
 		Logger:         srv.cfg.Logger,
-	})
+	}
+	if c.GetReadCompacted() {
+		// The subscription's mode is its first consumer's (compaction.go).
+		opts.Compacted = t.compactedView()
+	}
+	sub := actors.StartSubscription(srv.rt, opts)
 	t.mu.subs[name] = sub
 	return sub, nil
 }

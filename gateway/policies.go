@@ -393,8 +393,22 @@ func (s *Server) enforcePolicies(ctx context.Context, t *topic) error {
 		return err
 	}
 	pol, err := s.policiesOf(ctx, md)
-	if err != nil || pol.none() {
+	if err != nil {
 		return err
+	}
+	if threshold, err := s.compactionThreshold(ctx, md); err != nil {
+		return err
+	} else if threshold > 0 {
+		v, err := t.view(ctx)
+		if err != nil {
+			return err
+		}
+		if err := t.maybeCompact(ctx, threshold, v); err != nil {
+			return fmt.Errorf("compaction threshold: %w", err)
+		}
+	}
+	if pol.none() {
+		return nil
 	}
 	subs, err := t.subscriptionPositions(ctx)
 	if err != nil {
@@ -476,6 +490,12 @@ func (s *Server) retain(ctx context.Context, t *topic, md lakestream.StreamMetad
 		if sp.durable {
 			cut = min(cut, sp.persisted+1)
 		}
+	}
+	// A compacted topic keeps what the next compaction reads.
+	if st, err := t.loadCompactedState(ctx); err != nil {
+		return err
+	} else if st.gen > 0 {
+		cut = min(cut, st.horizon)
 	}
 	if cut <= v.first {
 		return nil

@@ -179,6 +179,9 @@ type topic struct {
 	// it is done.
 	closing  atomic.Bool
 	unloaded chan struct{}
+	// compaction: the compacted view and the compactions run here
+	// (compaction.go).
+	compaction compaction
 
 	mu struct {
 		sync.Mutex

@@ -169,3 +169,59 @@ func AppendBatchMessageRaw(dst, metadata, payload []byte) ([]byte, error) {
 	dst = append(dst, metadata...)
 	return append(dst, payload...), nil
 }
+
+// RecordKey is what topic compaction needs of one record of an entry: its
+// key and whether it deletes the key (a tombstone: an empty or null
+// value).
+type RecordKey struct {
+	Key    string
+	HasKey bool
+	// Tombstone: the record's value is empty (or null_value is set).
+	Tombstone bool
+}
+
+// EntryRecordKeys returns the key of every record of a stored entry
+// ([u32 metaSize][metadata][payload]), decompressing a compressed batch
+// (at most maxBytes uncompressed). A record's key is its partition key
+// (Pulsar compacts by it). Errors: ErrMalformed; an encrypted batch cannot
+// be read (ErrMalformed too).
+func EntryRecordKeys(entry []byte, maxBytes int) ([]RecordKey, error) {
+	rawMeta, payload, err := SplitEntry(entry)
+	if err != nil {
+		return nil, err
+	}
+	md, err := ParseMetadata(rawMeta)
+	if err != nil {
+		return nil, err
+	}
+	if md.NumMessagesInBatch == nil {
+		return []RecordKey{{Key: md.GetPartitionKey(), HasKey: md.PartitionKey != nil && !md.GetNullPartitionKey(),
+			Tombstone: len(payload) == 0 || md.GetNullValue()}}, nil
+	}
+	n, err := EntryRecords(md)
+	if err != nil {
+		return nil, err
+	}
+	if len(md.GetEncryptionKeys()) > 0 {
+		return nil, fmt.Errorf("%w: an encrypted batch", ErrMalformed)
+	}
+	if ct := md.GetCompression(); ct != pb.CompressionType_NONE {
+		if payload, err = Decompress(ct, payload, int(md.GetUncompressedSize()), maxBytes); err != nil {
+			return nil, err
+		}
+	}
+	msgs, err := SplitBatch(payload, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RecordKey, len(msgs))
+	for i, m := range msgs {
+		sm, err := m.ParseMetadata()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = RecordKey{Key: sm.GetPartitionKey(), HasKey: sm.PartitionKey != nil && !sm.GetNullPartitionKey(),
+			Tombstone: len(m.Payload) == 0 || sm.GetNullValue()}
+	}
+	return out, nil
+}

@@ -230,6 +230,22 @@ def main():
     wait_admin("quota: the backlog evicted to fit", ["topics", "stats", q],
                lambda so: 0 < stats_sub(so, "slow")["msgBacklog"] < 20 and stats_sub(so, "slow")["backlogSize"] <= 1024)
 
+    # --- compaction ---------------------------------------------------------
+    ct = f"persistent://{NS}/compacted"
+    step("compaction: produce key a twice", "client", ["produce", "-m", "a1,a2", "-k", "a", "-db", ct], err=r"2 messages successfully produced")
+    step("compaction: produce key b", "client", ["produce", "-m", "b1", "-k", "b", "-db", ct], err=r"1 messages successfully produced")
+    step("topics compaction-status before", "admin", ["topics", "compaction-status", ct], out=r"not been run")
+    step("topics compact", "admin", ["topics", "compact", ct], out=r"Topic compaction requested")
+    wait_admin("topics compaction-status: success", ["topics", "compaction-status", ct], lambda so: "success" in so.lower())
+    step("topics stats: compaction", "admin", ["topics", "stats", ct],
+         check=lambda so: expect(js(so)["compaction"]["lastCompactionRemovedEventCount"] == 1, so))
+    step("topicPolicies set-compaction-threshold", "admin", ["topicPolicies", "set-compaction-threshold", ct, "-t", "10M"])
+    step("topicPolicies get-compaction-threshold", "admin", ["topicPolicies", "get-compaction-threshold", ct], out=r"^10485760\s*$")
+    step("topicPolicies remove-compaction-threshold", "admin", ["topicPolicies", "remove-compaction-threshold", ct])
+    step("namespaces set-compaction-threshold", "admin", ["namespaces", "set-compaction-threshold", NS, "-t", "1G"])
+    step("namespaces get-compaction-threshold", "admin", ["namespaces", "get-compaction-threshold", NS], out=r"^1073741824\s*$")
+    step("namespaces remove-compaction-threshold", "admin", ["namespaces", "remove-compaction-threshold", NS])
+
     # --- schemas -----------------------------------------------------------
     st = f"persistent://{NS}/typed"
     v1 = {"type": "AVRO", "properties": {"owner": "tools"},
