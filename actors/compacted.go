@@ -6,17 +6,16 @@ package actors
 // reads through (CompactedView).
 //
 // A compacted log is a log of its own (an internal stream the gateway
-// creates per compaction) whose entries are the original entries that
-// hold at least one surviving record, in the original offset order, each
-// prefixed with a header naming its original offset and the records of it
-// that were superseded:
+// creates per compaction) whose entries are, in the original offset order,
+// the original entries whose every record survives, and — for a batch of
+// which only some messages survive — each surviving message as an entry of
+// its own (protocol.SingleFromBatch) at its record's offset. Each is
+// prefixed with a header naming that offset:
 //
 //	"LGC1"                 magic (4 bytes)
-//	u64 offset             the entry's offset in the topic's log
-//	u32 records            its record count
-//	u32 n                  words of the superseded-record mask
-//	n × u64 mask           bit i (word i/64, bit i%64) = record i is superseded
-//	…                      the original entry, byte-exact
+//	u64 offset             the entry's (or message's) offset in the topic's log
+//	u32 records            its record count (1 for a message out of a batch)
+//	…                      the entry, byte-exact (or the message's entry)
 //
 // (integers big-endian). Each compacted entry is appended with publish
 // time offset+1, so that a reader finds the compacted entry of an original
@@ -46,50 +45,32 @@ type CompactedEntry struct {
 	// Offset and Records are the entry's place in the topic's log.
 	Offset  int64
 	Records int32
-	// Superseded marks the records of the entry that compaction removed
-	// (bit i = record i); nil when every record survives.
-	Superseded []uint64
-	// Entry is the original entry, byte-exact (aliases the decoded payload).
+	// Entry is the stored entry (aliases the decoded payload).
 	Entry []byte
 }
+
+// compactedHeaderBytes is the size of a compacted entry's header.
+const compactedHeaderBytes = 4 + 8 + 4
 
 // EncodeCompactedEntry appends the compacted-log form of e to dst.
 func EncodeCompactedEntry(dst []byte, e CompactedEntry) []byte {
 	dst = append(dst, compactedMagic...)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(e.Offset))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(e.Records))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(e.Superseded)))
-	for _, w := range e.Superseded {
-		dst = binary.BigEndian.AppendUint64(dst, w)
-	}
 	return append(dst, e.Entry...)
 }
 
 // DecodeCompactedEntry decodes a compacted log entry's payload.
 func DecodeCompactedEntry(b []byte) (CompactedEntry, error) {
-	const head = 4 + 8 + 4 + 4
-	if len(b) < head || string(b[:4]) != string(compactedMagic) {
+	if len(b) < compactedHeaderBytes || string(b[:4]) != string(compactedMagic) {
 		return CompactedEntry{}, fmt.Errorf("%w: no header", errCompactedEntry)
 	}
-	e := CompactedEntry{Offset: int64(binary.BigEndian.Uint64(b[4:])), Records: int32(binary.BigEndian.Uint32(b[12:]))}
-	n := binary.BigEndian.Uint32(b[16:])
-	if e.Offset < 0 || e.Records < 1 || uint64(n) > uint64(e.Records+63)/64 || uint64(len(b)-head) < 8*uint64(n) {
-		return CompactedEntry{}, fmt.Errorf("%w: offset %d, %d records, %d mask words", errCompactedEntry, e.Offset, e.Records, n)
+	e := CompactedEntry{Offset: int64(binary.BigEndian.Uint64(b[4:])), Records: int32(binary.BigEndian.Uint32(b[12:])),
+		Entry: b[compactedHeaderBytes:]}
+	if e.Offset < 0 || e.Records < 1 {
+		return CompactedEntry{}, fmt.Errorf("%w: offset %d, %d records", errCompactedEntry, e.Offset, e.Records)
 	}
-	b = b[head:]
-	if n > 0 {
-		e.Superseded = make([]uint64, n)
-		for i := range e.Superseded {
-			e.Superseded[i] = binary.BigEndian.Uint64(b[8*i:])
-		}
-	}
-	e.Entry = b[8*n:]
 	return e, nil
-}
-
-// superseded reports whether record i of e was removed.
-func (e CompactedEntry) superseded(i int) bool {
-	return i/64 < len(e.Superseded) && e.Superseded[i/64]&(1<<(i%64)) != 0
 }
 
 // CompactedView is a topic-partition's current compacted log, as a
@@ -171,24 +152,3 @@ func (k *KeyCompactor) Records() int64 { return k.records }
 
 // Keys is the number of keys held.
 func (k *KeyCompactor) Keys() int { return len(k.latest) }
-
-// SupersededMask is the mask of the records of an entry of n records that
-// are not in keep (nil keep: none superseded).
-func SupersededMask(n int32, keep []int32) []uint64 {
-	if keep == nil {
-		return nil
-	}
-	mask := make([]uint64, (n+63)/64)
-	for i := range n {
-		mask[i/64] |= 1 << (i % 64)
-	}
-	for _, i := range keep {
-		mask[i/64] &^= 1 << (i % 64)
-	}
-	for _, w := range mask {
-		if w != 0 {
-			return mask
-		}
-	}
-	return nil
-}

@@ -45,23 +45,14 @@ func TestKeyCompactor(t *testing.T) {
 }
 
 func TestCompactedEntryCodec(t *testing.T) {
-	if m := SupersededMask(3, nil); m != nil {
-		t.Fatalf("mask of a whole entry %v", m)
-	}
-	if m := SupersededMask(3, []int32{0, 1, 2}); m != nil {
-		t.Fatalf("mask with every record kept %v", m)
-	}
-	mask := SupersededMask(70, []int32{0, 69})
-	e := CompactedEntry{Offset: 42, Records: 70, Superseded: mask, Entry: []byte("original entry")}
+	e := CompactedEntry{Offset: 42, Records: 70, Entry: []byte("original entry")}
 	b := EncodeCompactedEntry(nil, e)
 	got, err := DecodeCompactedEntry(b)
-	if err != nil || got.Offset != 42 || got.Records != 70 || !bytes.Equal(got.Entry, e.Entry) || !slices.Equal(got.Superseded, mask) {
+	if err != nil || got.Offset != 42 || got.Records != 70 || !bytes.Equal(got.Entry, e.Entry) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
-	if got.superseded(0) || !got.superseded(1) || !got.superseded(68) || got.superseded(69) {
-		t.Fatalf("mask bits wrong: %x", got.Superseded)
-	}
-	for _, bad := range [][]byte{nil, []byte("LGC1"), b[:19], append([]byte("XXXX"), b[4:]...)} {
+	for _, bad := range [][]byte{nil, []byte("LGC1"), b[:15], append([]byte("XXXX"), b[4:]...),
+		EncodeCompactedEntry(nil, CompactedEntry{Offset: 1, Records: 0})} {
 		if _, err := DecodeCompactedEntry(bad); err == nil {
 			t.Fatalf("malformed %x decoded", bad)
 		}
@@ -69,16 +60,13 @@ func TestCompactedEntryCodec(t *testing.T) {
 }
 
 func FuzzDecodeCompactedEntry(f *testing.F) {
-	f.Add(EncodeCompactedEntry(nil, CompactedEntry{Offset: 1, Records: 3, Superseded: SupersededMask(3, []int32{1}), Entry: []byte("x")}))
+	f.Add(EncodeCompactedEntry(nil, CompactedEntry{Offset: 1, Records: 3, Entry: []byte("x")}))
 	f.Add(EncodeCompactedEntry(nil, CompactedEntry{Offset: 7, Records: 1, Entry: nil}))
 	f.Add([]byte("LGC1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeCompactedEntry(b)
 		if err != nil {
 			return
-		}
-		for i := range int(min(e.Records, 1<<12)) {
-			e.superseded(i)
 		}
 		again, err := DecodeCompactedEntry(EncodeCompactedEntry(nil, e))
 		if err != nil || again.Offset != e.Offset || again.Records != e.Records || !bytes.Equal(again.Entry, e.Entry) {

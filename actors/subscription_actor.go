@@ -557,6 +557,9 @@ func (h *subHandler) run(acts []Action) {
 			}, true)
 		case ReadReplay:
 			h.startRead(a.Gen, func(ctx context.Context) (readResult, error) {
+				if h.opts.Compacted != nil {
+					return h.readReplayCompacted(ctx, a)
+				}
 				es, err := h.readReplay(ctx, a)
 				return readResult{entries: es}, err
 			}, false)
@@ -692,9 +695,9 @@ func (h *subHandler) startRead(gen uint64, f func(context.Context) (readResult, 
 
 // readCompacted runs off the actor: a tail read of a readCompacted
 // subscription. Below the compacted view's horizon it reads the compacted
-// log: the original entries holding the latest record of each key, in
-// offset order. The records between them — and those of them compaction
-// removed — are superseded: they come back as acks (applied before the
+// log: the latest record of each key, in offset order (whole entries, or
+// single messages out of batches; actors/compacted.go). The records
+// between them are superseded: they come back as acks (applied before the
 // entries are dispatched) and the read covers the log up to the last
 // entry, or to the horizon once the compacted log is read to its end. At
 // or beyond the horizon (or never compacted) it is readTail.
@@ -750,11 +753,6 @@ func readCompactedLog(ctx context.Context, clog lakestream.Log, horizon, from in
 		if e.Offset > at {
 			res.acks = append(res.acks, [2]int64{at, e.Offset})
 		}
-		for i := range int(e.Records) {
-			if e.superseded(i) {
-				res.acks = append(res.acks, [2]int64{e.Offset + int64(i), e.Offset + int64(i) + 1})
-			}
-		}
 		res.entries = append(res.entries, lakestream.Entry{
 			EntryHeader: lakestream.EntryHeader{Offset: e.Offset, Records: e.Records, WriteTimeMs: ce.WriteTimeMs, Size: int32(len(e.Entry))},
 			Payload:     e.Entry,
@@ -791,6 +789,71 @@ func (h *subHandler) readTail(ctx context.Context, a ReadTail) ([]lakestream.Ent
 			return nil, err
 		}
 	}
+}
+
+// readReplayCompacted runs off the actor: a redelivery of a readCompacted
+// subscription reads an offset below the horizon from the compacted log
+// (the entry it delivered first: a message out of a batch is its own
+// entry there), others from the log.
+func (h *subHandler) readReplayCompacted(ctx context.Context, a ReadReplay) (readResult, error) {
+	clog, horizon, ok, err := h.opts.Compacted.Current(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	var below, above []int64
+	for _, off := range a.Offsets {
+		if ok && off < horizon {
+			below = append(below, off)
+		} else {
+			above = append(above, off)
+		}
+	}
+	out, err := h.readReplay(ctx, ReadReplay{Gen: a.Gen, Offsets: above})
+	if err != nil || len(below) == 0 {
+		return readResult{entries: out}, err
+	}
+	first, err := clog.FirstOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	next, err := clog.NextOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	var res readResult
+	for _, off := range below {
+		pos, err := clog.SearchOffset(ctx, first, next, func(h lakestream.EntryHeader) bool { return h.PublishTimeMs-1 >= off })
+		if err != nil {
+			return readResult{}, err
+		}
+		var e CompactedEntry
+		var ce lakestream.Entry
+		if pos < next {
+			if ce, err = clog.ReadEntry(ctx, pos); err != nil {
+				return readResult{}, err
+			}
+			if e, err = DecodeCompactedEntry(ce.Payload); err != nil {
+				return readResult{}, err
+			}
+		}
+		if pos >= next || e.Offset != off {
+			// Superseded by a newer compaction: acknowledged, not
+			// redelivered (what the log's entry holds there, or the one
+			// message).
+			end := off + 1
+			if hd, err := h.opts.Log.EntryHeader(ctx, off); err == nil && hd.Offset == off {
+				end = hd.End()
+			}
+			res.acks = append(res.acks, [2]int64{off, end})
+			continue
+		}
+		res.entries = append(res.entries, lakestream.Entry{
+			EntryHeader: lakestream.EntryHeader{Offset: e.Offset, Records: e.Records, WriteTimeMs: ce.WriteTimeMs, Size: int32(len(e.Entry))},
+			Payload:     e.Entry,
+		})
+	}
+	res.entries = append(res.entries, out...) // below the horizon first: ascending
+	return res, nil
 }
 
 // readReplay runs off the actor: read the named entries, skipping trimmed ones.

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -188,9 +189,10 @@ type compactedSource struct {
 	clogNext  int64
 }
 
-// each calls f with every original entry of src in [from, to), in order:
-// its offset, record count, bytes and superseded mask.
-func (src compactedSource) each(ctx context.Context, f func(off int64, records int32, entry []byte, superseded []uint64) error) error {
+// each calls f with every entry of src in [from, to), in order: its
+// offset, record count and bytes (for a compacted log: its entries, whole
+// or single messages out of batches).
+func (src compactedSource) each(ctx context.Context, f func(off int64, records int32, entry []byte) error) error {
 	pos, end := src.from, src.to
 	if src.compacted {
 		pos, end = src.clogFirst, src.clogNext
@@ -213,7 +215,7 @@ func (src compactedSource) each(ctx context.Context, f func(off int64, records i
 				if e.Offset >= end {
 					return nil
 				}
-				if err := f(e.Offset, e.Records, e.Payload, nil); err != nil {
+				if err := f(e.Offset, e.Records, e.Payload); err != nil {
 					return err
 				}
 				continue
@@ -222,7 +224,7 @@ func (src compactedSource) each(ctx context.Context, f func(off int64, records i
 			if err != nil {
 				return fmt.Errorf("compacted log %d at %d: %w", src.log.ID(), e.Offset, err)
 			}
-			if err := f(ce.Offset, ce.Records, ce.Entry, ce.Superseded); err != nil {
+			if err := f(ce.Offset, ce.Records, ce.Entry); err != nil {
 				return err
 			}
 		}
@@ -270,15 +272,10 @@ func (t *topic) compact(ctx context.Context) (int64, error) {
 	kc := actors.NewKeyCompactor(compactionKeysMax)
 	maxBytes := s.cfg.MaxMessageSize * 4
 	for _, src := range sources {
-		err := src.each(ctx, func(off int64, records int32, entry []byte, superseded []uint64) error {
+		err := src.each(ctx, func(off int64, records int32, entry []byte) error {
 			keys, err := protocol.EntryRecordKeys(entry, maxBytes)
 			if err != nil {
 				keys = nil // unreadable: kept whole
-			}
-			for i := range keys {
-				if i/64 < len(superseded) && superseded[i/64]&(1<<(i%64)) != 0 {
-					keys[i] = protocol.RecordKey{} // removed by an earlier compaction
-				}
 			}
 			return kc.Add(off, records, keys)
 		})
@@ -317,26 +314,42 @@ func (t *topic) compact(ctx context.Context) (int64, error) {
 		appendE error
 	)
 	for _, src := range sources {
-		err := src.each(ctx, func(off int64, records int32, entry []byte, _ []uint64) error {
-			keep, ok := survivors[off]
-			if !ok {
-				return nil
-			}
-			payload := actors.EncodeCompactedEntry(nil, actors.CompactedEntry{Offset: off, Records: records,
-				Superseded: actors.SupersededMask(records, keep), Entry: entry})
+		appendOne := func(e actors.CompactedEntry) error {
 			wg.Add(1)
-			err := clog.AppendAsync(ctx, 1, payload, func(_ lakestream.EntryHeader, err error) {
+			err := clog.AppendAsync(ctx, 1, actors.EncodeCompactedEntry(nil, e), func(_ lakestream.EntryHeader, err error) {
 				if err != nil {
 					errMu.Lock()
 					appendE = errors.Join(appendE, err)
 					errMu.Unlock()
 				}
 				wg.Done()
-			}, lakestream.WithPublishTime(off+1), lakestream.WithDonatedPayload())
+			}, lakestream.WithPublishTime(e.Offset+1), lakestream.WithDonatedPayload())
 			if err != nil {
 				wg.Done()
 			}
 			return err
+		}
+		err := src.each(ctx, func(off int64, records int32, entry []byte) error {
+			keep, ok := survivors[off]
+			if !ok {
+				return nil
+			}
+			if keep == nil || len(keep) == int(records) {
+				return appendOne(actors.CompactedEntry{Offset: off, Records: records, Entry: entry})
+			}
+			// Some messages of a batch survive: each becomes an entry of
+			// its own at its record's offset.
+			slices.Sort(keep)
+			for _, i := range keep {
+				single, err := protocol.SingleFromBatch(entry, int(i), maxBytes)
+				if err != nil {
+					return fmt.Errorf("entry %d, message %d: %w", off, i, err)
+				}
+				if err := appendOne(actors.CompactedEntry{Offset: off + int64(i), Records: 1, Entry: single}); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			wg.Wait()

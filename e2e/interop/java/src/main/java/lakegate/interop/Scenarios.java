@@ -56,6 +56,7 @@ final class Scenarios {
         l.add(new Main.Scenario("dead-letter-topic", Scenarios::deadLetter));
         l.add(new Main.Scenario("retry-letter-topic", Scenarios::retryLetter));
         l.add(new Main.Scenario("delayed-delivery", Scenarios::delayedDelivery));
+        l.add(new Main.Scenario("compacted-topic", Scenarios::compacted));
         l.add(new Main.Scenario("reader-earliest-latest", Scenarios::readerEarliestLatest));
         l.add(new Main.Scenario("reader-start-id-inclusive-exclusive", Scenarios::readerStartId));
         l.add(new Main.Scenario("seek-by-id-and-time", Scenarios::seek));
@@ -611,6 +612,63 @@ final class Scenarios {
                 cons.acknowledge(m);
             }
             none(cons, 300, cons.getSubscription() + ": the message due in an hour");
+        }
+    }
+
+    /**
+     * triggerCompaction, then a readCompacted reader and consumer: the
+     * latest message per key up to the horizon (a batch thinned by
+     * compaction, a tombstone, a keyless message), then the tail; the
+     * consumer (default acknowledgement settings) acknowledges everything,
+     * thinned batch included.
+     */
+    static void compacted(Ctx c) throws Exception {
+        String t = c.topic("");
+        Producer<byte[]> p = c.keep(c.client.newProducer().topic(t).enableBatching(true)
+            .batchingMaxMessages(3).batchingMaxPublishDelay(1, TimeUnit.SECONDS).create());
+        String[][] sent = {{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"c", "c1"}, {"b", ""}, {null, "no-key"}};
+        for (String[] kv : sent) {
+            var m = p.newMessage().value(b(kv[1]));
+            if (kv[0] != null) {
+                m = m.key(kv[0]);
+            }
+            m.sendAsync();
+        }
+        p.flush();
+        c.admin.topics().triggerCompaction(t);
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            var st = c.admin.topics().compactionStatus(t);
+            if (st.status == org.apache.pulsar.client.admin.LongRunningProcessStatus.Status.SUCCESS) {
+                break;
+            }
+            check(st.status != org.apache.pulsar.client.admin.LongRunningProcessStatus.Status.ERROR, "compaction failed: %s", st.lastError);
+            check(System.currentTimeMillis() < deadline, "compaction status %s after 30 s", st.status);
+            Thread.sleep(50); // polling the admin API
+        }
+        p.newMessage().key("c").value(b("c2")).send(); // after the horizon
+        List<String> want = List.of("a=a2", "c=c1", "c=c2");
+        Reader<byte[]> r = c.keep(c.client.newReader().topic(t).startMessageId(MessageId.earliest).readCompacted(true).create());
+        List<String> got = new ArrayList<>();
+        for (int i = 0; i < want.size(); i++) {
+            Message<byte[]> m = must(r, "compacted reader " + i);
+            got.add(m.getKey() + "=" + text(m));
+        }
+        check(got.equals(want), "readCompacted reader got %s, want %s", got, want);
+        Consumer<byte[]> cons = c.keep(c.client.newConsumer().topic(t).subscriptionName("compacted")
+            .readCompacted(true).subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe());
+        got.clear();
+        for (int i = 0; i < want.size(); i++) {
+            Message<byte[]> m = must(cons, "compacted consumer " + i);
+            got.add(m.getKey() + "=" + text(m));
+            cons.acknowledge(m);
+        }
+        check(got.equals(want), "readCompacted consumer got %s, want %s", got, want);
+        deadline = System.currentTimeMillis() + 30_000;
+        long backlog;
+        while ((backlog = c.admin.topics().getStats(t).getSubscriptions().get("compacted").getMsgBacklog()) != 0) {
+            check(System.currentTimeMillis() < deadline, "backlog %d after acknowledging every compacted message", backlog);
+            Thread.sleep(50); // polling the admin API
         }
     }
 
