@@ -202,7 +202,8 @@ func FuzzDecompress(f *testing.F) {
 
 // FuzzEntryRecordKeys: any stored entry — the client frames' entries and
 // damaged ones — gives keys or an error, never a panic; the count of
-// keys is the entry's record count.
+// keys is the entry's record count; a message taken out of a batch
+// (SingleFromBatch) is an entry of one record.
 func FuzzEntryRecordKeys(f *testing.F) {
 	for _, nf := range readFrameFile(f, "testdata/client_frames.txt") {
 		fr, err := DecodeFrame(nf.raw[4:])
@@ -217,6 +218,11 @@ func FuzzEntryRecordKeys(f *testing.F) {
 		f.Add(e[:len(e)-1])
 	}
 	f.Fuzz(func(t *testing.T, entry []byte) {
+		if single, err := SingleFromBatch(entry, 0, 1<<20); err == nil {
+			if keys, err := EntryRecordKeys(single, 1<<20); err != nil || len(keys) != 1 {
+				t.Fatalf("a message out of a batch: %d keys, %v", len(keys), err)
+			}
+		}
 		keys, err := EntryRecordKeys(entry, 1<<20)
 		if err != nil {
 			return
