@@ -11,7 +11,8 @@ FUZZTIME ?= 300000x
 FUZZ_TARGETS := \
 	./engine/wal:FuzzDecodeChunk ./engine/wal:FuzzDecodeObject \
 	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead \
-	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress \
+	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress ./protocol:FuzzEntryRecordKeys \
+	./actors:FuzzDecodeCompactedEntry \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
 
@@ -49,8 +50,9 @@ BENCHTIME   ?= 5000x
 ## interop: other languages against lakegate: delta-rs, Spark 3.5 + delta-spark and pyiceberg read
 ## our tables (and the 100 000-message scenario of e2e/interop/tables), the Java and Python Pulsar
 ## clients run their scenario matrices, against a standalone node and again against a three-node
-## cluster (one etcd, three `lakegate serve`), and against a secured node (TLS, tokens, mTLS,
-## grants: e2e/interop/secure); pinned packages go into .cache/ (venvs, jars, m2)
+## cluster (one etcd, three `lakegate serve`), Pulsar's own pulsar-admin and pulsar-client
+## (e2e/interop/tools), and against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure);
+## pinned packages go into .cache/ (venvs, jars, m2)
 interop:
 	./e2e/interop/delta/run.sh
 	./e2e/interop/spark/run.sh
@@ -63,6 +65,7 @@ interop:
 	./e2e/interop/java/run.sh
 	LAKEGATE_NODES=3 ./e2e/interop/python/run.sh
 	LAKEGATE_NODES=3 ./e2e/interop/java/run.sh
+	./e2e/interop/tools/run.sh
 	./e2e/interop/secure/run.sh
 
 ## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs) and the

@@ -34,6 +34,8 @@
 //	                       an ack of an entry it does not hold waits, with the
 //	                       acks after it, for the entry's record count from
 //	                       the log (ResolveEntries), so it covers the whole entry
+//	delayed.go             the bounded delay index of Shared and Key_Shared
+//	                       subscriptions (deliver_at_time; docs/delayed-delivery.md)
 //	keyshared.go           Key_Shared: sticky-key hash (Murmur3_32 mod 65536)
 //	                       and the hash → consumer selector (AUTO_SPLIT by
 //	                       consistent hashing, STICKY by the client's ranges)
@@ -41,7 +43,8 @@
 //	                       (Log.WaitForEntries) and entry lookups
 //	                       (Log.IndexRange) on goroutines, feeds results back
 //	                       by message, calls each consumer's ConsumerSink and
-//	                       answers acks (AckDone) once applied
+//	                       answers acks (AckDone) once applied, and sets the
+//	                       timer of delayed delivery (WakeAt → Tick)
 //
 // It sees storage only through lakestream; it never imports engine.
 package actors

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
@@ -33,6 +34,18 @@ import (
 // Acknowledgements are applied in arrival order: while one waits for a
 // header, the later ones queue behind it (AckQueueMaxIDs bounds the
 // queue). Every Ack is answered by exactly one AckDone, once applied.
+//
+// Delayed delivery (Pulsar's deliverAfter/deliverAt): on Shared and
+// Key_Shared subscriptions an entry whose metadata has a deliver_at_time
+// later than now (SubscriptionConfig.Now) is not delivered when read but
+// held in a bounded index (delayed.go) until then; the machine asks the
+// driver to call Tick at the earliest such time (WakeAt), and Tick queues
+// the entries due for redelivery-style replay. Every dispatch checks the
+// time again, so no entry goes out before its deliver_at_time. Exclusive
+// and Failover subscriptions deliver at once, as Pulsar's do. Nothing of
+// the index is persisted: a machine started after a restart or an
+// ownership move reads the unacknowledged entries again and holds the
+// delayed ones again.
 
 // SubType is a Pulsar subscription type.
 type SubType int
@@ -140,6 +153,14 @@ type AckDone struct {
 	Err   error
 }
 
+// WakeAt asks the driver to call Tick at or after At (Unix ms): an entry
+// held for delayed delivery is due then. A later WakeAt supersedes an
+// earlier one only when it is earlier; Tick is harmless at any time.
+type WakeAt struct {
+	At int64
+}
+
+func (WakeAt) isAction()         {}
 func (ReadTail) isAction()       {}
 func (ReadReplay) isAction()     {}
 func (CancelRead) isAction()     {}
@@ -207,6 +228,14 @@ type SubscriptionConfig struct {
 	AckQueueMaxIDs int
 	// ResolveMaxOffsets bounds one ResolveEntries, in offsets. Default 1000.
 	ResolveMaxOffsets int
+	// DelayedMaxEntries bounds the entries held for delayed delivery, in
+	// entries (about 40 bytes each). At the bound the entry due last is
+	// let go and read again from the log once the index is half empty.
+	// Default 100000.
+	DelayedMaxEntries int
+	// Now is the clock delayed delivery compares deliver_at_time with
+	// (Unix ms). Default time.Now.
+	Now func() int64
 }
 
 type subConsumer struct {
@@ -245,9 +274,11 @@ type hashHold struct {
 
 // Subscription is the state of one subscription on one log.
 //
-// Invariants: an entry offset is in at most one of pending and replay;
-// pending entries were delivered to a consumer that is still attached;
-// readPos only moves forward except on Rewind.
+// Invariants: an entry offset is in at most one of pending, replay and
+// delayed; pending entries were delivered to a consumer that is still
+// attached; every unacknowledged entry below readPos is in one of them or
+// above the delay index's eviction point; readPos only moves forward
+// except on Rewind and a delay-index rescan.
 type Subscription struct {
 	cfg  SubscriptionConfig
 	acks AckState
@@ -286,6 +317,11 @@ type Subscription struct {
 	held         map[int32]hashHold // key hash → the consumer holding its pending entries
 	replayHash   map[int64]int32    // key hash of each entry in replay
 	replayByHash map[int32][]int64  // entries in replay per key hash, ascending
+
+	// Delayed delivery (Shared and Key_Shared): entries read before their
+	// deliver_at_time, and the Tick asked for (0: none).
+	delayed delayIndex
+	wakeAt  int64
 }
 
 // NewSubscription returns a machine whose tail read starts at readFrom
@@ -306,6 +342,12 @@ func NewSubscription(cfg SubscriptionConfig, acks AckState, readFrom int64) *Sub
 	if cfg.ResolveMaxOffsets <= 0 {
 		cfg.ResolveMaxOffsets = 1000
 	}
+	if cfg.DelayedMaxEntries <= 0 {
+		cfg.DelayedMaxEntries = 100000
+	}
+	if cfg.Now == nil {
+		cfg.Now = func() int64 { return time.Now().UnixMilli() }
+	}
 	return &Subscription{
 		cfg:          cfg,
 		acks:         acks,
@@ -319,6 +361,7 @@ func NewSubscription(cfg SubscriptionConfig, acks AckState, readFrom int64) *Sub
 		held:         map[int32]hashHold{},
 		replayHash:   map[int64]int32{},
 		replayByHash: map[int32][]int64{},
+		delayed:      newDelayIndex(cfg.DelayedMaxEntries),
 	}
 }
 
@@ -346,6 +389,117 @@ func (s *Subscription) ReadPosition() int64 { return s.readPos }
 
 // PendingEntries is the number of delivered entries not yet fully acknowledged.
 func (s *Subscription) PendingEntries() int { return len(s.pending) }
+
+// DelayedEntries is the number of entries held for delayed delivery.
+func (s *Subscription) DelayedEntries() int { return s.delayed.len() }
+
+// delays reports whether the subscription type honours deliver_at_time.
+func (s *Subscription) delays() bool {
+	return s.cfg.Type == SubShared || s.cfg.Type == SubKeyShared
+}
+
+// Tick releases the entries held for delayed delivery that are due now
+// (they are dispatched like redeliveries), and — when the index had to let
+// entries go and has room again — restarts the tail read at the first of
+// them. The driver calls it as WakeAt asked; calling it at other times is
+// harmless.
+func (s *Subscription) Tick() []Action {
+	if s.closed {
+		return nil
+	}
+	s.wakeAt = 0
+	for _, e := range s.delayed.popDue(s.cfg.Now()) {
+		if !s.fullyAcked(e.offset, e.records) {
+			s.addReplay(e.offset, e.records, e.hash)
+		}
+	}
+	var out []Action
+	if from, ok := s.delayed.takeRescan(); ok && from < s.readPos {
+		s.readPos = from
+		if s.reading && s.readingTail {
+			s.reading = false
+			s.readGen = s.nextGen()
+			out = append(out, CancelRead{})
+		}
+	}
+	out = append(out, s.interruptTail()...)
+	return append(out, s.dispatch(nil)...)
+}
+
+// Expire acknowledges every record below offset before (Pulsar's message
+// expiry: a TTL, or a backlog quota evicting the oldest messages): the
+// entries wholly below it are forgotten wherever they wait (delivered,
+// queued for redelivery, held for delayed delivery) and the tail read
+// starts at before at the earliest. A no-op when everything below before
+// is acknowledged already.
+func (s *Subscription) Expire(before int64) ([]Action, error) {
+	if s.closed {
+		return nil, ErrSubscriptionClosed
+	}
+	md := s.acks.MarkDeleteOffset()
+	if before <= md+1 {
+		return nil, nil
+	}
+	if err := s.acks.IndividualDelete(md+1, before-(md+1)); err != nil {
+		return nil, err
+	}
+	for off, p := range s.pending {
+		if off+int64(p.records) <= before {
+			s.unpend(off)
+			delete(s.redelivered, off)
+		}
+	}
+	for _, off := range slices.Clone(s.replay) {
+		if off+int64(s.records[off]) <= before {
+			s.removeReplay(off)
+			delete(s.redelivered, off)
+		}
+	}
+	s.delayed.removeBelow(before)
+	s.readPos = max(s.readPos, before)
+	return append(s.afterAcks(), s.dispatch(nil)...), nil
+}
+
+// scheduleWake asks for a Tick at the earliest delivery time held, unless
+// one at or before it is asked for already.
+func (s *Subscription) scheduleWake() []Action {
+	at, ok := s.delayed.next()
+	if !ok || (s.wakeAt != 0 && s.wakeAt <= at) {
+		return nil
+	}
+	s.wakeAt = at
+	return []Action{WakeAt{At: at}}
+}
+
+// ConsumerCounts is what one consumer of a subscription holds.
+type ConsumerCounts struct {
+	// Permits is the number of messages the consumer asked for (FLOW) and
+	// was not sent yet (≥ 0: an entry larger than the permits left takes
+	// them all).
+	Permits int64
+	// UnackedRecords is the number of records delivered to the consumer
+	// and not acknowledged yet (Pulsar's per-consumer unackedMessages).
+	UnackedRecords int64
+}
+
+// ConsumerCounts returns the counts of every attached consumer, by id.
+// Its cost is one pass over the pending entries.
+func (s *Subscription) ConsumerCounts() map[uint64]ConsumerCounts {
+	out := make(map[uint64]ConsumerCounts, len(s.consumers))
+	for _, c := range s.consumers {
+		out[c.id] = ConsumerCounts{Permits: max(c.permits, 0)}
+	}
+	for off, p := range s.pending {
+		cc, ok := out[p.consumer]
+		if !ok {
+			continue
+		}
+		_, unacked := s.ackSetOf(lakestream.EntryHeader{Offset: off, Records: p.records})
+		cc.UnackedRecords += int64(unacked)
+		out[p.consumer] = cc
+	}
+	return out
+}
 
 // AddConsumer attaches a consumer. Exclusive allows one; Shared, Failover
 // and Key_Shared any number (Key_Shared consumers added this way use
@@ -722,12 +876,22 @@ func (s *Subscription) Redeliver(id uint64, entryOffsets []int64) ([]Action, err
 // stale generation are ignored. entries must be whole entries in ascending
 // order; for a tail read the next tail read starts after the last one.
 func (s *Subscription) OnRead(gen uint64, tail bool, entries []lakestream.Entry) []Action {
+	return s.OnReadTo(gen, tail, entries, 0)
+}
+
+// OnReadTo is OnRead for a tail read that covered the log up to next,
+// beyond its last entry (a compacted read: what it skipped was superseded),
+// so the next tail read starts at next at the earliest.
+func (s *Subscription) OnReadTo(gen uint64, tail bool, entries []lakestream.Entry, next int64) []Action {
 	if gen != s.readGen || !s.reading {
 		return nil
 	}
 	s.reading = false
 	if tail && len(entries) > 0 {
 		s.readPos = max(s.readPos, entries[len(entries)-1].End())
+	}
+	if tail {
+		s.readPos = max(s.readPos, next)
 	}
 	if !tail {
 		// Every requested entry leaves the replay list, read or not (an
@@ -763,6 +927,7 @@ func (s *Subscription) Rewind(from int64) []Action {
 	s.held = map[int32]hashHold{}
 	s.replayHash = map[int64]int32{}
 	s.replayByHash = map[int32][]int64{}
+	s.delayed.reset()
 	s.readPos = from
 	var out []Action
 	if s.reading {
@@ -1002,16 +1167,38 @@ func (s *Subscription) ackSetOf(e lakestream.EntryHeader) (set []int64, unacked 
 // position rule and never delivers a key out of order. Entries that cannot
 // go wait in the replay list (LookAheadMaxEntries bounds it).
 func (s *Subscription) dispatch(entries []lakestream.Entry) []Action {
+	out := s.dispatchEntries(entries)
+	return append(out, s.scheduleWake()...)
+}
+
+func (s *Subscription) dispatchEntries(entries []lakestream.Entry) []Action {
 	var out []Action
 	keyShared := s.cfg.Type == SubKeyShared
+	var now int64
+	if s.delays() && len(entries) > 0 {
+		now = s.cfg.Now()
+	}
 	for _, e := range entries {
 		if _, dup := s.pending[e.Offset]; dup {
 			continue // already out (a replay raced a tail read)
+		}
+		if _, queued := s.records[e.Offset]; queued || s.delayed.has(e.Offset) {
+			continue // read again by a rescan: it waits where it is
 		}
 		set, unacked := s.ackSetOf(e.EntryHeader)
 		if unacked == 0 {
 			delete(s.redelivered, e.Offset)
 			continue
+		}
+		if s.delays() {
+			if at, ok := protocol.EntryDeliverAt(e.Payload); ok && at > now {
+				var hash int32
+				if keyShared {
+					hash = EntryKeyHash(e.Payload)
+				}
+				s.delayed.add(delayedEntry{offset: e.Offset, deliverAt: at, records: e.Records, hash: hash})
+				continue
+			}
 		}
 		var (
 			hash int32

@@ -42,7 +42,12 @@ type SubscriptionOptions struct {
 	MailboxMsgs int
 	// RetryBackoff is the delay before a failed read is retried. Default 100 ms.
 	RetryBackoff time.Duration
-	Logger       *slog.Logger
+	// Compacted, when set, makes the subscription read compacted (Pulsar's
+	// readCompacted): below the compacted view's horizon it reads the
+	// compacted log — the latest record of each key — and acknowledges
+	// what compaction removed as it goes; from the horizon on, the log.
+	Compacted CompactedView
+	Logger    *slog.Logger
 }
 
 // closePersistTimeout bounds the cursor write when a consumer leaves.
@@ -97,7 +102,12 @@ type (
 		gen     uint64
 		tail    bool
 		entries []lakestream.Entry
-		err     error
+		// acks are record ranges [start, end) a compacted read found
+		// superseded (acknowledged before the entries are dispatched);
+		// next is where the log was covered to (0: the entries' end).
+		acks [][2]int64
+		next int64
+		err  error
 	}
 	resolveDoneMsg struct {
 		gen uint64
@@ -105,6 +115,12 @@ type (
 		err error
 	}
 	pokeMsg struct{}
+	// tickMsg: a WakeAt's time came (delayed delivery).
+	tickMsg   struct{}
+	expireMsg struct {
+		before int64
+		reply  chan error
+	}
 	infoMsg struct{ reply chan SubscriptionInfo }
 )
 
@@ -122,6 +138,14 @@ type SubscriptionInfo struct {
 	// AcksWaiting is the number of acknowledgements waiting for entry
 	// headers (not applied yet).
 	AcksWaiting int
+	// ConsumerCounts are the permits and unacknowledged records of each
+	// attached consumer, by the id it was added with.
+	ConsumerCounts map[uint64]ConsumerCounts
+	// Delayed is the number of entries held for delayed delivery.
+	Delayed int
+	// PersistedMarkDeleteOffset is the mark-delete offset last persisted
+	// (what survives this node: retention never trims above it).
+	PersistedMarkDeleteOffset int64
 }
 
 // UnackedRecords is the number of records in [first, next) that are
@@ -252,6 +276,14 @@ func (a *SubscriptionActor) ResetCursor(target int64) error {
 	return a.call(seekMsg{target: target, reply: r}, r)
 }
 
+// Expire acknowledges every record below offset before (message TTL,
+// backlog-quota eviction); see Subscription.Expire. The cursor persists it
+// with its next batch.
+func (a *SubscriptionActor) Expire(before int64) error {
+	r := make(chan error, 1)
+	return a.call(expireMsg{before: before, reply: r}, r)
+}
+
 // Close persists the cursor and stops the actor (the subscription survives).
 func (a *SubscriptionActor) Close() error {
 	r := make(chan error, 1)
@@ -292,8 +324,12 @@ type subHandler struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	cancelRead context.CancelFunc
-	stopped    chan struct{}
-	done       bool
+	// wake is the timer of the latest WakeAt (delayed delivery), wakeAt
+	// its time (Unix ms).
+	wake    *time.Timer
+	wakeAt  int64
+	stopped chan struct{}
+	done    bool
 }
 
 func (h *subHandler) Receive(msg any) {
@@ -315,6 +351,8 @@ func (h *subHandler) Receive(msg any) {
 			}
 		case infoMsg:
 			m.reply <- SubscriptionInfo{}
+		case expireMsg:
+			m.reply <- ErrSubscriptionClosed
 		}
 		return
 	}
@@ -390,12 +428,26 @@ func (h *subHandler) Receive(msg any) {
 			}
 			return
 		}
-		h.run(h.sm.OnRead(m.gen, m.tail, m.entries))
+		for _, r := range m.acks {
+			if err := h.opts.Cursor.IndividualDelete(r[0], r[1]-r[0]); err != nil {
+				h.opts.Logger.Warn("acknowledging records compaction removed", "sub", h.opts.Name, "err", err)
+			}
+		}
+		h.run(h.sm.OnReadTo(m.gen, m.tail, m.entries, m.next))
 	case pokeMsg:
 		h.run(h.sm.Poke())
+	case tickMsg:
+		h.wakeAt = 0
+		h.run(h.sm.Tick())
+	case expireMsg:
+		acts, err := h.sm.Expire(m.before)
+		m.reply <- err
+		h.run(acts)
 	case infoMsg:
 		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
-			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting()}
+			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
+			ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries(),
+			PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset()}
 	case unsubscribeMsg:
 		if h.sm.Consumers() > 1 {
 			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)
@@ -455,6 +507,9 @@ func (h *subHandler) seek(target int64) error {
 // stop closes the machine, cancels reads and stops the actor.
 func (h *subHandler) stop() {
 	h.run(h.sm.Close()) // answers the acknowledgements still waiting
+	if h.wake != nil {
+		h.wake.Stop()
+	}
 	h.done = true
 	h.sinks = nil
 	h.cancel()
@@ -493,12 +548,20 @@ func (h *subHandler) run(acts []Action) {
 				h.cancelRead = nil
 			}
 		case ReadTail:
-			h.startRead(a.Gen, func(ctx context.Context) ([]lakestream.Entry, error) {
-				return h.readTail(ctx, a)
+			h.startRead(a.Gen, func(ctx context.Context) (readResult, error) {
+				if h.opts.Compacted != nil {
+					return h.readCompacted(ctx, a)
+				}
+				es, err := h.readTail(ctx, a)
+				return readResult{entries: es}, err
 			}, true)
 		case ReadReplay:
-			h.startRead(a.Gen, func(ctx context.Context) ([]lakestream.Entry, error) {
-				return h.readReplay(ctx, a)
+			h.startRead(a.Gen, func(ctx context.Context) (readResult, error) {
+				if h.opts.Compacted != nil {
+					return h.readReplayCompacted(ctx, a)
+				}
+				es, err := h.readReplay(ctx, a)
+				return readResult{entries: es}, err
 			}, false)
 		case ResolveEntries:
 			self, ctx, lg := h.self, h.ctx, h.opts.Log
@@ -506,6 +569,16 @@ func (h *subHandler) run(acts []Action) {
 				rs, err := resolveEntries(ctx, lg, a.Offsets)
 				self.Send(resolveDoneMsg{gen: a.Gen, rs: rs, err: err})
 			}()
+		case WakeAt:
+			if h.wakeAt != 0 && h.wakeAt <= a.At {
+				continue // a tick at or before it is coming
+			}
+			if h.wake != nil {
+				h.wake.Stop()
+			}
+			self := h.self
+			h.wakeAt = a.At
+			h.wake = time.AfterFunc(time.Until(time.UnixMilli(a.At)), func() { self.Send(tickMsg{}) })
 		case AckDone:
 			if reply := h.ackReplies[a.Token]; reply != nil {
 				delete(h.ackReplies, a.Token)
@@ -594,12 +667,19 @@ func resolveEntries(ctx context.Context, lg lakestream.Log, offsets []int64) ([]
 	return out, nil
 }
 
-func (h *subHandler) startRead(gen uint64, f func(context.Context) ([]lakestream.Entry, error), tail bool) {
+// readResult is what a read hands back to the actor.
+type readResult struct {
+	entries []lakestream.Entry
+	acks    [][2]int64
+	next    int64
+}
+
+func (h *subHandler) startRead(gen uint64, f func(context.Context) (readResult, error), tail bool) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	h.cancelRead = cancel
 	self := h.self
 	go func() {
-		es, err := f(ctx)
+		res, err := f(ctx)
 		// Whether the read was cancelled (CancelRead or stop) must be known
 		// before cancel() below, which cancels ctx in every case: testing
 		// ctx.Err() after it would drop every failed read, leaving the
@@ -609,8 +689,85 @@ func (h *subHandler) startRead(gen uint64, f func(context.Context) ([]lakestream
 		if cancelled && err != nil {
 			return // cancelled: the machine no longer waits for it
 		}
-		self.Send(readDoneMsg{gen: gen, tail: tail, entries: es, err: err})
+		self.Send(readDoneMsg{gen: gen, tail: tail, entries: res.entries, acks: res.acks, next: res.next, err: err})
 	}()
+}
+
+// readCompacted runs off the actor: a tail read of a readCompacted
+// subscription. Below the compacted view's horizon it reads the compacted
+// log: the latest record of each key, in offset order (whole entries, or
+// single messages out of batches; actors/compacted.go). The records
+// between them are superseded: they come back as acks (applied before the
+// entries are dispatched) and the read covers the log up to the last
+// entry, or to the horizon once the compacted log is read to its end. At
+// or beyond the horizon (or never compacted) it is readTail.
+func (h *subHandler) readCompacted(ctx context.Context, a ReadTail) (readResult, error) {
+	for attempt := 0; ; attempt++ {
+		clog, horizon, ok, err := h.opts.Compacted.Current(ctx)
+		if err != nil {
+			return readResult{}, err
+		}
+		if !ok || a.From >= horizon {
+			es, err := h.readTail(ctx, a)
+			return readResult{entries: es}, err
+		}
+		res, err := readCompactedLog(ctx, clog, horizon, a.From, a.MaxRecords, h.opts.ReadMaxBytes)
+		if (errors.Is(err, lakestream.ErrNoSuchLog) || errors.Is(err, lakestream.ErrNoSuchStream)) && attempt < 3 {
+			continue // replaced by a newer compaction meanwhile
+		}
+		return res, err
+	}
+}
+
+// readCompactedLog reads the compacted entries of original offsets ≥ from
+// (see readCompacted).
+func readCompactedLog(ctx context.Context, clog lakestream.Log, horizon, from int64, maxRecords int, maxBytes int64) (readResult, error) {
+	first, err := clog.FirstOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	next, err := clog.NextOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	pos, err := clog.SearchOffset(ctx, first, next, func(h lakestream.EntryHeader) bool { return h.PublishTimeMs-1 >= from })
+	if err != nil {
+		return readResult{}, err
+	}
+	var es []lakestream.Entry
+	if pos < next {
+		if es, err = clog.ReadEntries(ctx, pos, maxRecords, maxBytes); err != nil {
+			return readResult{}, err
+		}
+	}
+	var res readResult
+	at := from // the original offsets below it are covered
+	for _, ce := range es {
+		e, err := DecodeCompactedEntry(ce.Payload)
+		if err != nil {
+			return readResult{}, fmt.Errorf("compacted log %d at %d: %w", clog.ID(), ce.Offset, err)
+		}
+		if e.Offset < at || e.Offset >= horizon {
+			continue
+		}
+		if e.Offset > at {
+			res.acks = append(res.acks, [2]int64{at, e.Offset})
+		}
+		res.entries = append(res.entries, lakestream.Entry{
+			EntryHeader: lakestream.EntryHeader{Offset: e.Offset, Records: e.Records, WriteTimeMs: ce.WriteTimeMs, Size: int32(len(e.Entry))},
+			Payload:     e.Entry,
+		})
+		at = e.Offset + int64(e.Records)
+	}
+	if len(es) == 0 || es[len(es)-1].End() >= next {
+		// The compacted log is read to its end: the rest up to the
+		// horizon was superseded.
+		if at < horizon {
+			res.acks = append(res.acks, [2]int64{at, horizon})
+		}
+		res.next = horizon
+	}
+	return res, nil
 }
 
 // readTail runs off the actor: read, or wait at the tail and read.
@@ -632,6 +789,71 @@ func (h *subHandler) readTail(ctx context.Context, a ReadTail) ([]lakestream.Ent
 			return nil, err
 		}
 	}
+}
+
+// readReplayCompacted runs off the actor: a redelivery of a readCompacted
+// subscription reads an offset below the horizon from the compacted log
+// (the entry it delivered first: a message out of a batch is its own
+// entry there), others from the log.
+func (h *subHandler) readReplayCompacted(ctx context.Context, a ReadReplay) (readResult, error) {
+	clog, horizon, ok, err := h.opts.Compacted.Current(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	var below, above []int64
+	for _, off := range a.Offsets {
+		if ok && off < horizon {
+			below = append(below, off)
+		} else {
+			above = append(above, off)
+		}
+	}
+	out, err := h.readReplay(ctx, ReadReplay{Gen: a.Gen, Offsets: above})
+	if err != nil || len(below) == 0 {
+		return readResult{entries: out}, err
+	}
+	first, err := clog.FirstOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	next, err := clog.NextOffset(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	var res readResult
+	for _, off := range below {
+		pos, err := clog.SearchOffset(ctx, first, next, func(h lakestream.EntryHeader) bool { return h.PublishTimeMs-1 >= off })
+		if err != nil {
+			return readResult{}, err
+		}
+		var e CompactedEntry
+		var ce lakestream.Entry
+		if pos < next {
+			if ce, err = clog.ReadEntry(ctx, pos); err != nil {
+				return readResult{}, err
+			}
+			if e, err = DecodeCompactedEntry(ce.Payload); err != nil {
+				return readResult{}, err
+			}
+		}
+		if pos >= next || e.Offset != off {
+			// Superseded by a newer compaction: acknowledged, not
+			// redelivered (what the log's entry holds there, or the one
+			// message).
+			end := off + 1
+			if hd, err := h.opts.Log.EntryHeader(ctx, off); err == nil && hd.Offset == off {
+				end = hd.End()
+			}
+			res.acks = append(res.acks, [2]int64{off, end})
+			continue
+		}
+		res.entries = append(res.entries, lakestream.Entry{
+			EntryHeader: lakestream.EntryHeader{Offset: e.Offset, Records: e.Records, WriteTimeMs: ce.WriteTimeMs, Size: int32(len(e.Entry))},
+			Payload:     e.Entry,
+		})
+	}
+	res.entries = append(res.entries, out...) // below the horizon first: ascending
+	return res, nil
 }
 
 // readReplay runs off the actor: read the named entries, skipping trimmed ones.

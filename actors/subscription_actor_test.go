@@ -104,6 +104,9 @@ func (c *memCursor) IndividualDelete(o, n int64) error {
 }
 func (c *memCursor) Close(context.Context) error { return nil }
 
+// PersistedMarkDeleteOffset: an ephemeral cursor's state is all there is.
+func (c *memCursor) PersistedMarkDeleteOffset() int64 { return c.MarkDeleteOffset() }
+
 // chanSink passes deliveries to a channel.
 type chanSink struct{ got chan Deliver }
 

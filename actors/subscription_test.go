@@ -257,3 +257,35 @@ func TestFailoverActiveChange(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConsumerCounts: permits and unacknowledged records per consumer, a
+// batch-index ack counting only the records it acknowledged.
+func TestConsumerCounts(t *testing.T) {
+	s := NewSubscription(SubscriptionConfig{Type: SubShared}, newFakeAcks(), 0)
+	must(t)(s.AddConsumer(1, SubShared))
+	must(t)(s.AddConsumer(2, SubShared))
+	_, reads := split(must(t)(s.Flow(1, 5)))
+	must(t)(s.Flow(2, 1))
+	rt := reads[0].(ReadTail)
+	// Entries of 3, 1 and 2 records: round robin gives 1 the first, 2 the
+	// second (its only permit), 1 the third.
+	d, _ := split(s.OnRead(rt.Gen, true, entries(3, 1, 2)))
+	if len(d) != 3 {
+		t.Fatalf("delivered %d entries, want 3", len(d))
+	}
+	got := s.ConsumerCounts()
+	if got[1] != (ConsumerCounts{Permits: 0, UnackedRecords: 5}) || got[2] != (ConsumerCounts{Permits: 0, UnackedRecords: 1}) {
+		t.Fatalf("counts %+v", got)
+	}
+	// Acknowledge record 1 of the first entry (batch index) and the
+	// second entry.
+	ackNow(t, s, 1, AckIndividual, []AckID{{EntryOffset: 0, AckSet: protocol.AckSetAllUnacked(3)}})
+	set := protocol.AckSetAllUnacked(3)
+	set[0] &^= 1 << 1
+	ackNow(t, s, 1, AckIndividual, []AckID{{EntryOffset: 0, AckSet: set}})
+	ackNow(t, s, 2, AckIndividual, []AckID{{EntryOffset: 3}})
+	got = s.ConsumerCounts()
+	if got[1] != (ConsumerCounts{UnackedRecords: 4}) || got[2] != (ConsumerCounts{}) {
+		t.Fatalf("after acks: counts %+v", got)
+	}
+}

@@ -26,9 +26,9 @@ package gateway
 // Deleted topics. lakestream tombstones a dropped stream's name: a topic name
 // that was deleted cannot be created again (409 with a reason).
 //
-// Non-persistent topics are not supported: list endpoints under
-// /admin/v2/non-persistent answer [] (pulsaradmin's topic list queries
-// them), every other call answers 501.
+// Non-persistent topics (admin_nonpersistent.go): listed (the ones served
+// by every member), stats and unload through their owner; other calls
+// answer 501.
 
 import (
 	"context"
@@ -38,6 +38,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,6 +167,8 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET /admin/v2/clusters", ruleAny, a.listClusters)
 	handle("GET /admin/v2/clusters/{cluster}", ruleAny, a.getCluster)
 	handle("GET /admin/v2/brokers/{cluster}", ruleAny, a.listBrokers) // admin_cluster.go
+	handle("GET /admin/v2/brokers/configuration/runtime", ruleAny, a.runtimeConfiguration)
+	handle("GET /admin/v2/brokers/configuration", ruleAny, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, []string{}) })
 	handle("GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", ruleLookup, a.lookupTopic)
 	handle("PUT /admin/v2/namespaces/{tenant}/{ns}/unload", ruleTenant, a.unloadNamespace)
 	// Grants (admin_auth.go).
@@ -209,6 +212,7 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("DELETE "+p+"/{topic}/subscription/{sub}", ruleSubscription, a.owned(a.deleteSubscription))
 	handle("POST "+p+"/{topic}/subscription/{sub}/resetcursor/{timestamp}", ruleSubscription, a.owned(a.resetCursorByTime))
 	handle("POST "+p+"/{topic}/subscription/{sub}/resetcursor", ruleSubscription, a.owned(a.resetCursorByID))
+	handle("GET "+p+"/{topic}/subscription/{sub}/position/{pos}", ruleConsume, a.owned(a.peekMessage))
 	handle("GET "+p+"/{topic}/lastMessageId", ruleLookup, a.owned(a.lastMessageID))
 	handle("POST "+p+"/{topic}/terminate", ruleTenant, a.owned(a.terminate))
 	handle("PUT "+p+"/{topic}/unload", ruleTenant, a.unload)
@@ -219,6 +223,35 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.getNamespaceDeduplication)
 	handle("POST /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.setNamespaceDeduplication)
 	handle("DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, a.removeNamespaceDeduplication)
+	// Retention, message TTL, backlog quotas (admin_policies.go).
+	handle("GET "+p+"/{topic}/retention", ruleLookup, a.getTopicRetention)
+	handle("POST "+p+"/{topic}/retention", ruleTenant, a.setTopicRetention)
+	handle("DELETE "+p+"/{topic}/retention", ruleTenant, a.removeTopicRetention)
+	handle("GET "+p+"/{topic}/messageTTL", ruleLookup, a.getTopicTTL)
+	handle("POST "+p+"/{topic}/messageTTL", ruleTenant, a.setTopicTTL)
+	handle("DELETE "+p+"/{topic}/messageTTL", ruleTenant, a.removeTopicTTL)
+	handle("GET "+p+"/{topic}/backlogQuotaMap", ruleLookup, a.getTopicQuotas)
+	handle("POST "+p+"/{topic}/backlogQuota", ruleTenant, a.setTopicQuota)
+	handle("DELETE "+p+"/{topic}/backlogQuota", ruleTenant, a.removeTopicQuota)
+	const nsPol = "/admin/v2/namespaces/{tenant}/{ns}"
+	handle("GET "+nsPol+"/retention", ruleTenant, a.getNamespaceProperty(retentionProperty))
+	handle("POST "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(retentionProperty, retentionOfBody))
+	handle("DELETE "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(retentionProperty, nil))
+	handle("GET "+nsPol+"/messageTTL", ruleTenant, a.getNamespaceProperty(messageTTLProperty))
+	handle("POST "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(messageTTLProperty, ttlOf))
+	handle("DELETE "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(messageTTLProperty, nil))
+	handle("GET "+nsPol+"/backlogQuotaMap", ruleTenant, a.getNamespaceQuotas)
+	handle("POST "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, false) })
+	handle("DELETE "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, true) })
+	// Topic compaction (admin_compaction.go).
+	handle("PUT "+p+"/{topic}/compaction", ruleTenant, a.owned(a.triggerCompaction))
+	handle("GET "+p+"/{topic}/compaction", ruleLookup, a.owned(a.compactionStatus))
+	handle("GET "+p+"/{topic}/compactionThreshold", ruleLookup, a.getTopicCompactionThreshold)
+	handle("POST "+p+"/{topic}/compactionThreshold", ruleTenant, a.setTopicCompactionThreshold)
+	handle("DELETE "+p+"/{topic}/compactionThreshold", ruleTenant, a.removeTopicCompactionThreshold)
+	handle("GET "+nsPol+"/compactionThreshold", ruleTenant, a.getNamespaceProperty(compactionThresholdProperty))
+	handle("PUT "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(compactionThresholdProperty, thresholdOf))
+	handle("DELETE "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(compactionThresholdProperty, nil))
 	handle("GET "+p+"/{topic}/table", ruleLookup, a.tableInfo) // lakegate extensions: tables (admin_tables.go)
 	handle("GET "+p+"/{topic}/tablePolicy", ruleLookup, a.getTopicTablePolicy)
 	handle("POST "+p+"/{topic}/tablePolicy", ruleTenant, a.setTopicTablePolicy)
@@ -231,19 +264,25 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET "+sp+"/schema", ruleLookup, a.schemaOf)
 	handle("GET "+sp+"/schema/{version}", ruleLookup, a.schemaOf)
 	handle("GET "+sp+"/schemas", ruleLookup, a.allSchemas)
+	handle("POST "+sp+"/schema", ruleTenant, a.postSchema)
+	handle("DELETE "+sp+"/schema", ruleTenant, a.deleteSchema)
+	handle("POST "+sp+"/compatibility", ruleLookup, a.testSchemaCompatibility)
+	handle("POST "+sp+"/version", ruleLookup, a.schemaVersionOfPayload)
+	handle("GET "+p+"/{topic}/schemaCompatibilityStrategy", ruleLookup, a.getTopicSchemaStrategy)
+	handle("PUT "+p+"/{topic}/schemaCompatibilityStrategy", ruleTenant, a.setTopicSchemaStrategy)
+	handle("DELETE "+p+"/{topic}/schemaCompatibilityStrategy", ruleTenant, a.removeTopicSchemaStrategy)
+	handle("GET /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, a.getNamespaceSchemaStrategy)
+	handle("PUT /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, a.setNamespaceSchemaStrategy)
 
+	// Non-persistent topics (admin_nonpersistent.go).
 	const np = "/admin/v2/non-persistent/{tenant}/{ns}"
-	emptyList := func(w http.ResponseWriter, r *http.Request) {
-		if err := a.checkNamespace(r.Context(), r.PathValue("tenant"), r.PathValue("ns")); err != nil {
-			writeAdminError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, []string{})
-	}
-	handle("GET "+np, ruleAny, emptyList)
-	handle("GET "+np+"/partitioned", ruleAny, emptyList)
+	handle("GET "+np, ruleNamespaceLookup, a.listNPTopics)
+	handle("GET "+np+"/partitioned", ruleNamespaceLookup, a.listNPPartitioned)
+	handle("GET "+np+"/{topic}/partitions", ruleLookup, a.npPartitions)
+	handle("GET "+np+"/{topic}/stats", ruleLookup, a.npOwned(a.npStats))
+	handle("PUT "+np+"/{topic}/unload", ruleTenant, a.npOwned(a.npUnload))
 	handle("/admin/v2/non-persistent/", ruleAny, func(w http.ResponseWriter, r *http.Request) {
-		writeAdminError(w, fmt.Errorf("%w: non-persistent topics are not supported by lakegate (every topic is persistent)", errAdminNotImplemented))
+		writeAdminError(w, fmt.Errorf("%w: %s %s: lakegate serves only list, stats, partitions and unload of non-persistent topics", errAdminNotImplemented, r.Method, r.URL.Path))
 	})
 	handle("/admin/", ruleAny, func(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, fmt.Errorf("%w: %s %s is not an admin endpoint lakegate serves", errAdminNotFound, r.Method, r.URL.Path))
@@ -261,10 +300,16 @@ type adminError struct {
 	Reason string `json:"reason"`
 }
 
+// writeJSON answers v as JSON, without a trailing newline (as Pulsar's
+// Jackson: pulsaradmin reads some bodies as raw strings).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"reason":"encoding the answer failed"}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(b)
 }
 
 func writeAdminError(w http.ResponseWriter, err error) {
@@ -584,13 +629,41 @@ func (a *admin) getNamespace(w http.ResponseWriter, r *http.Request) {
 	if props == nil {
 		props = map[string]string{}
 	}
-	// A minimal Pulsar Policies object: lakegate has no per-namespace
-	// policies besides properties.
-	writeJSON(w, http.StatusOK, map[string]any{
+	// Pulsar's Policies object: the policies lakegate keeps (as namespace
+	// properties, docs/policies.md) and its fixed bundles and cluster.
+	pol := map[string]any{
 		"replication_clusters": []string{adminClusterName},
 		"bundles":              map[string]any{"boundaries": []string{"0x00000000", "0xffffffff"}, "numBundles": 1},
-		"properties":           props,
-	})
+		"properties":           userProperties(props),
+		"backlog_quota_map":    map[string]backlogQuota{},
+	}
+	if v, ok := props[retentionProperty]; ok {
+		if r, err := parseRetention(v); err == nil {
+			pol["retention_policies"] = r
+		}
+	}
+	if v, ok := props[messageTTLProperty]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			pol["message_ttl_in_seconds"] = n
+		}
+	}
+	if v, ok := props[backlogQuotaProperty]; ok {
+		if q, err := parseQuotas(v); err == nil {
+			pol["backlog_quota_map"] = q
+		}
+	}
+	if v, ok := props[schemaStrategyProperty]; ok {
+		pol["schema_compatibility_strategy"] = v
+	}
+	if v, ok := props[compactionThresholdProperty]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			pol["compaction_threshold"] = n
+		}
+	}
+	if v, ok := props[dedupProperty]; ok {
+		pol["deduplicationEnabled"] = v == "true"
+	}
+	writeJSON(w, http.StatusOK, pol)
 }
 
 func (a *admin) putNamespace(w http.ResponseWriter, r *http.Request) {
@@ -647,6 +720,18 @@ func (a *admin) deleteNamespace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noContent(w)
+}
+
+// userProperties are a namespace's properties without lakegate's own
+// (policies and grants are answered as the fields Pulsar names them).
+func userProperties(props map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range props {
+		if !strings.HasPrefix(k, "lakegate.") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (a *admin) listNamespaceTopics(w http.ResponseWriter, r *http.Request) {

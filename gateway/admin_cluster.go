@@ -117,6 +117,25 @@ func (a *admin) listBrokers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// runtimeConfiguration answers GET /admin/v2/brokers/configuration/runtime
+// (pulsar-admin brokers get-runtime-config; clusters list reads
+// clusterName from it): the broker settings lakegate has an equivalent of,
+// by Pulsar's names. No setting is dynamic (GET …/configuration is []).
+func (a *admin) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
+	cfg := a.srv.cfg
+	writeJSON(w, http.StatusOK, map[string]string{
+		"clusterName":                adminClusterName,
+		"allowAutoTopicCreation":     strconv.FormatBool(!cfg.DisableTopicAutoCreation),
+		"allowAutoTopicCreationType": "non-partitioned",
+		"maxMessageSize":             strconv.Itoa(cfg.MaxMessageSize),
+		"topicLevelPoliciesEnabled":  "true",
+		"delayedDeliveryEnabled":     "true",
+		"brokerDeduplicationEnabled": "false",
+		"authenticationEnabled":      strconv.FormatBool(cfg.Auth != nil),
+		"authorizationEnabled":       strconv.FormatBool(cfg.Authorization),
+	})
+}
+
 // unloadNamespace unloads every topic of a namespace wherever it is served.
 func (a *admin) unloadNamespace(w http.ResponseWriter, r *http.Request) {
 	name, err := a.namespaceOf(r)

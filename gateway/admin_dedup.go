@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 
 	"github.com/lakegate/lakegate/lakestream"
@@ -86,44 +85,7 @@ func (a *admin) removeDeduplication(w http.ResponseWriter, r *http.Request) {
 // changeDeduplication sets (value != nil) or removes the policy, then
 // unloads the loaded partitions so the next use reads it.
 func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, value *string) {
-	ctx := r.Context()
-	ref, err := a.refOf(r)
-	if err != nil {
-		writeAdminError(w, err)
-		return
-	}
-	if ref.partition >= 0 {
-		writeAdminError(w, fmt.Errorf("%w: deduplication is a policy of the whole topic %s, not of one partition", errAdminMethodNotAllowed, ref.name.Base()))
-		return
-	}
-	id := fullStreamID(ref.name)
-	md := ref.md
-	for range dedupPolicyRetries {
-		props := maps.Clone(md.Properties)
-		if props == nil {
-			props = map[string]string{}
-		}
-		if value != nil {
-			props[dedupProperty] = *value
-		} else {
-			delete(props, dedupProperty)
-		}
-		var ok bool
-		md, ok, err = a.cat.ReplaceStreamProperties(ctx, id, props, md.MetadataVersion)
-		if err != nil {
-			writeAdminError(w, err)
-			return
-		}
-		if ok {
-			if err := a.srv.reloadStreams(ctx, []lakestream.StreamIdentifier{id}); err != nil {
-				writeAdminError(w, err)
-				return
-			}
-			noContent(w)
-			return
-		}
-	}
-	writeAdminError(w, fmt.Errorf("%w: topic %s properties changed concurrently, retry", errAdminConflict, ref.name))
+	a.changeTopicProperty(w, r, dedupProperty, value, true)
 }
 
 // Namespace deduplication policy (`pulsar-admin namespaces

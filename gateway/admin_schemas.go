@@ -1,24 +1,43 @@
 package gateway
 
-// The schemas admin REST (Pulsar's /admin/v2/schemas/...), read-only: the
-// versions the schema registry (schema.go) holds, as Pulsar's
-// GetSchemaResponse JSON:
+// The schemas admin REST (Pulsar's /admin/v2/schemas/...) over the schema
+// registry (schema.go):
 //
-//	GET /admin/v2/schemas/{tenant}/{ns}/{topic}/schema            latest version
-//	GET /admin/v2/schemas/{tenant}/{ns}/{topic}/schema/{version}  one version
-//	GET /admin/v2/schemas/{tenant}/{ns}/{topic}/schemas           every version
+//	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schema            latest version (GetSchemaResponse)
+//	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schema/{version}  one version
+//	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schemas           the versions since the last deletion
+//	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/schema            upload (PostSchemaPayload) → {"version":{"version":N}}
+//	DELETE /admin/v2/schemas/{tenant}/{ns}/{topic}/schema[?force=true] delete → {"version":N}
+//	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/compatibility     would the payload be accepted? (IsCompatibilityResponse)
+//	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/version           the version of the payload's schema (LongSchemaVersion)
+//
+// and the compatibility strategy policies (stored as the property
+// schemaStrategyProperty of the stream or namespace, docs/policies.md):
+//
+//	GET|PUT|DELETE /admin/v2/persistent/{tenant}/{ns}/{topic}/schemaCompatibilityStrategy   body "FULL" (JSON string)
+//	GET|PUT        /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy
 //
 // "data" is the schema definition as text (what pulsar-client-admin turns
 // back into SchemaInfo bytes); "timestamp" is 0 (registration times are not
-// kept). A topic without schema answers 404. Uploading and deleting schemas
-// (POST/DELETE) are not supported (404 from the admin fallback).
+// kept). A topic without schema (or whose schema was deleted) answers 404.
+// An upload to a topic that does not exist creates it (non-partitioned), as
+// a producer would; an incompatible upload answers 409 with the reason.
 
 import (
+	"context"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
@@ -91,8 +110,264 @@ func (a *admin) allSchemas(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]adminSchemaResponse, 0, len(list))
-	for v, st := range list {
-		out = append(out, adminSchemaOf(st, v))
+	for v := liveFrom(list); v < len(list); v++ {
+		out = append(out, adminSchemaOf(list[v], v))
 	}
 	writeJSON(w, http.StatusOK, map[string][]adminSchemaResponse{"getSchemaResponses": out})
+}
+
+// adminSchemaPayload is Pulsar's PostSchemaPayload (what `pulsar-admin
+// schemas upload -f` reads from its file).
+type adminSchemaPayload struct {
+	Type       string            `json:"type"`
+	Schema     string            `json:"schema"`
+	Properties map[string]string `json:"properties"`
+}
+
+// schemaOfPayload reads and checks a PostSchemaPayload body.
+func schemaOfPayload(r *http.Request) (*pb.Schema, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("%w: the body must be a schema payload {\"type\", \"schema\", \"properties\"}", errAdminBadRequest)
+	}
+	var p adminSchemaPayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%w: schema payload: %v", errAdminBadRequest, err)
+	}
+	var typ pb.Schema_Type
+	found := false
+	for t, name := range adminSchemaTypeNames {
+		if strings.EqualFold(name, p.Type) && t != pb.Schema_None {
+			typ, found = t, true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: schema type %q: want one of AVRO, JSON, PROTOBUF, PROTOBUF_NATIVE, STRING, KEY_VALUE or a primitive type (BYTES is no schema)", errAdminBadRequest, p.Type)
+	}
+	if len(p.Schema) > schemaDataMaxBytes {
+		return nil, fmt.Errorf("%w: schema of %d bytes (max %d)", errAdminBadRequest, len(p.Schema), schemaDataMaxBytes)
+	}
+	sc := &pb.Schema{Type: typ.Enum(), SchemaData: []byte(p.Schema)}
+	for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
+		sc.Properties = append(sc.Properties, &pb.KeyValue{Key: proto.String(k), Value: proto.String(p.Properties[k])})
+	}
+	return sc, nil
+}
+
+// schemaStream is the stream of the request's topic; create makes a topic
+// that does not exist (non-partitioned, when auto-creation is allowed).
+func (a *admin) schemaStream(r *http.Request, create bool) (lakestream.StreamMetadata, error) {
+	ref, err := a.refOf(r)
+	if err == nil || !create || !errors.Is(err, errAdminNotFound) {
+		return ref.md, err
+	}
+	tn, perr := pathTopic(r)
+	if perr != nil {
+		return lakestream.StreamMetadata{}, perr
+	}
+	pr, rerr := a.srv.resolveName(r.Context(), tn.String(), true)
+	if rerr != nil {
+		if errors.Is(rerr, lakestream.ErrNoSuchStream) {
+			return lakestream.StreamMetadata{}, err // auto-creation is off
+		}
+		return lakestream.StreamMetadata{}, rerr
+	}
+	return a.cat.LoadStream(r.Context(), pr.stream)
+}
+
+// postSchema serves POST .../schema: registers the payload's schema as
+// a producer would (a new version when new and compatible).
+func (a *admin) postSchema(w http.ResponseWriter, r *http.Request) {
+	sc, err := schemaOfPayload(r)
+	var md lakestream.StreamMetadata
+	if err == nil {
+		md, err = a.schemaStream(r, true)
+	}
+	var version []byte
+	if err == nil {
+		version, err = a.srv.getOrCreateSchema(r.Context(), md.ID, sc, true)
+	}
+	if errors.Is(err, ErrIncompatibleSchema) {
+		err = fmt.Errorf("%w: %w", errAdminConflict, err)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	v := binary.BigEndian.Uint64(version)
+	writeJSON(w, http.StatusOK, map[string]map[string]uint64{"version": {"version": v}})
+}
+
+// deleteSchema serves DELETE .../schema[?force=true].
+func (a *admin) deleteSchema(w http.ResponseWriter, r *http.Request) {
+	md, err := a.schemaStream(r, false)
+	var v int
+	if err == nil {
+		v, err = a.srv.deleteSchema(r.Context(), md.ID, queryBool(r, "force"))
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"version": v})
+}
+
+// testSchemaCompatibility serves POST .../compatibility: whether the
+// payload's schema would be accepted, under which strategy (nothing is
+// registered).
+func (a *admin) testSchemaCompatibility(w http.ResponseWriter, r *http.Request) {
+	sc, err := schemaOfPayload(r)
+	var md lakestream.StreamMetadata
+	if err == nil {
+		md, err = a.schemaStream(r, false)
+	}
+	var strategy string
+	if err == nil {
+		strategy, err = a.srv.schemaStrategy(r.Context(), md)
+	}
+	var list []storedSchema
+	if err == nil {
+		list, err = loadSchemas(md)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	want := storedSchemaOf(sc)
+	ok := true
+	if _, same := schemaVersionOf(list, want); !same {
+		if live := list[liveFrom(list):]; len(live) > 0 {
+			ok = schemaCompatibleWith(strategy, live, want) == nil
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"isCompatibility": ok, "schemaCompatibilityStrategy": strategy})
+}
+
+// schemaVersionOfPayload serves POST .../version: the version of the
+// payload's schema, 404 when it is not registered (since the last
+// deletion).
+func (a *admin) schemaVersionOfPayload(w http.ResponseWriter, r *http.Request) {
+	sc, err := schemaOfPayload(r)
+	var md lakestream.StreamMetadata
+	if err == nil {
+		md, err = a.schemaStream(r, false)
+	}
+	var list []storedSchema
+	if err == nil {
+		list, err = loadSchemas(md)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	v, ok := schemaVersionOf(list, storedSchemaOf(sc))
+	if !ok {
+		writeAdminError(w, fmt.Errorf("%w: %s has no such schema version", ErrNoSchema, md.ID))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"version": v})
+}
+
+// parseStrategy reads a strategy body: a JSON string (or a bare name).
+func parseStrategy(r *http.Request) (string, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return "", err
+	}
+	var name string
+	if b != nil {
+		if jerr := json.Unmarshal(b, &name); jerr != nil {
+			name = strings.TrimSpace(string(b))
+		}
+	}
+	name = strings.ToUpper(name)
+	if !slices.Contains(schemaStrategies, name) {
+		return "", fmt.Errorf("%w: schema compatibility strategy %q: want one of %s", errAdminBadRequest, name, strings.Join(schemaStrategies, ", "))
+	}
+	return name, nil
+}
+
+// getTopicSchemaStrategy serves GET .../{topic}/schemaCompatibilityStrategy:
+// the topic's policy (null when none), or with ?applied=true the strategy
+// that applies.
+func (a *admin) getTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+	ref, err := a.refOf(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if queryBool(r, "applied") {
+		s, err := a.srv.schemaStrategy(r.Context(), ref.md)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, s)
+		return
+	}
+	if v := ref.md.Properties[schemaStrategyProperty]; v != "" {
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
+	writeJSON(w, http.StatusOK, nil)
+}
+
+func (a *admin) setTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+	name, err := parseStrategy(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	a.changeTopicProperty(w, r, schemaStrategyProperty, &name, false)
+}
+
+func (a *admin) removeTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+	a.changeTopicProperty(w, r, schemaStrategyProperty, nil, false)
+}
+
+// getNamespaceSchemaStrategy serves GET
+// /admin/v2/namespaces/{t}/{ns}/schemaCompatibilityStrategy (UNDEFINED
+// when not set, as Pulsar answers).
+func (a *admin) getNamespaceSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+	name, err := a.namespaceOf(r)
+	var nsmd lakestream.Namespace
+	if err == nil {
+		nsmd, err = a.cat.LoadNamespace(r.Context(), name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	v := nsmd.Properties[schemaStrategyProperty]
+	if v == "" {
+		v = strategyUndefined
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (a *admin) setNamespaceSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+	value, err := parseStrategy(r)
+	var name string
+	if err == nil {
+		name, err = a.namespaceOf(r)
+	}
+	if err == nil {
+		err = a.setNamespaceProperty(r.Context(), name, schemaStrategyProperty, value)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+// setNamespaceProperty sets (value != "") or removes a namespace property.
+func (a *admin) setNamespaceProperty(ctx context.Context, name, key, value string) error {
+	if value == "" {
+		return a.cat.RemoveNamespaceProperties(ctx, name, []string{key})
+	}
+	return a.cat.SetNamespaceProperties(ctx, name, map[string]string{key: value})
 }

@@ -19,9 +19,10 @@ package gateway
 //   - publishers carry producerName, producerId, accessMode, address,
 //     clientVersion and metadata;
 //   - consumers[] lists the consumers connected to this node with their
-//     name, address, clientVersion, metadata and rates (availablePermits
-//     and unackedMessages are the subscription actor's, not reported per
-//     consumer: 0);
+//     name, address, clientVersion, metadata, rates, availablePermits
+//     (permits asked for and not used yet) and unackedMessages (records
+//     delivered and not acknowledged), the last two from the subscription
+//     actor; the subscription's unackedMessages sums every consumer's;
 //   - a subscription whose cursor is not loaded has type "" (the type is a
 //     property of connected consumers, not stored).
 
@@ -35,6 +36,7 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
@@ -60,6 +62,7 @@ type consumerStatsJSON struct {
 	MsgThroughputOut float64           `json:"msgThroughputOut"`
 	AvailablePermits int               `json:"availablePermits"`
 	UnackedMessages  int               `json:"unackedMessages"`
+	ConnectedSince   string            `json:"connectedSince"`
 	Metadata         map[string]string `json:"metadata"`
 }
 
@@ -68,6 +71,7 @@ type subscriptionStatsJSON struct {
 	MsgThroughputOut float64             `json:"msgThroughputOut"`
 	MsgBacklog       int64               `json:"msgBacklog"`
 	BacklogSize      int64               `json:"backlogSize"`
+	MsgDelayed       int64               `json:"msgDelayed"`
 	UnackedMessages  int64               `json:"unackedMessages"`
 	Type             string              `json:"type"`
 	IsDurable        bool                `json:"isDurable"`
@@ -91,6 +95,16 @@ type topicStatsJSON struct {
 	DeduplicationStatus    string                           `json:"deduplicationStatus"`
 	TopicCreationTimeStamp int64                            `json:"topicCreationTimeStamp,omitempty"`
 	LastPublishTimestamp   int64                            `json:"lastPublishTimestamp,omitempty"`
+	Compaction             compactionStatsJSON              `json:"compaction"`
+}
+
+// compactionStatsJSON is Pulsar's CompactionStats (compactions run by this
+// node since it loaded the topic).
+type compactionStatsJSON struct {
+	LastCompactionRemovedEventCount   int64 `json:"lastCompactionRemovedEventCount"`
+	LastCompactionSucceedTimestamp    int64 `json:"lastCompactionSucceedTimestamp"`
+	LastCompactionFailedTimestamp     int64 `json:"lastCompactionFailedTimestamp"`
+	LastCompactionDurationTimeInMills int64 `json:"lastCompactionDurationTimeInMills"`
 }
 
 type partitionedStatsJSON struct {
@@ -171,6 +185,9 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 		st.LastPublishTimestamp = last.PublishTimeMs
 	}
 	st.BacklogSize = st.StorageSize
+	_, _, removed, succeeded, failed, took := t.compactionStatus()
+	st.Compaction = compactionStatsJSON{LastCompactionRemovedEventCount: removed, LastCompactionSucceedTimestamp: succeeded,
+		LastCompactionFailedTimestamp: failed, LastCompactionDurationTimeInMills: took}
 
 	now := time.Now()
 	t.mu.Lock()
@@ -219,30 +236,24 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 	ss := subscriptionStatsJSON{Consumers: []consumerStatsJSON{}, IsDurable: true}
 	t.mu.Lock()
 	sub := t.liveSubLocked(name)
-	if sub == nil {
-		// No actor can load the cursor while t.mu is held.
-		defer t.mu.Unlock()
-		c, err := t.log.LoadCursor(ctx, name)
-		if errors.Is(err, lakestream.ErrNoSuchCursor) {
-			return ss, false, nil
-		}
-		if err != nil {
-			return ss, false, err
-		}
-		b, err := c.Backlog(ctx)
-		c.Close(ctx)
-		if err != nil {
-			return ss, false, err
-		}
-		ss.MsgBacklog, ss.BacklogSize = b.Records, b.Bytes
-		return ss, true, nil
-	}
 	t.mu.Unlock()
+	if sub == nil {
+		b, ok, err := t.idleBacklog(ctx, name)
+		if !ok || err != nil {
+			if sub = t.liveSub(name); sub == nil || err != nil {
+				return ss, false, err
+			}
+		} else {
+			ss.MsgBacklog, ss.BacklogSize = b.Records, b.Bytes
+			return ss, true, nil
+		}
+	}
 	info, err := sub.Info()
 	if err != nil {
 		return ss, false, nil // stopped meanwhile
 	}
 	ss.Type = info.Type.String()
+	ss.MsgDelayed = int64(info.Delayed)
 	durable, err := t.hasCursor(ctx, name)
 	if err != nil {
 		return ss, false, err
@@ -251,13 +262,18 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 	now := time.Now()
 	for _, c := range t.endWatchers(name) {
 		msgRate, byteRate, msgs, bytes := c.out.rates(now)
+		counts := info.ConsumerCounts[c.subID]
 		ss.Consumers = append(ss.Consumers, consumerStatsJSON{
 			ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(), ClientVersion: c.sess.clientVersion,
 			MsgRateOut: msgRate, MsgThroughputOut: byteRate, MsgOutCounter: msgs, BytesOutCounter: bytes,
-			Metadata: orEmptyMap(c.meta),
+			AvailablePermits: int(counts.Permits), UnackedMessages: int(counts.UnackedRecords),
+			ConnectedSince: c.since.UTC().Format(time.RFC3339Nano), Metadata: orEmptyMap(c.meta),
 		})
 		ss.MsgRateOut += msgRate
 		ss.MsgThroughputOut += byteRate
+	}
+	for _, cc := range info.ConsumerCounts {
+		ss.UnackedMessages += cc.UnackedRecords // every consumer's, wherever connected
 	}
 	if ss.MsgBacklog, err = t.backlogOf(ctx, info, next); err != nil {
 		return ss, false, err
@@ -268,6 +284,34 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 		}
 	}
 	return ss, true, nil
+}
+
+// idleBacklog counts the backlog of a durable subscription no actor
+// runs, from its stored cursor. ok is false when there is no such cursor
+// or an actor runs the subscription now (ask it instead).
+func (t *topic) idleBacklog(ctx context.Context, name string) (lakestream.Backlog, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock() // no actor can load the cursor while t.mu is held
+	if t.liveSubLocked(name) != nil {
+		return lakestream.Backlog{}, false, nil
+	}
+	c, err := t.log.LoadCursor(ctx, name)
+	if errors.Is(err, lakestream.ErrNoSuchCursor) {
+		return lakestream.Backlog{}, false, nil
+	}
+	if err != nil {
+		return lakestream.Backlog{}, false, err
+	}
+	b, err := c.Backlog(ctx)
+	c.Close(ctx)
+	return b, err == nil, err
+}
+
+// liveSub returns the running actor of subscription name, or nil.
+func (t *topic) liveSub(name string) *actors.SubscriptionActor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.liveSubLocked(name)
 }
 
 // backlogOf is the number of records a running subscription has not
@@ -378,4 +422,55 @@ func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
 		out.AverageMsgSize = float64(out.BytesInCounter) / float64(out.MsgInCounter)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// consumerStatsTimeout bounds a CONSUMER_STATS answer (the subscription
+// actor's snapshot and the backlog count).
+const consumerStatsTimeout = 10 * time.Second
+
+// handleConsumerStats answers CONSUMER_STATS (the clients'
+// consumer.getStats()/ConsumerStats) with the consumer's counters, its
+// permits and unacknowledged records, and its subscription's backlog —
+// the numbers of the admin stats' consumer entry.
+func (s *session) handleConsumerStats(c *pb.CommandConsumerStats) {
+	req := c.GetRequestId()
+	cons := s.consumers[c.GetConsumerId()]
+	if cons == nil || cons.detached.Load() {
+		s.send(protocol.ConsumerStatsError(req, pb.ServerError_ConsumerNotFound, fmt.Sprintf("consumer %d not found", c.GetConsumerId())))
+		return
+	}
+	if cons.np != nil {
+		msgRate, byteRate, _, _ := cons.out.rates(time.Now())
+		s.send(protocol.ConsumerStatsResponse(req, protocol.ConsumerStats{MsgRateOut: msgRate, MsgThroughputOut: byteRate,
+			ConsumerName: cons.name, AvailablePermits: uint64(max(cons.np.permits.Load(), 0)), Address: s.conn.RemoteAddr().String(),
+			ConnectedSince: cons.since.UTC().Format(time.RFC3339Nano), Type: cons.subType.String()}))
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.srv.ctx, consumerStatsTimeout)
+	defer cancel()
+	info, err := subscriptionInfo(ctx, cons.sub)
+	var backlog int64
+	if err == nil {
+		var next int64
+		if next, err = cons.t.log.NextOffset(ctx); err == nil {
+			backlog, err = cons.t.backlogOf(ctx, info, next)
+		}
+	}
+	if err != nil {
+		s.send(protocol.ConsumerStatsError(req, serverError(err), err.Error()))
+		return
+	}
+	msgRate, byteRate, _, _ := cons.out.rates(time.Now())
+	counts := info.ConsumerCounts[cons.subID]
+	s.send(protocol.ConsumerStatsResponse(req, protocol.ConsumerStats{
+		MsgRateOut:       msgRate,
+		MsgThroughputOut: byteRate,
+		ConsumerName:     cons.name,
+		AvailablePermits: uint64(counts.Permits),
+		UnackedMessages:  uint64(counts.UnackedRecords),
+		Address:          s.conn.RemoteAddr().String(),
+		ConnectedSince:   cons.since.UTC().Format(time.RFC3339Nano),
+		Type:             cons.subType.String(),
+		MsgBacklog:       uint64(backlog),
+	}))
 }

@@ -191,6 +191,16 @@ func (a *admin) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ref, err = a.refOf(r)
 	}
+	if errors.Is(err, errAdminNotFound) && a.srv.autoCreate() {
+		// As Pulsar's broker: a subscription created on a topic that does
+		// not exist creates the topic (non-partitioned) when topics are
+		// auto-created.
+		if tn, perr := pathTopic(r); perr == nil {
+			if _, cerr := a.srv.resolveName(ctx, tn.String(), true); cerr == nil {
+				ref, err = a.refOf(r)
+			}
+		}
+	}
 	if err != nil {
 		writeAdminError(w, err)
 		return
@@ -489,4 +499,83 @@ func (t *topic) resetCursor(ctx context.Context, name string, target int64) (boo
 		return true, err
 	}
 	return true, c.Close(ctx)
+}
+
+// peekScanEntriesMax bounds the entries one peek reads, in entries.
+const peekScanEntriesMax = 10000
+
+// peekMessage serves GET …/subscription/{sub}/position/{n} (pulsar-admin
+// topics peek-messages): the n-th entry (from 1) of the subscription's
+// backlog — entries it acknowledged wholly are skipped — answered as
+// getEntry answers an entry; 404 past the backlog. It reads at most
+// peekScanEntriesMax entries.
+func (a *admin) peekMessage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	n, err := strconv.Atoi(r.PathValue("pos"))
+	if err != nil || n < 1 {
+		writeAdminError(w, fmt.Errorf("%w: message position %q: want 1 or more", errAdminBadRequest, r.PathValue("pos")))
+		return
+	}
+	name, err := subscriptionName(r)
+	var ref topicRef
+	if err == nil {
+		ref, err = a.refOf(r)
+	}
+	var ts []*topic
+	if err == nil {
+		ts, err = a.topics(ctx, ref)
+	}
+	if err == nil && len(ts) != 1 {
+		err = fmt.Errorf("%w: %s is a partitioned topic: peek one of its partitions", errAdminMethodNotAllowed, ref.name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	t := ts[0]
+	var info actors.SubscriptionInfo
+	if sub := t.liveSub(name); sub != nil {
+		info, err = sub.Info()
+	} else {
+		var c lakestream.LogCursor
+		if c, err = t.log.LoadCursor(ctx, name); err == nil {
+			info = actors.SubscriptionInfo{MarkDeleteOffset: c.MarkDeleteOffset(), AckedRanges: c.AckedRanges()}
+			c.Close(ctx)
+		}
+	}
+	if errors.Is(err, lakestream.ErrNoSuchCursor) {
+		err = fmt.Errorf("%w: subscription %s of %s not found", errAdminNotFound, name, ref.name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	from, seen := info.MarkDeleteOffset+1, 0
+	for read := 0; read < peekScanEntriesMax; {
+		es, err := t.log.ReadEntries(ctx, from, 100, 4<<20)
+		if errors.Is(err, lakestream.ErrOffsetTrimmed) {
+			if from, err = t.log.FirstOffset(ctx); err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			read++
+			if info.UnackedRecords(e.Offset, e.End()) == 0 {
+				continue
+			}
+			if seen++; seen == n {
+				writeEntry(w, int64(t.log.ID()), t.partition, e)
+				return
+			}
+		}
+		from = es[len(es)-1].End()
+	}
+	writeAdminError(w, fmt.Errorf("%w: subscription %s of %s has fewer than %d messages in its backlog", errAdminNotFound, name, ref.name, n))
 }

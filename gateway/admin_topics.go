@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
@@ -363,6 +364,9 @@ func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, 
 			return err
 		}
 	}
+	if err := s.dropCompactedLogs(ctx, md); err != nil {
+		s.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", id.String(), "err", err)
+	}
 	err = a.cat.DropStream(ctx, id, true)
 	if errors.Is(err, lakestream.ErrNoSuchStream) {
 		return fmt.Errorf("%w: topic %s/%s not found", errAdminNotFound, id.Namespace, id.Name)
@@ -540,6 +544,19 @@ func (a *admin) getEntry(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
+	writeEntry(w, ledger, partition, e)
+}
+
+// isoMillis formats Unix ms as ISO 8601 in UTC with milliseconds.
+func isoMillis(ms uint64) string {
+	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// writeEntry answers one stored entry as Pulsar's admin API does (the
+// payload, its metadata in X-Pulsar-* headers): what pulsar-admin's
+// get-message-by-id and peek-messages read.
+func writeEntry(w http.ResponseWriter, ledger int64, partition int32, e lakestream.Entry) {
+	entry := e.Offset
 	meta, payload, err := protocol.SplitEntry(e.Payload)
 	var md *pb.MessageMetadata
 	if err == nil {
@@ -554,9 +571,11 @@ func (a *admin) getEntry(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d:%d", ledger, entry, partition))
 	h.Set("X-Pulsar-producer-name", md.GetProducerName())
 	h.Set("X-Pulsar-sequence-id", strconv.FormatUint(md.GetSequenceId(), 10))
-	h.Set("X-Pulsar-publish-time", strconv.FormatUint(md.GetPublishTime(), 10))
+	// Times as Pulsar's DateFormatter writes them (ISO 8601 with an
+	// offset): the Java admin client parses them so.
+	h.Set("X-Pulsar-publish-time", isoMillis(md.GetPublishTime()))
 	if md.GetEventTime() > 0 {
-		h.Set("X-Pulsar-event-time", strconv.FormatUint(md.GetEventTime(), 10))
+		h.Set("X-Pulsar-event-time", isoMillis(md.GetEventTime()))
 	}
 	if k := md.GetPartitionKey(); k != "" {
 		h.Set("X-Pulsar-partition-key", k)

@@ -115,6 +115,9 @@ func (s *Server) checkTopic(ctx context.Context, role string, tn TopicName, acti
 		return err
 	}
 	for _, id := range []lakestream.StreamIdentifier{tn.StreamID(), fullStreamID(tn)} {
+		if tn.NonPersistent {
+			break // no stream: the namespace's grants only
+		}
 		md, err := s.cfg.Catalog.LoadStream(ctx, id)
 		if err == nil {
 			actions = append(actions, grantedActions(md.Properties, role)...)

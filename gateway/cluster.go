@@ -175,6 +175,9 @@ func (s *Server) connectTo(req uint64, member lakestream.Member) *pb.BaseCommand
 // lookupUnit is the unit a LOOKUP asks for: the canonical topic name. The
 // topic need not exist (SUBSCRIBE or PRODUCER decide about creation).
 func (s *Server) lookupUnit(ctx context.Context, name string) (string, error) {
+	if tn, err := ParseTopicName(name); err == nil && tn.NonPersistent {
+		return tn.String(), nil
+	}
 	ref, err := s.resolveName(ctx, name, false)
 	if err == nil {
 		return ref.unit(), nil
@@ -365,9 +368,14 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 	}
 	s.mu.Lock()
 	t := s.mu.topics[unit]
+	npt := s.mu.npTopics[unit]
 	s.mu.Unlock()
-	if t != nil {
-		s.unloadTopic(t, true, assigned)
+	if t != nil || npt != nil {
+		if t != nil {
+			s.unloadTopic(t, true, assigned)
+		} else {
+			npt.close(assigned)
+		}
 		if dest != "" {
 			// Hand the unit over: the destination takes it now, so that
 			// a client's lookup in between does not place it elsewhere.
@@ -404,6 +412,12 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 // what this node serves or owns is unloaded, nothing is forwarded again.
 func (s *Server) unloadLocal(ctx context.Context, unit, dest string) error {
 	if t, _ := s.loadedTopic(unit); t != nil {
+		return s.unloadUnit(ctx, unit, dest)
+	}
+	s.mu.Lock()
+	npt := s.mu.npTopics[unit]
+	s.mu.Unlock()
+	if npt != nil {
 		return s.unloadUnit(ctx, unit, dest)
 	}
 	if m := s.cfg.Membership; m != nil && dest != "" && dest == m.Self().ID {
@@ -452,7 +466,11 @@ func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, uni
 	if err != nil {
 		return err
 	}
-	u := base + "/admin/v2/persistent/" + url.PathEscape(tn.Tenant) + "/" + url.PathEscape(tn.Namespace) + "/" + url.PathEscape(tn.Local) + "/unload"
+	domain := "persistent"
+	if tn.NonPersistent {
+		domain = "non-persistent"
+	}
+	u := base + "/admin/v2/" + domain + "/" + url.PathEscape(tn.Tenant) + "/" + url.PathEscape(tn.Namespace) + "/" + url.PathEscape(tn.Local) + "/unload"
 	if dest != "" {
 		u += "?destinationBroker=" + url.QueryEscape(dest)
 	}
@@ -514,6 +532,13 @@ func (s *Server) Drain(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+	}
+	for _, t := range s.npTopicsServed() {
+		assigned := ""
+		if target, ok := placement(t.name.String(), others); ok {
+			assigned = target.Endpoints["pulsar"]
+		}
+		t.close(assigned)
 	}
 	if m := s.cfg.Membership; m != nil {
 		for _, o := range m.Owned() {

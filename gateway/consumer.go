@@ -39,6 +39,13 @@ type consumer struct {
 	name string
 	meta map[string]string
 	out  rateMeter
+	// since is when the consumer attached (stats' connectedSince).
+	since time.Time
+	// subType is the subscription type it asked for (stats).
+	subType actors.SubType
+	// np is set for a consumer of a non-persistent topic (t and sub are
+	// nil then: nonpersistent.go).
+	np *npConsumer
 	// active holds ACTIVE_CONSUMER_CHANGE back until the consumer's first
 	// FLOW: pulsar-client-go registers a consumer only after SUBSCRIBE's
 	// SUCCESS arrives, on another goroutine, and drops changes for a
@@ -118,8 +125,10 @@ func (c *consumer) flowed() {
 func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	req := c.GetRequestId()
 	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
-		old.t.removeEndWatcher(old)
-		delete(s.consumers, old.id) // dropped by a seek: subscribing again
+		if old.np == nil {
+			old.t.removeEndWatcher(old)
+		}
+		delete(s.consumers, old.id) // dropped by a seek or an unload: subscribing again
 	} else if old != nil {
 		// A retried SUBSCRIBE for a consumer already attached here.
 		if old.subName == c.GetSubscription() {
@@ -144,6 +153,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 			}
 		}
 	}
+	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+		s.handleNPSubscribe(c, tn) // nonpersistent.go
+		return
+	}
 	create := c.ForceTopicCreation == nil || c.GetForceTopicCreation()
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), create)
 	if err != nil {
@@ -158,8 +171,12 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	}
 	durable := c.Durable == nil || c.GetDurable()
 	cons := &consumer{id: c.GetConsumerId(), subID: consumerSeq.Add(1), sess: s, t: t, subName: c.GetSubscription(), durable: durable,
-		name: c.GetConsumerName(), meta: keyValues(c.GetMetadata())}
-	subType := actors.SubType(c.GetSubType())
+		name: c.GetConsumerName(), meta: keyValues(c.GetMetadata()), since: time.Now(), subType: actors.SubType(c.GetSubType())}
+	subType := cons.subType
+	if c.GetReadCompacted() && (subType == actors.SubShared || subType == actors.SubKeyShared) {
+		s.sendError(req, fmt.Errorf("%w: readCompacted is only allowed on Exclusive and Failover subscriptions (and readers), not %s", ErrNotAllowed, subType))
+		return
+	}
 	ks, err := keySharedPolicy(c.GetKeySharedMeta())
 	if err != nil {
 		s.sendError(req, err)
@@ -264,7 +281,7 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		}
 		readFrom = start
 	}
-	sub := actors.StartSubscription(srv.rt, actors.SubscriptionOptions{
+	opts := actors.SubscriptionOptions{
 		Name:           t.name.String() + "/" + name,
 		Type:           actors.SubType(c.GetSubType()),
 		PartitionIndex: t.partition,
@@ -272,7 +289,12 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		Cursor:         cursor,
 		ReadFrom:       readFrom,
 		Logger:         srv.cfg.Logger,
-	})
+	}
+	if c.GetReadCompacted() {
+		// The subscription's mode is its first consumer's (compaction.go).
+		opts.Compacted = t.compactedView()
+	}
+	sub := actors.StartSubscription(srv.rt, opts)
 	t.mu.subs[name] = sub
 	return sub, nil
 }
@@ -312,6 +334,10 @@ func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest boo
 
 func (s *session) handleFlow(c *pb.CommandFlow) {
 	if cons := s.consumers[c.GetConsumerId()]; cons != nil {
+		if cons.np != nil {
+			cons.np.permits.Add(int64(c.GetMessagePermits()))
+			return
+		}
 		cons.flowed()
 		cons.sub.Flow(cons.subID, c.GetMessagePermits())
 	}
@@ -322,6 +348,12 @@ func (s *session) handleAck(c *pb.CommandAck) {
 	if cons == nil {
 		if c.RequestId != nil {
 			s.send(protocol.AckError(c.GetConsumerId(), c.GetRequestId(), pb.ServerError_ConsumerNotFound, "unknown consumer"))
+		}
+		return
+	}
+	if cons.np != nil { // nothing to acknowledge on a non-persistent topic
+		if c.RequestId != nil {
+			s.send(protocol.AckResponse(c.GetConsumerId(), c.GetRequestId()))
 		}
 		return
 	}
@@ -355,7 +387,7 @@ func (s *session) handleAck(c *pb.CommandAck) {
 
 func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) {
 	cons := s.consumers[c.GetConsumerId()]
-	if cons == nil {
+	if cons == nil || cons.np != nil {
 		return
 	}
 	var offsets []int64
@@ -371,6 +403,10 @@ func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) 
 // close detaches the consumer; a non-durable subscription left without
 // consumers is closed. Reader goroutine only.
 func (c *consumer) close() {
+	if c.np != nil {
+		c.np.t.removeConsumer(c)
+		return
+	}
 	c.t.removeEndWatcher(c)
 	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
@@ -402,6 +438,12 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
 		return
 	}
+	if cons.np != nil {
+		cons.close()
+		delete(s.consumers, cons.id)
+		s.send(protocol.Success(c.GetRequestId()))
+		return
+	}
 	if err := cons.sub.Unsubscribe(cons.subID); err != nil {
 		s.sendError(c.GetRequestId(), err)
 		return
@@ -420,6 +462,10 @@ func (s *session) handleGetLastMessageID(c *pb.CommandGetLastMessageId) {
 	cons := s.consumers[c.GetConsumerId()]
 	if cons == nil {
 		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
+		return
+	}
+	if cons.np != nil {
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: a non-persistent topic has no last message id", ErrNotAllowed))
 		return
 	}
 	ctx, cancel := s.ctx()
@@ -467,6 +513,10 @@ func (s *session) handleSeek(c *pb.CommandSeek) {
 	cons := s.consumers[c.GetConsumerId()]
 	if cons == nil || cons.detached.Load() {
 		s.sendError(c.GetRequestId(), fmt.Errorf("%w: %d", actors.ErrUnknownConsumer, c.GetConsumerId()))
+		return
+	}
+	if cons.np != nil {
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: seek is not supported on the non-persistent topic %s", ErrNotAllowed, cons.np.t.name))
 		return
 	}
 	ctx, cancel := s.ctx()

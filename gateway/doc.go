@@ -26,6 +26,9 @@
 //	schema.go    GET_SCHEMA, GET_OR_CREATE_SCHEMA, producer/consumer schemas:
 //	             versioned registry in stream properties, compatibility rules
 //	end_of_topic.go  REACHED_END_OF_TOPIC for consumers of a terminated topic
+//	nonpersistent.go non-persistent:// topics: in-memory fan-out on the owner,
+//	             at most once, nothing stored (admin_nonpersistent.go: their
+//	             admin routes)
 //	txn.go       transactions unsupported: every transaction request answered
 //	             with NotAllowedError
 //	errors.go    sentinel errors and THE mapping to Pulsar ServerError codes
@@ -37,7 +40,7 @@
 // Concurrency: a session's reader goroutine owns its producer and consumer
 // maps; partition and subscription actors only enqueue encoded frames,
 // blocking while the queue is full (backpressure) and giving up once the
-// session is closed. Lock order: Server.mu, then topic.mu.
+// session is closed. Lock order: Server.mu, then topic.mu (or npTopic.mu).
 // Input never panics the process: a session recovers, closes its connection
 // and leaves every other session alone.
 //

@@ -62,6 +62,10 @@ func serverError(err error) pb.ServerError {
 		return pb.ServerError_TopicNotFound
 	case errors.Is(err, ErrIncompatibleSchema):
 		return pb.ServerError_IncompatibleSchema
+	case errors.Is(err, ErrQuotaHold):
+		return pb.ServerError_ProducerBlockedQuotaExceededError
+	case errors.Is(err, ErrQuotaException):
+		return pb.ServerError_ProducerBlockedQuotaExceededException
 
 	case errors.Is(err, actors.ErrProducerBusy):
 		return pb.ServerError_ProducerBusy

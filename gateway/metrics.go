@@ -32,6 +32,9 @@ type gatewayMetrics struct {
 	proxiedConnections prometheus.Counter
 	unloads            *prometheus.CounterVec // by reason: handover, lost
 	authFailures       *prometheus.CounterVec // by reason (auth.Reason, "unauthorized")
+	// Policies (policies.go).
+	policyActions *prometheus.CounterVec // by action
+	policyChecks  prometheus.Counter
 }
 
 func newGatewayMetrics() *gatewayMetrics {
@@ -73,6 +76,14 @@ func newGatewayMetrics() *gatewayMetrics {
 			Name: "lakegate_auth_failures_total",
 			Help: "Refused authentications (reason: no_credentials, invalid, expired, unknown_method) and authorizations (unauthorized), binary protocol and admin REST.",
 		}, []string{"reason"}),
+		policyActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lakegate_policy_actions_total",
+			Help: "What topic policies did (action: ttl_expiry and quota_eviction per subscription advanced, quota_producers_blocked per topic whose producers were disconnected, retention_trim per log trimmed).",
+		}, []string{"action"}),
+		policyChecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_policy_checks_total",
+			Help: "Policy checks completed, one per served topic and Config.PolicyCheckInterval (topics without policies included).",
+		}),
 		unloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_topic_unloads_total",
 			Help: "Topics this node stopped serving: handed over (an unload, a rebalance, a shutdown) or lost (ownership gone).",
@@ -82,7 +93,7 @@ func newGatewayMetrics() *gatewayMetrics {
 
 func (m *gatewayMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.publishedMsgs, m.publishedBytes, m.publishErrors, m.publishLatency,
-		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads, m.authFailures}
+		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads, m.authFailures, m.policyActions, m.policyChecks}
 }
 
 // subscriptionInfo is sub.Info bounded by ctx: an actor held up (a
@@ -112,7 +123,7 @@ var (
 	consumersDesc   = prometheus.NewDesc("lakegate_consumers", "Consumers attached to this gateway.", nil, nil)
 	topicsDesc      = prometheus.NewDesc("lakegate_topics_served", "Topics (partitions) open on this gateway.", nil, nil)
 	backlogDesc     = prometheus.NewDesc("lakegate_subscription_backlog_messages",
-		"Messages not acknowledged: after the subscription's mark-delete position and not acknowledged individually (Pulsar msgBacklog), per subscription served here; capped series.",
+		"Messages not acknowledged: after the subscription's mark-delete position and not acknowledged individually (Pulsar msgBacklog), per subscription of the topics served here (with consumers or not); capped series.",
 		[]string{"topic", "subscription"}, nil)
 	unackedDesc = prometheus.NewDesc("lakegate_subscription_unacked_entries",
 		"Entries delivered to consumers and not yet wholly acknowledged, per subscription served here; capped series.",
@@ -136,13 +147,6 @@ func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// subRef is one live subscription found by a scrape.
-type subRef struct {
-	t    *topic
-	name string
-	sub  *actors.SubscriptionActor
-}
-
 func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	for _, m := range s.metrics.collectors() {
@@ -155,62 +159,74 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		topics = append(topics, t)
 	}
 	s.mu.Unlock()
+	// A stable choice of series under the cap: by topic, then name.
+	sort.Slice(topics, func(i, j int) bool { return topics[i].name.String() < topics[j].name.String() })
 
-	var producers int
-	var subs []subRef
+	ctx, cancel := context.WithTimeout(s.ctx, metricsScrapeTimeout)
+	defer cancel()
+	var producers, consumers, series, dropped int
 	for _, t := range topics {
 		t.mu.Lock()
 		producers += len(t.mu.producers)
-		for name := range t.mu.subs {
-			if sub := t.liveSubLocked(name); sub != nil {
-				subs = append(subs, subRef{t, name, sub})
-			}
-		}
 		t.mu.Unlock()
-	}
-	// A stable choice of series under the cap: by topic, then name.
-	sort.Slice(subs, func(i, j int) bool {
-		if a, b := subs[i].t.name.String(), subs[j].t.name.String(); a != b {
-			return a < b
-		}
-		return subs[i].name < subs[j].name
-	})
-	ctx, cancel := context.WithTimeout(s.ctx, metricsScrapeTimeout)
-	defer cancel()
-	var consumers, dropped int
-	next := map[*topic]int64{}
-	for i, r := range subs {
 		if ctx.Err() != nil {
-			dropped += len(subs) - i // out of time: the rest are not exported
-			break
+			continue // out of time: the rest are not exported
 		}
-		info, err := subscriptionInfo(ctx, r.sub)
+		// Every subscription of the topic, with consumers or not: a
+		// subscription's backlog is exported before its first consumer
+		// connects (its cursor is read as the admin stats read it).
+		names, err := t.subscriptionNames(ctx)
 		if err != nil {
-			continue // stopped meanwhile, or busy past the scrape timeout
-		}
-		consumers += info.Consumers
-		if i >= s.cfg.MetricsSubscriptionsMax {
-			dropped++
+			s.cfg.Logger.Warn("metrics: listing subscriptions", "topic", t.name.String(), "err", err)
 			continue
 		}
-		n, ok := next[r.t]
-		if !ok {
-			if n, err = r.t.log.NextOffset(ctx); err != nil {
-				s.cfg.Logger.Warn("metrics: reading a log head", "topic", r.t.name.String(), "err", err)
-				n = -1
-			}
-			next[r.t] = n
-		}
-		topic := r.t.name.String()
-		ch <- prometheus.MustNewConstMetric(unackedDesc, prometheus.GaugeValue, float64(info.Unacked), topic, r.name)
-		var backlog int64
-		if n >= 0 {
-			if backlog, err = r.t.backlogOf(ctx, info, n); err != nil {
-				s.cfg.Logger.Warn("metrics: counting a backlog", "topic", topic, "subscription", r.name, "err", err)
+		next := int64(-1)
+		topicName := t.name.String()
+		for _, name := range names {
+			if ctx.Err() != nil {
+				dropped++
 				continue
 			}
+			t.mu.Lock()
+			sub := t.liveSubLocked(name)
+			t.mu.Unlock()
+			var info actors.SubscriptionInfo
+			if sub != nil {
+				if info, err = subscriptionInfo(ctx, sub); err != nil {
+					continue // stopped meanwhile, or busy past the scrape timeout
+				}
+				consumers += info.Consumers
+			}
+			if series >= s.cfg.MetricsSubscriptionsMax {
+				dropped++
+				continue
+			}
+			var backlog int64
+			if sub == nil {
+				b, ok, err := t.idleBacklog(ctx, name)
+				if err != nil {
+					s.cfg.Logger.Warn("metrics: counting a backlog", "topic", topicName, "subscription", name, "err", err)
+				}
+				if !ok || err != nil {
+					continue
+				}
+				backlog = b.Records
+			} else {
+				if next < 0 {
+					if next, err = t.log.NextOffset(ctx); err != nil {
+						s.cfg.Logger.Warn("metrics: reading a log head", "topic", topicName, "err", err)
+						continue
+					}
+				}
+				if backlog, err = t.backlogOf(ctx, info, next); err != nil {
+					s.cfg.Logger.Warn("metrics: counting a backlog", "topic", topicName, "subscription", name, "err", err)
+					continue
+				}
+			}
+			series++
+			ch <- prometheus.MustNewConstMetric(unackedDesc, prometheus.GaugeValue, float64(info.Unacked), topicName, name)
+			ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(backlog), topicName, name)
 		}
-		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(backlog), topic, r.name)
 	}
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(conns))
 	ch <- prometheus.MustNewConstMetric(producersDesc, prometheus.GaugeValue, float64(producers))

@@ -31,8 +31,10 @@ type producer struct {
 	actorID uint64
 	name    string
 	t       *topic
-	sess    *session
-	mode    pb.ProducerAccessMode
+	// np is the non-persistent topic of the producer (t is nil then).
+	np   *npTopic
+	sess *session
+	mode pb.ProducerAccessMode
 	// schemaVersion is the version of the producer's schema (nil without one).
 	schemaVersion []byte
 	// meta is the client's producer metadata, in its published messages
@@ -67,10 +69,10 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		// Dropped by its partition (fenced, unloaded): the client comes
 		// back with the same producer id.
 		delete(s.producers, p.id)
-		p.t.forgetProducer(p)
+		p.forget()
 	} else if p != nil {
 		// A retried PRODUCER on this connection: answer again.
-		if p.t.name.String() == mustTopicString(c.GetTopic()) {
+		if p.topicName() == mustTopicString(c.GetTopic()) {
 			s.sendProducerSuccess(req, p, actors.ProducerAnswer{Ready: true, LastSequence: -1})
 		} else {
 			s.sendError(req, fmt.Errorf("%w: producer id %d is in use", ErrProducerBusy, c.GetProducerId()))
@@ -91,7 +93,14 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		s.sendError(req, err)
 		return
 	}
+	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+		s.handleNPProducer(c, tn) // nonpersistent.go
+		return
+	}
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), true)
+	if err == nil {
+		err = t.checkBacklogQuota(ctx) // policies.go
+	}
 	if err != nil {
 		s.sendError(req, err)
 		return
@@ -168,6 +177,10 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 	records, err := protocol.EntryRecords(md)
 	if err != nil {
 		return err
+	}
+	if p.np != nil {
+		s.sendNP(p, c, int32(records), f.Entry) // nonpersistent.go
+		return nil
 	}
 	select {
 	case p.slots <- struct{}{}:
@@ -255,23 +268,51 @@ func (p *producer) CloseDone() {
 // here; the client reconnects (to assignedURL when set).
 func (p *producer) Closed(assignedURL string) {
 	p.gone.Store(true)
-	p.t.forgetProducer(p)
+	if p.t != nil { // a non-persistent topic forgets its producers itself
+		p.t.forgetProducer(p)
+	}
 	p.sess.send(protocol.CloseProducerAssigned(p.id, assignedURL))
 }
 
 // close detaches the producer from its topic (its connection is gone).
 // Reader goroutine only.
 func (p *producer) close() {
+	if p.np != nil {
+		p.np.removeProducer(p)
+		return
+	}
 	p.t.forgetProducer(p)
 	if !p.gone.Load() {
 		p.t.part.RemoveProducer(p.actorID)
 	}
 }
 
+// forget drops the producer from its topic's list (stats).
+func (p *producer) forget() {
+	if p.np != nil {
+		p.np.removeProducer(p)
+		return
+	}
+	p.t.forgetProducer(p)
+}
+
+// topicName is the full name of the producer's topic.
+func (p *producer) topicName() string {
+	if p.np != nil {
+		return p.np.name.String()
+	}
+	return p.t.name.String()
+}
+
 func (s *session) handleCloseProducer(c *pb.CommandCloseProducer) {
 	p := s.producers[c.GetProducerId()]
 	delete(s.producers, c.GetProducerId())
 	if p == nil || p.gone.Load() {
+		s.send(protocol.Success(c.GetRequestId()))
+		return
+	}
+	if p.np != nil {
+		p.np.removeProducer(p)
 		s.send(protocol.Success(c.GetRequestId()))
 		return
 	}

@@ -3,42 +3,61 @@ package gateway
 // Schema registry: Pulsar's per-topic schemas with versions, kept behind
 // the lakestream catalog API.
 //
-// Storage. A topic's schemas belong to its stream (all partitions share
-// them). Version v (0, 1, ...) is the stream property
+// Storage (docs/policies.md). A topic's schemas belong to its stream (all
+// partitions share them). Version v (0, 1, ...) is the stream property
 // "lakegate.schema.<v>" holding JSON {"type": <pb.Schema_Type>, "name",
-// "data": <base64 schema_data>, "props": {...}}, and
-// "lakegate.schema.count" the number of versions. New versions are added
-// with ReplaceStreamProperties (optimistic concurrency on the stream's
-// MetadataVersion, retried), so two gateways registering at once get
-// distinct, dense versions. The latest version is then also written with
-// StreamCatalog.SetStreamSchema for the lakehouse layer; that second write
-// is best effort (the properties are the source of truth) and may lag
-// under concurrent registrations.
+// "data": <base64 schema_data>, "props": {...}} — or {"deleted": true}, a
+// deletion marker — and "lakegate.schema.count" the number of versions.
+// New versions are added with ReplaceStreamProperties (optimistic
+// concurrency on the stream's MetadataVersion, retried), so two gateways
+// registering at once get distinct, dense versions. The latest version is
+// then also written with StreamCatalog.SetStreamSchema for the lakehouse
+// layer; that second write is best effort (the properties are the source
+// of truth) and may lag under concurrent registrations.
+//
+// Deletion (admin DELETE .../schema), as Pulsar's: a deletion marker is
+// added as a new version. The versions before it stay readable by number
+// (stored messages name them), but the topic has no schema: the latest
+// version is "not found", the version list shows only what was registered
+// after the last marker, and the next schema registered is checked against
+// nothing. A forced deletion (?force=true) removes every version: numbering
+// starts again at 0.
 //
 // Versions on the wire are 8-byte big-endian integers, as Pulsar's
 // LongSchemaVersion; producers put them in every message's metadata
 // (schema_version), and entries are stored byte-exact, so consumers read
 // the version each message was written with.
 //
-// Compatibility, decided cheaply against the latest version:
-//   - the same type and schema_data as an existing version → that version;
-//   - a different type → IncompatibleSchema;
-//   - AVRO/JSON record schemas: every field of the latest version must
-//     still exist with the same type (fields may be added, in any form) →
-//     a new version, else IncompatibleSchema; a definition that does not
-//     parse as a record is accepted as a new version;
+// Compatibility is Pulsar's schema compatibility strategy, the topic's
+// (stream property "lakegate.schemaCompatibility") or else its
+// namespace's (namespace property of the same name), FULL when neither
+// is set (Pulsar's broker default):
+//   - the same type and schema_data as a version registered since the last
+//     deletion → that version, whatever the strategy;
+//   - ALWAYS_COMPATIBLE → a new version, unchecked (a different type too);
+//   - ALWAYS_INCOMPATIBLE → IncompatibleSchema;
+//   - a different type than the latest version → IncompatibleSchema;
+//   - AVRO/JSON record schemas (Avro definitions) are checked field by
+//     field (schemaReadable): BACKWARD — the new schema reads data of the
+//     latest version (fields it adds have defaults, common fields keep
+//     their type or widen it as Avro promotes: int → long → float →
+//     double, string ↔ bytes); FORWARD — the latest version reads data of
+//     the new one; FULL — both; *_TRANSITIVE — the same against every
+//     version since the last deletion. A definition that does not parse as
+//     a record is accepted as a new version;
 //   - other types (PROTOBUF, KEY_VALUE, primitives with different data...)
 //     → a new version, unchecked.
-// A producer's schema (PRODUCER or GET_OR_CREATE_SCHEMA) is registered
-// when new; a consumer's (SUBSCRIBE) is registered only when the topic has
-// no schema yet, and otherwise only checked. Producers and consumers
-// without a schema (BYTES) are always accepted.
+// A producer's schema (PRODUCER or GET_OR_CREATE_SCHEMA) and an admin
+// upload are registered when new; a consumer's (SUBSCRIBE) is registered
+// only when the topic has no schema yet, and otherwise only checked.
+// Producers and consumers without a schema (BYTES) are always accepted.
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,6 +85,9 @@ type storedSchema struct {
 	Name  string            `json:"name,omitempty"`
 	Data  []byte            `json:"data"`
 	Props map[string]string `json:"props,omitempty"`
+	// Deleted marks a deletion: the versions before it are no longer the
+	// topic's schema (see the file comment).
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 func schemaVersionBytes(v int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
@@ -146,7 +168,8 @@ func lakestreamSchemaType(t pb.Schema_Type) lakestream.SchemaType {
 	return lakestream.SchemaType(strings.ToUpper(t.String()))
 }
 
-// loadSchemas returns the stream's schema versions, oldest first.
+// loadSchemas returns the stream's schema versions, oldest first,
+// deletion markers included.
 func loadSchemas(md lakestream.StreamMetadata) ([]storedSchema, error) {
 	n, _ := strconv.Atoi(md.Properties[schemaCountProp])
 	out := make([]storedSchema, 0, n)
@@ -160,8 +183,21 @@ func loadSchemas(md lakestream.StreamMetadata) ([]storedSchema, error) {
 	return out, nil
 }
 
+// liveFrom is the first version registered after the last deletion
+// marker of list (0 when there is none): the versions [liveFrom, len) are
+// the topic's schema history.
+func liveFrom(list []storedSchema) int {
+	for v := len(list) - 1; v >= 0; v-- {
+		if list[v].Deleted {
+			return v + 1
+		}
+	}
+	return 0
+}
+
 // getSchema returns version (nil/empty: the latest) of the stream's schema.
-// ErrNoSchema when there is none.
+// ErrNoSchema when there is none (or it was deleted, or the version is a
+// deletion marker).
 func (s *Server) getSchema(ctx context.Context, id lakestream.StreamIdentifier, version []byte) (storedSchema, int, error) {
 	md, err := s.cfg.Catalog.LoadStream(ctx, id)
 	if err != nil {
@@ -185,7 +221,20 @@ func (s *Server) getSchema(ctx context.Context, id lakestream.StreamIdentifier, 
 		}
 		v = int(u)
 	}
+	if list[v].Deleted {
+		return storedSchema{}, 0, fmt.Errorf("%w: the schema of %s was deleted (version %d)", ErrNoSchema, id, v)
+	}
 	return list[v], v, nil
+}
+
+// schemaVersionOf returns the version of the live schema equal to want.
+func schemaVersionOf(list []storedSchema, want storedSchema) (int, bool) {
+	for v := liveFrom(list); v < len(list); v++ {
+		if st := list[v]; st.Type == want.Type && bytes.Equal(st.Data, want.Data) {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // getOrCreateSchema returns the version of sc on the stream, registering
@@ -206,101 +255,253 @@ func (s *Server) getOrCreateSchema(ctx context.Context, id lakestream.StreamIden
 		if err != nil {
 			return nil, err
 		}
-		for v, st := range list {
-			if st.Type == want.Type && bytes.Equal(st.Data, want.Data) {
-				return schemaVersionBytes(v), nil
-			}
+		if v, ok := schemaVersionOf(list, want); ok {
+			return schemaVersionBytes(v), nil
 		}
-		if len(list) > 0 {
-			if err := schemaCompatible(list[len(list)-1], want); err != nil {
+		if live := list[liveFrom(list):]; len(live) > 0 {
+			strategy, err := s.schemaStrategy(ctx, md)
+			if err != nil {
+				return nil, err
+			}
+			if err := schemaCompatibleWith(strategy, live, want); err != nil {
 				return nil, err
 			}
 			if !register {
 				return nil, nil
 			}
 		}
-		raw, err := json.Marshal(want)
-		if err != nil {
-			return nil, err
-		}
-		props := maps.Clone(md.Properties)
-		if props == nil {
-			props = map[string]string{}
-		}
-		v := len(list)
-		props[schemaPropPrefix+strconv.Itoa(v)] = string(raw)
-		props[schemaCountProp] = strconv.Itoa(v + 1)
-		_, ok, err := s.cfg.Catalog.ReplaceStreamProperties(ctx, id, props, md.MetadataVersion)
+		v, ok, err := s.appendSchemaVersion(ctx, md, list, want)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			continue // raced with another change: read again
 		}
-		if _, err := s.cfg.Catalog.SetStreamSchema(ctx, id, lakestream.SchemaConfig{
-			Type: lakestreamSchemaType(want.Type), Definition: want.Data, Properties: want.Props,
-		}); err != nil {
-			s.cfg.Logger.Warn("schema registered but SetStreamSchema failed", "stream", id.String(), "version", v, "err", err)
-		}
 		return schemaVersionBytes(v), nil
 	}
 	return nil, fmt.Errorf("%w: schema registration of %s kept conflicting", lakestream.ErrConflict, id)
 }
 
-// schemaCompatible decides whether next may follow prev (see the file
-// comment for the rules).
-func schemaCompatible(prev, next storedSchema) error {
-	if prev.Type != next.Type {
-		return fmt.Errorf("%w: schema type %s, topic has %s", ErrIncompatibleSchema, next.Type, prev.Type)
+// appendSchemaVersion stores st as the next version of md's stream; ok is
+// false when the stream changed since md was read (nothing written).
+func (s *Server) appendSchemaVersion(ctx context.Context, md lakestream.StreamMetadata, list []storedSchema, st storedSchema) (int, bool, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return 0, false, err
 	}
-	if next.Type != pb.Schema_Avro && next.Type != pb.Schema_Json {
-		return nil
+	props := maps.Clone(md.Properties)
+	if props == nil {
+		props = map[string]string{}
 	}
-	oldFields, ok1 := recordFields(prev.Data)
-	newFields, ok2 := recordFields(next.Data)
-	if !ok1 || !ok2 {
-		return nil // cannot decide cheaply: accept
+	v := len(list)
+	props[schemaPropPrefix+strconv.Itoa(v)] = string(raw)
+	props[schemaCountProp] = strconv.Itoa(v + 1)
+	_, ok, err := s.cfg.Catalog.ReplaceStreamProperties(ctx, md.ID, props, md.MetadataVersion)
+	if err != nil || !ok || st.Deleted {
+		return v, ok, err
 	}
-	for name, typ := range oldFields {
-		nt, found := newFields[name]
-		if !found {
-			return fmt.Errorf("%w: field %q was removed", ErrIncompatibleSchema, name)
+	if _, err := s.cfg.Catalog.SetStreamSchema(ctx, md.ID, lakestream.SchemaConfig{
+		Type: lakestreamSchemaType(st.Type), Definition: st.Data, Properties: st.Props,
+	}); err != nil {
+		s.cfg.Logger.Warn("schema registered but SetStreamSchema failed", "stream", md.ID.String(), "version", v, "err", err)
+	}
+	return v, true, nil
+}
+
+// deleteSchema deletes the stream's schema (see the file comment): with
+// force every version is removed, else a deletion marker is added. It
+// returns the version of the marker (force: the last version removed);
+// ErrNoSchema when there is no schema to delete.
+func (s *Server) deleteSchema(ctx context.Context, id lakestream.StreamIdentifier, force bool) (int, error) {
+	for range schemaUpdateAttempts {
+		md, err := s.cfg.Catalog.LoadStream(ctx, id)
+		if err != nil {
+			return 0, err
 		}
-		if !bytes.Equal(nt, typ) {
-			return fmt.Errorf("%w: field %q changed type from %s to %s", ErrIncompatibleSchema, name, typ, nt)
+		list, err := loadSchemas(md)
+		if err != nil {
+			return 0, err
+		}
+		if !force {
+			if len(list) == 0 || list[len(list)-1].Deleted {
+				return 0, fmt.Errorf("%w: %s has no schema to delete", ErrNoSchema, id)
+			}
+			v, ok, err := s.appendSchemaVersion(ctx, md, list, storedSchema{Deleted: true})
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				return v, nil
+			}
+			continue
+		}
+		if len(list) == 0 {
+			return 0, fmt.Errorf("%w: %s has no schema to delete", ErrNoSchema, id)
+		}
+		props := maps.Clone(md.Properties)
+		maps.DeleteFunc(props, func(k, _ string) bool { return strings.HasPrefix(k, schemaPropPrefix) })
+		_, ok, err := s.cfg.Catalog.ReplaceStreamProperties(ctx, id, props, md.MetadataVersion)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return len(list) - 1, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: schema deletion of %s kept conflicting", lakestream.ErrConflict, id)
+}
+
+// Schema compatibility strategies (Pulsar's SchemaCompatibilityStrategy).
+const (
+	strategyUndefined          = "UNDEFINED"
+	strategyAlwaysIncompatible = "ALWAYS_INCOMPATIBLE"
+	strategyAlwaysCompatible   = "ALWAYS_COMPATIBLE"
+	strategyBackward           = "BACKWARD"
+	strategyForward            = "FORWARD"
+	strategyFull               = "FULL"
+	strategyBackwardTransitive = "BACKWARD_TRANSITIVE"
+	strategyForwardTransitive  = "FORWARD_TRANSITIVE"
+	strategyFullTransitive     = "FULL_TRANSITIVE"
+	// schemaStrategyProperty is the stream and namespace property holding
+	// a strategy name (docs/policies.md).
+	schemaStrategyProperty = "lakegate.schemaCompatibility"
+	// defaultSchemaStrategy applies when neither the topic nor its
+	// namespace names one (Pulsar's broker default).
+	defaultSchemaStrategy = strategyFull
+)
+
+// schemaStrategies are the strategy names a policy may hold.
+var schemaStrategies = []string{strategyUndefined, strategyAlwaysIncompatible, strategyAlwaysCompatible,
+	strategyBackward, strategyForward, strategyFull, strategyBackwardTransitive, strategyForwardTransitive, strategyFullTransitive}
+
+// schemaStrategy is the strategy that applies to md's stream: its own,
+// else its namespace's, else defaultSchemaStrategy (UNDEFINED counts as
+// not set).
+func (s *Server) schemaStrategy(ctx context.Context, md lakestream.StreamMetadata) (string, error) {
+	if v := md.Properties[schemaStrategyProperty]; v != "" && v != strategyUndefined {
+		return v, nil
+	}
+	ns, err := s.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
+	if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
+		return "", err
+	}
+	if v := ns.Properties[schemaStrategyProperty]; v != "" && v != strategyUndefined {
+		return v, nil
+	}
+	return defaultSchemaStrategy, nil
+}
+
+// schemaCompatibleWith decides whether next may follow the live versions
+// (oldest first, at least one) under strategy (see the file comment).
+func schemaCompatibleWith(strategy string, live []storedSchema, next storedSchema) error {
+	switch strategy {
+	case strategyAlwaysCompatible:
+		return nil
+	case strategyAlwaysIncompatible:
+		return fmt.Errorf("%w: the topic's schema compatibility strategy is %s", ErrIncompatibleSchema, strategy)
+	}
+	against := live[len(live)-1:]
+	switch strategy {
+	case strategyBackwardTransitive, strategyForwardTransitive, strategyFullTransitive:
+		against = live
+	}
+	backward := strategy != strategyForward && strategy != strategyForwardTransitive
+	forward := strategy != strategyBackward && strategy != strategyBackwardTransitive
+	for i := len(against) - 1; i >= 0; i-- {
+		prev := against[i]
+		if prev.Type != next.Type {
+			return fmt.Errorf("%w: schema type %s, topic has %s", ErrIncompatibleSchema, next.Type, prev.Type)
+		}
+		if next.Type != pb.Schema_Avro && next.Type != pb.Schema_Json {
+			continue
+		}
+		oldRec, ok1 := parseRecord(prev.Data)
+		newRec, ok2 := parseRecord(next.Data)
+		if !ok1 || !ok2 {
+			continue // cannot decide cheaply: accept
+		}
+		if backward {
+			if err := schemaReadable(newRec, oldRec); err != nil {
+				return fmt.Errorf("%w: %s: the new schema cannot read data written with the existing one: %v", ErrIncompatibleSchema, strategy, err)
+			}
+		}
+		if forward {
+			if err := schemaReadable(oldRec, newRec); err != nil {
+				return fmt.Errorf("%w: %s: the existing schema cannot read data written with the new one: %v", ErrIncompatibleSchema, strategy, err)
+			}
 		}
 	}
 	return nil
 }
 
-// recordFields parses an Avro-style record schema (what AVRO and JSON
-// schemas carry) into field name → compacted type JSON.
-func recordFields(def []byte) (map[string][]byte, bool) {
+// recordField is one field of a parsed record schema.
+type recordField struct {
+	typ        string // compacted type JSON
+	hasDefault bool
+}
+
+// parseRecord parses an Avro-style record schema (what AVRO and JSON
+// schemas carry) into field name → field.
+func parseRecord(def []byte) (map[string]recordField, bool) {
 	var rec struct {
-		Type   json.RawMessage `json:"type"`
-		Fields []struct {
-			Name string          `json:"name"`
-			Type json.RawMessage `json:"type"`
-		} `json:"fields"`
+		Type   json.RawMessage              `json:"type"`
+		Fields []map[string]json.RawMessage `json:"fields"`
 	}
 	if err := json.Unmarshal(def, &rec); err != nil || !bytes.Equal(bytes.TrimSpace(rec.Type), []byte(`"record"`)) {
 		return nil, false
 	}
-	out := make(map[string][]byte, len(rec.Fields))
+	out := make(map[string]recordField, len(rec.Fields))
 	for _, f := range rec.Fields {
-		var b bytes.Buffer
-		if err := json.Compact(&b, f.Type); err != nil {
+		var name string
+		if err := json.Unmarshal(f["name"], &name); err != nil {
 			return nil, false
 		}
-		out[f.Name] = b.Bytes()
+		var b bytes.Buffer
+		if err := json.Compact(&b, f["type"]); err != nil {
+			return nil, false
+		}
+		_, hasDefault := f["default"] // "default": null is a default
+		out[name] = recordField{typ: b.String(), hasDefault: hasDefault}
 	}
 	return out, true
+}
+
+// avroPromotions lists, per writer type, the reader types Avro resolves
+// it to besides itself.
+var avroPromotions = map[string][]string{
+	`"int"`:    {`"long"`, `"float"`, `"double"`},
+	`"long"`:   {`"float"`, `"double"`},
+	`"float"`:  {`"double"`},
+	`"string"`: {`"bytes"`},
+	`"bytes"`:  {`"string"`},
+}
+
+// schemaReadable reports whether a reader with schema reader can read data
+// written with schema writer: every reader field the writer lacks has a
+// default, and every common field's writer type is the reader's or
+// promotes to it.
+func schemaReadable(reader, writer map[string]recordField) error {
+	for _, name := range slices.Sorted(maps.Keys(reader)) {
+		rf := reader[name]
+		wf, ok := writer[name]
+		switch {
+		case !ok && !rf.hasDefault:
+			return fmt.Errorf("field %q has no default", name)
+		case ok && rf.typ != wf.typ && !slices.Contains(avroPromotions[wf.typ], rf.typ):
+			return fmt.Errorf("field %q changed type from %s to %s", name, wf.typ, rf.typ)
+		}
+	}
+	return nil
 }
 
 func (s *session) handleGetSchema(c *pb.CommandGetSchema) {
 	req := c.GetRequestId()
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+		s.send(protocol.GetSchemaError(req, pb.ServerError_TopicNotFound, fmt.Sprintf("%s is non-persistent: lakegate keeps no schema for it", tn)))
+		return
+	}
 	t, err := s.srv.resolveName(ctx, c.GetTopic(), false)
 	if err == nil {
 		err = s.checkTopicName(ctx, c.GetTopic(), actionLookup)
@@ -325,6 +526,12 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	err := s.checkTopicName(ctx, c.GetTopic(), actionProduce)
+	if tn, perr := ParseTopicName(c.GetTopic()); err == nil && perr == nil && tn.NonPersistent {
+		// Nothing is stored for a non-persistent topic, its schemas
+		// neither: any schema is accepted, without a version.
+		s.send(protocol.GetOrCreateSchemaResponse(req, nil))
+		return
+	}
 	var t partRef
 	if err == nil {
 		t, err = s.srv.resolveName(ctx, c.GetTopic(), true)

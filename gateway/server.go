@@ -73,6 +73,10 @@ type Config struct {
 	RebalanceInterval time.Duration
 	// RebalanceMax bounds the topics handed over per round. Default 8.
 	RebalanceMax int
+	// PolicyCheckInterval is how often the retention, message TTL and
+	// backlog quota policies of the served topics are enforced
+	// (policies.go). Default 30 s; negative: never.
+	PolicyCheckInterval time.Duration
 
 	// Auth, when set, makes every connection and admin request
 	// authenticate (auth.go, docs/security.md). Default nil: no
@@ -129,6 +133,9 @@ func (c *Config) defaults() {
 	if c.RebalanceMax <= 0 {
 		c.RebalanceMax = 8
 	}
+	if c.PolicyCheckInterval == 0 {
+		c.PolicyCheckInterval = 30 * time.Second
+	}
 	if c.AuthRefreshGrace <= 0 {
 		c.AuthRefreshGrace = 30 * time.Second
 	}
@@ -161,7 +168,10 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		topics   map[string]*topic // by full topic name
+		topics map[string]*topic // by full topic name
+		// npTopics are the non-persistent topics served here, by full name
+		// (nonpersistent.go).
+		npTopics map[string]*npTopic
 		sessions map[*session]struct{}
 		closed   bool
 	}
@@ -217,6 +227,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		s.namePrefix = "lakegate-" + cfg.Membership.Self().ID
 	}
 	s.mu.topics = map[string]*topic{}
+	s.mu.npTopics = map[string]*npTopic{}
 	s.mu.sessions = map[*session]struct{}{}
 	for _, l := range lns {
 		s.wg.Add(1)
@@ -225,6 +236,10 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	if cfg.Membership != nil && cfg.RebalanceInterval > 0 {
 		s.wg.Add(1)
 		go s.rebalanceLoop()
+	}
+	if cfg.PolicyCheckInterval > 0 {
+		s.wg.Add(1)
+		go s.policyLoop()
 	}
 	return s, nil
 }
@@ -317,6 +332,9 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	for _, t := range s.loadedTopics() {
 		s.unloadTopic(t, false, "")
+	}
+	for _, t := range s.npTopicsServed() {
+		t.close("")
 	}
 	if s.ownsRT {
 		s.rt.Shutdown()

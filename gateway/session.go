@@ -271,6 +271,22 @@ func (s *session) enqueue(b []byte) bool {
 	}
 }
 
+// offer queues an encoded frame if the queue has room, without waiting;
+// false when it is full or the session is closed.
+func (s *session) offer(b []byte) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	select {
+	case s.out <- b:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *session) send(cmd *pb.BaseCommand) bool {
 	b, err := protocol.AppendCommand(nil, cmd)
 	if err != nil {
@@ -338,8 +354,7 @@ func (s *session) handle(f protocol.Frame) error {
 	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
 		s.handleGetTopicsOfNamespace(cmd.GetGetTopicsOfNamespace())
 	case pb.BaseCommand_CONSUMER_STATS:
-		c := cmd.GetConsumerStats()
-		s.send(protocol.ConsumerStatsError(c.GetRequestId(), pb.ServerError_NotAllowedError, "not implemented yet"))
+		s.handleConsumerStats(cmd.GetConsumerStats())
 	default:
 		if s.handleTxn(cmd) { // txn.go: answered with NotAllowedError
 			return nil

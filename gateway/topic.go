@@ -25,27 +25,30 @@ import (
 //	persistent://tenant/ns/topic-partition-3 → partition 3 of that stream (when
 //	                                           the stream is partitioned)
 //	topic                                   → persistent://public/default/topic
+//	non-persistent://tenant/ns/topic        → a non-persistent topic (NonPersistent;
+//	                                           no stream: nonpersistent.go)
 type TopicName struct {
 	Tenant, Namespace, Local string
 	// Partition is the "-partition-N" suffix of Local, or -1.
 	Partition int
+	// NonPersistent: a non-persistent:// topic (in-memory fan-out, never
+	// stored).
+	NonPersistent bool
 }
 
 const partitionSuffix = "-partition-"
 
-// ParseTopicName parses a Pulsar topic name. Only persistent topics exist.
+// ParseTopicName parses a Pulsar topic name (persistent:// or
+// non-persistent://).
 func ParseTopicName(s string) (TopicName, error) {
+	nonPersistent := false
 	rest, ok := strings.CutPrefix(s, "persistent://")
 	if !ok {
-		if strings.HasPrefix(s, "non-persistent://") {
-			// NotAllowedError, not InvalidTopicName: the C++ and Python
-			// clients retry InvalidTopicName until their operation timeout.
-			return TopicName{}, fmt.Errorf("%w: %q: non-persistent topics are not supported by lakegate (every topic is persistent)", ErrNotAllowed, s)
-		}
-		if strings.Contains(s, "://") {
-			return TopicName{}, fmt.Errorf("%w: %q: only persistent:// topics are supported", ErrInvalidTopicName, s)
-		}
-		if !strings.Contains(s, "/") {
+		if rest, ok = strings.CutPrefix(s, "non-persistent://"); ok {
+			nonPersistent = true
+		} else if strings.Contains(s, "://") {
+			return TopicName{}, fmt.Errorf("%w: %q: only persistent:// and non-persistent:// topics exist", ErrInvalidTopicName, s)
+		} else if !strings.Contains(s, "/") {
 			rest = "public/default/" + s
 		} else {
 			rest = s
@@ -55,7 +58,7 @@ func ParseTopicName(s string) (TopicName, error) {
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
 		return TopicName{}, fmt.Errorf("%w: %q", ErrInvalidTopicName, s)
 	}
-	t := TopicName{Tenant: parts[0], Namespace: parts[1], Local: parts[2], Partition: -1}
+	t := TopicName{Tenant: parts[0], Namespace: parts[1], Local: parts[2], Partition: -1, NonPersistent: nonPersistent}
 	if i := strings.LastIndex(t.Local, partitionSuffix); i > 0 {
 		if n, err := strconv.Atoi(t.Local[i+len(partitionSuffix):]); err == nil && n >= 0 {
 			t.Partition = n
@@ -66,7 +69,11 @@ func ParseTopicName(s string) (TopicName, error) {
 
 // String is the full name.
 func (t TopicName) String() string {
-	return "persistent://" + t.Tenant + "/" + t.Namespace + "/" + t.Local
+	scheme := "persistent://"
+	if t.NonPersistent {
+		scheme = "non-persistent://"
+	}
+	return scheme + t.Tenant + "/" + t.Namespace + "/" + t.Local
 }
 
 // Base is the name without the partition suffix.
@@ -110,6 +117,10 @@ func (s *Server) resolveName(ctx context.Context, name string, create bool) (par
 	tn, err := ParseTopicName(name)
 	if err != nil {
 		return partRef{}, err
+	}
+	if tn.NonPersistent {
+		// Callers that may meet a non-persistent topic handle it first.
+		return partRef{}, fmt.Errorf("%w: %s is non-persistent: it has no stream", ErrNotAllowed, tn)
 	}
 	if tn.Partition < 0 {
 		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
@@ -168,6 +179,9 @@ type topic struct {
 	// it is done.
 	closing  atomic.Bool
 	unloaded chan struct{}
+	// compaction: the compacted view and the compactions run here
+	// (compaction.go).
+	compaction compaction
 
 	mu struct {
 		sync.Mutex
@@ -354,6 +368,9 @@ func (s *Server) partitions(ctx context.Context, name string, create bool) (int,
 	if err != nil {
 		return 0, err
 	}
+	if tn.NonPersistent {
+		return 0, nil // never partitioned (nonpersistent.go)
+	}
 	if tn.Partition >= 0 {
 		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
 		if err == nil && md.Partitioning.NumPartitions > 0 {
@@ -399,14 +416,18 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 			return
 		}
 	}
+	if c.GetMode() != pb.CommandGetTopicsOfNamespace_PERSISTENT {
+		// The non-persistent topics served by this node.
+		topics = append(topics, s.srv.npTopicsOf(c.GetNamespace())...)
+	}
 	filtered := false
 	if p := c.GetTopicsPattern(); p != "" {
-		p = strings.TrimPrefix(p, "persistent://")
+		p = strings.TrimPrefix(strings.TrimPrefix(p, "non-persistent://"), "persistent://")
 		if re, err := regexp.Compile("^(?:" + p + ")$"); err == nil {
 			filtered = true
 			topics = slices.DeleteFunc(topics, func(name string) bool {
 				tn, err := ParseTopicName(name)
-				return err != nil || !re.MatchString(strings.TrimPrefix(tn.Base().String(), "persistent://"))
+				return err != nil || !re.MatchString(tn.Tenant+"/"+tn.Namespace+"/"+tn.Base().Local)
 			})
 		}
 	}

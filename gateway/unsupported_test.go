@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -9,12 +8,10 @@ import (
 
 // Features lakegate does not support answer with a ServerError clients
 // treat as final, with a message naming the feature (docs/compatibility.md).
-// Regression: a non-persistent topic was InvalidTopicName, which the C++
-// and Python clients retry until their operation timeout.
 func TestUnsupportedFeaturesGetClearErrors(t *testing.T) {
-	_, err := ParseTopicName("non-persistent://public/default/t")
-	if code := serverError(err); code != pb.ServerError_NotAllowedError || !strings.Contains(err.Error(), "non-persistent topics are not supported") {
-		t.Errorf("non-persistent topic: %v %v", code, err)
+	tn, err := ParseTopicName("non-persistent://public/default/t")
+	if err != nil || !tn.NonPersistent || tn.String() != "non-persistent://public/default/t" {
+		t.Errorf("non-persistent topic: %+v %v", tn, err)
 	}
 	if _, err := ParseTopicName("http://public/default/t"); serverError(err) != pb.ServerError_InvalidTopicName {
 		t.Errorf("unknown scheme: %v", err)

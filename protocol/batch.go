@@ -169,3 +169,111 @@ func AppendBatchMessageRaw(dst, metadata, payload []byte) ([]byte, error) {
 	dst = append(dst, metadata...)
 	return append(dst, payload...), nil
 }
+
+// RecordKey is what topic compaction needs of one record of an entry: its
+// key and whether it deletes the key (a tombstone: an empty or null
+// value).
+type RecordKey struct {
+	Key    string
+	HasKey bool
+	// Tombstone: the record's value is empty (or null_value is set).
+	Tombstone bool
+}
+
+// EntryRecordKeys returns the key of every record of a stored entry
+// ([u32 metaSize][metadata][payload]), decompressing a compressed batch
+// (at most maxBytes uncompressed). A record's key is its partition key
+// (Pulsar compacts by it). Errors: ErrMalformed; an encrypted batch cannot
+// be read (ErrMalformed too).
+func EntryRecordKeys(entry []byte, maxBytes int) ([]RecordKey, error) {
+	rawMeta, payload, err := SplitEntry(entry)
+	if err != nil {
+		return nil, err
+	}
+	md, err := ParseMetadata(rawMeta)
+	if err != nil {
+		return nil, err
+	}
+	if md.NumMessagesInBatch == nil {
+		return []RecordKey{{Key: md.GetPartitionKey(), HasKey: md.PartitionKey != nil && !md.GetNullPartitionKey(),
+			Tombstone: len(payload) == 0 || md.GetNullValue()}}, nil
+	}
+	n, err := EntryRecords(md)
+	if err != nil {
+		return nil, err
+	}
+	if len(md.GetEncryptionKeys()) > 0 {
+		return nil, fmt.Errorf("%w: an encrypted batch", ErrMalformed)
+	}
+	if ct := md.GetCompression(); ct != pb.CompressionType_NONE {
+		if payload, err = Decompress(ct, payload, int(md.GetUncompressedSize()), maxBytes); err != nil {
+			return nil, err
+		}
+	}
+	msgs, err := SplitBatch(payload, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RecordKey, len(msgs))
+	for i, m := range msgs {
+		sm, err := m.ParseMetadata()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = RecordKey{Key: sm.GetPartitionKey(), HasKey: sm.PartitionKey != nil && !sm.GetNullPartitionKey(),
+			Tombstone: len(m.Payload) == 0 || sm.GetNullValue()}
+	}
+	return out, nil
+}
+
+// SingleFromBatch returns a stored entry holding only message i of a batch
+// entry, as if its producer had sent it alone: the batch's metadata with
+// the message's own fields (key, ordering key, properties, event time,
+// sequence id, null flags), no batch, uncompressed (at most maxBytes
+// decompressed). Topic compaction stores a batch's surviving messages so.
+// Errors: ErrMalformed (not a batch, i out of range, an encrypted batch).
+func SingleFromBatch(entry []byte, i int, maxBytes int) ([]byte, error) {
+	rawMeta, payload, err := SplitEntry(entry)
+	if err != nil {
+		return nil, err
+	}
+	md, err := ParseMetadata(rawMeta)
+	if err != nil {
+		return nil, err
+	}
+	n, err := EntryRecords(md)
+	if err != nil {
+		return nil, err
+	}
+	if md.NumMessagesInBatch == nil || i < 0 || i >= n || len(md.GetEncryptionKeys()) > 0 {
+		return nil, fmt.Errorf("%w: message %d of an entry of %d records (batch %v, encrypted %v)", ErrMalformed, i, n, md.NumMessagesInBatch != nil, len(md.GetEncryptionKeys()) > 0)
+	}
+	if ct := md.GetCompression(); ct != pb.CompressionType_NONE {
+		if payload, err = Decompress(ct, payload, int(md.GetUncompressedSize()), maxBytes); err != nil {
+			return nil, err
+		}
+	}
+	msgs, err := SplitBatch(payload, n)
+	if err != nil {
+		return nil, err
+	}
+	sm, err := msgs[i].ParseMetadata()
+	if err != nil {
+		return nil, err
+	}
+	out := proto.Clone(md).(*pb.MessageMetadata)
+	out.NumMessagesInBatch, out.Compression, out.UncompressedSize = nil, nil, nil
+	out.Properties = sm.GetProperties()
+	out.PartitionKey, out.PartitionKeyB64Encoded = sm.PartitionKey, sm.PartitionKeyB64Encoded
+	out.OrderingKey = sm.GetOrderingKey()
+	out.EventTime = sm.EventTime
+	if sm.SequenceId != nil {
+		out.SequenceId = sm.SequenceId
+	}
+	out.NullValue, out.NullPartitionKey = sm.NullValue, sm.NullPartitionKey
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return AppendEntry(nil, raw, msgs[i].Payload)
+}

@@ -150,3 +150,48 @@ func TestEntryRecords(t *testing.T) {
 		}
 	}
 }
+
+func TestSingleFromBatch(t *testing.T) {
+	var payload []byte
+	for i, k := range []string{"a", "b", "c"} {
+		var err error
+		payload, err = AppendBatchMessage(payload, &pb.SingleMessageMetadata{PayloadSize: proto.Int32(2), PartitionKey: proto.String(k),
+			SequenceId: proto.Uint64(uint64(10 + i)), Properties: []*pb.KeyValue{{Key: proto.String("i"), Value: proto.String(k)}}}, []byte("v"+k))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	compressed, err := Compress(nil, pb.CompressionType_ZSTD, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := &pb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(10), PublishTime: proto.Uint64(5),
+		NumMessagesInBatch: proto.Int32(3), Compression: pb.CompressionType_ZSTD.Enum(), UncompressedSize: proto.Uint32(uint32(len(payload))),
+		SchemaVersion: []byte{0, 0, 0, 0, 0, 0, 0, 1}}
+	raw, _ := proto.Marshal(md)
+	entry, _ := AppendEntry(nil, raw, compressed)
+	single, err := SingleFromBatch(entry, 1, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, p, err := SplitEntry(single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseMetadata(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p) != "vb" || got.GetPartitionKey() != "b" || got.GetSequenceId() != 11 || got.NumMessagesInBatch != nil ||
+		got.GetCompression() != pb.CompressionType_NONE || got.GetProducerName() != "p" || got.GetPublishTime() != 5 ||
+		len(got.GetSchemaVersion()) != 8 || len(got.GetProperties()) != 1 || got.GetProperties()[0].GetValue() != "b" {
+		t.Fatalf("single message: payload %q, metadata %v", p, got)
+	}
+	keys, err := EntryRecordKeys(single, 1<<20)
+	if err != nil || len(keys) != 1 || keys[0].Key != "b" {
+		t.Fatalf("keys of the single message %v, %v", keys, err)
+	}
+	if _, err := SingleFromBatch(entry, 3, 1<<20); err == nil {
+		t.Fatal("message 3 of a batch of 3")
+	}
+}

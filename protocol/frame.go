@@ -398,3 +398,38 @@ func WriteFrame(w io.Writer, f Frame) error {
 func AppendCommand(dst []byte, cmd *pb.BaseCommand) ([]byte, error) {
 	return AppendFrame(dst, Frame{Cmd: cmd})
 }
+
+// metadataDeliverAtField is MessageMetadata.deliver_at_time's field number.
+const metadataDeliverAtField = 19
+
+// EntryDeliverAt returns the deliver_at_time (Unix ms) of a stored entry
+// ([u32 metaSize][metadata][payload]) — the time before which a Shared or
+// Key_Shared subscription must not deliver it — and whether it has one.
+// It scans the metadata's fields without decoding the message; a
+// malformed entry has none.
+func EntryDeliverAt(entry []byte) (int64, bool) {
+	meta, _, err := SplitEntry(entry)
+	if err != nil {
+		return 0, false
+	}
+	for len(meta) > 0 {
+		num, typ, n := protowire.ConsumeTag(meta)
+		if n < 0 {
+			return 0, false
+		}
+		meta = meta[n:]
+		if num == metadataDeliverAtField && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(meta)
+			if n < 0 {
+				return 0, false
+			}
+			return int64(v), true
+		}
+		n = protowire.ConsumeFieldValue(num, typ, meta)
+		if n < 0 {
+			return 0, false
+		}
+		meta = meta[n:]
+	}
+	return 0, false
+}

@@ -513,3 +513,35 @@ func TestAppendFrameErrors(t *testing.T) {
 		t.Fatalf("dst changed on error: %q", out)
 	}
 }
+
+func TestEntryDeliverAt(t *testing.T) {
+	meta := func(m *pb.MessageMetadata) []byte {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := AppendEntry(nil, b, []byte("payload"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	base := func() *pb.MessageMetadata {
+		return &pb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(7), PublishTime: proto.Uint64(1000),
+			PartitionKey: proto.String("k"), Properties: []*pb.KeyValue{{Key: proto.String("a"), Value: proto.String("b")}}}
+	}
+	withDelay := base()
+	withDelay.DeliverAtTime = proto.Int64(1_700_000_000_123)
+	withDelay.EventTime = proto.Uint64(5) // a field after it
+	if at, ok := EntryDeliverAt(meta(withDelay)); !ok || at != 1_700_000_000_123 {
+		t.Fatalf("deliver at = %d, %v", at, ok)
+	}
+	if _, ok := EntryDeliverAt(meta(base())); ok {
+		t.Fatal("an entry without deliver_at_time has one")
+	}
+	for _, bad := range [][]byte{nil, {0, 0, 0, 9, 1}, {0, 0, 0, 2, 0x98, 0x01}} {
+		if _, ok := EntryDeliverAt(bad); ok {
+			t.Fatalf("malformed entry %x has a delivery time", bad)
+		}
+	}
+}

@@ -199,3 +199,38 @@ func FuzzDecompress(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEntryRecordKeys: any stored entry — the client frames' entries and
+// damaged ones — gives keys or an error, never a panic; the count of
+// keys is the entry's record count; a message taken out of a batch
+// (SingleFromBatch) is an entry of one record.
+func FuzzEntryRecordKeys(f *testing.F) {
+	for _, nf := range readFrameFile(f, "testdata/client_frames.txt") {
+		fr, err := DecodeFrame(nf.raw[4:])
+		if err != nil || !fr.HasPayload() {
+			continue
+		}
+		e, err := AppendEntry(nil, fr.Metadata, fr.Payload)
+		if err != nil {
+			continue
+		}
+		f.Add(e)
+		f.Add(e[:len(e)-1])
+	}
+	f.Fuzz(func(t *testing.T, entry []byte) {
+		if single, err := SingleFromBatch(entry, 0, 1<<20); err == nil {
+			if keys, err := EntryRecordKeys(single, 1<<20); err != nil || len(keys) != 1 {
+				t.Fatalf("a message out of a batch: %d keys, %v", len(keys), err)
+			}
+		}
+		keys, err := EntryRecordKeys(entry, 1<<20)
+		if err != nil {
+			return
+		}
+		meta, _, _ := SplitEntry(entry)
+		md, _ := ParseMetadata(meta)
+		if n, _ := EntryRecords(md); n != len(keys) {
+			t.Fatalf("%d keys for an entry of %d records", len(keys), n)
+		}
+	})
+}

@@ -71,6 +71,10 @@ type Config struct {
 		DrainTimeout      time.Duration `yaml:"drainTimeout" default:"30s" doc:"On SIGTERM, how long the node spends handing its topics over to the other nodes before it exits."`
 	} `yaml:"cluster"`
 
+	Policies struct {
+		CheckInterval time.Duration `yaml:"checkInterval" default:"30s" doc:"How often the retention, message TTL and backlog quota policies of the topics this node serves are enforced (docs/policies.md); 0 turns the periodic enforcement off (a backlog quota still refuses producers)."`
+	} `yaml:"policies"`
+
 	Log struct {
 		JSON  bool   `yaml:"json" default:"false" doc:"Log as JSON (else text)."`
 		Level string `yaml:"level" default:"info" doc:"Log level: debug, info, warn, error."`

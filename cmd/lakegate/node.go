@@ -139,8 +139,13 @@ func runNode(c *Config) error {
 	if rebalance == 0 {
 		rebalance = -1 // off
 	}
+	policyCheck := c.Policies.CheckInterval
+	if policyCheck == 0 {
+		policyCheck = -1 // off
+	}
 	gwCfg := gateway.Config{Catalog: cat, AdvertisedAddr: ls.pulsarAdv, AdvertisedTLSAddr: ls.pulsarTLSAdv, Logger: log, Runtime: rt,
-		Membership: topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
+		PolicyCheckInterval: policyCheck,
+		Membership:          topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
 		ClientTLS: sec.clientTLS()}
 	if sec.authn != nil {
 		gwCfg.Auth = sec.authn

@@ -11,13 +11,18 @@
 #   LAKEGATE_NODES  3: against a three-node cluster (one etcd, three
 #                   `lakegate serve`; ../nodes.sh) instead of a standalone node
 #   KEEP=1          keep the temporary directory (lakegate data, logs)
+#   LAKEGATE_BIN    use this lakegate binary instead of building one
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 cp="$("$here/setup.sh" | tail -1)"
 cd "$repo"
-mkdir -p .cache/bin
-go build -o .cache/bin/lakegate ./cmd/lakegate
+lakegate="${LAKEGATE_BIN:-}"
+if [[ -z $lakegate ]]; then
+  mkdir -p .cache/bin
+  go build -o .cache/bin/lakegate ./cmd/lakegate
+  lakegate=.cache/bin/lakegate
+fi
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/lakegate-java.XXXXXX")"
 say() { echo "java interop: $*" >&2; }
@@ -31,7 +36,7 @@ trap cleanup EXIT
 
 # 127.0.0.1:0 for every listener: the real addresses come from the ready
 # lines, so no port can be raced for. LAKEGATE_NODES=3: a three-node cluster.
-start_lakegate .cache/bin/lakegate
+start_lakegate "$lakegate"
 
 rc=0
 java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.logFile="$tmp/client.log" \

@@ -55,6 +55,8 @@ final class Scenarios {
         l.add(new Main.Scenario("ack-timeout-redelivery", Scenarios::ackTimeout));
         l.add(new Main.Scenario("dead-letter-topic", Scenarios::deadLetter));
         l.add(new Main.Scenario("retry-letter-topic", Scenarios::retryLetter));
+        l.add(new Main.Scenario("delayed-delivery", Scenarios::delayedDelivery));
+        l.add(new Main.Scenario("compacted-topic", Scenarios::compacted));
         l.add(new Main.Scenario("reader-earliest-latest", Scenarios::readerEarliestLatest));
         l.add(new Main.Scenario("reader-start-id-inclusive-exclusive", Scenarios::readerStartId));
         l.add(new Main.Scenario("seek-by-id-and-time", Scenarios::seek));
@@ -540,12 +542,134 @@ final class Scenarios {
                 check(m.getTopicName().equals(retry), "attempt %d came from %s, want the retry topic", attempt,
                     m.getTopicName());
             }
-            cons.reconsumeLater(m, 200, TimeUnit.MILLISECONDS);
+            if (attempt > 0) {
+                notEarly(c, m, "retry " + attempt);
+            }
+            cons.reconsumeLater(m, 1, TimeUnit.SECONDS);
         }
         // The third reconsumeLater exceeds maxRedeliverCount: dead letter.
         Message<byte[]> d = must(dlqCons, "dead letter after retries");
         check(text(d).equals("again"), "dead letter %s", Ctx.str(d));
         none(cons, 500, "after the dead letter");
+    }
+
+    /**
+     * The deliver_at_time of a received message (Unix ms) as the client
+     * decoded it from the message's metadata, or -1 when it has none.
+     */
+    static long deliverAt(Message<?> m) {
+        Message<?> inner = m;
+        if (inner instanceof org.apache.pulsar.client.impl.TopicMessageImpl<?> tm) {
+            inner = tm.getMessage();
+        }
+        if (inner instanceof org.apache.pulsar.client.impl.MessageImpl<?> mi && mi.getMessageBuilder().hasDeliverAtTime()) {
+            return mi.getMessageBuilder().getDeliverAtTime();
+        }
+        return -1;
+    }
+
+    /** Checks m (just received) did not arrive before its delivery time; notes how late it was. */
+    static void notEarly(Ctx c, Message<?> m, String what) {
+        long at = deliverAt(m);
+        long now = System.currentTimeMillis();
+        check(at > 0, "%s: no deliver_at_time in %s", what, Ctx.str(m));
+        check(now >= at, "%s delivered %d ms before its delivery time", what, at - now);
+        c.notes.add(what + " +" + (now - at) + "ms");
+    }
+
+    /**
+     * deliverAfter and deliverAt on Shared and Key_Shared subscriptions: the
+     * undelayed messages come first, each delayed one not before its time;
+     * an Exclusive subscription gets them at once (Pulsar's behaviour).
+     */
+    static void delayedDelivery(Ctx c) throws Exception {
+        String t = c.topic("");
+        Consumer<byte[]> shared = consumer(c, t, "shared", SubscriptionType.Shared);
+        Consumer<byte[]> keyShared = consumer(c, t, "key-shared", SubscriptionType.Key_Shared);
+        Consumer<byte[]> excl = consumer(c, t, "exclusive", SubscriptionType.Exclusive);
+        Producer<byte[]> p = producer(c, t, true);
+        long hour = System.currentTimeMillis() + 3_600_000;
+        p.newMessage().key("far").value(b("far")).deliverAt(hour).send();
+        for (int i = 0; i < 3; i++) {
+            p.newMessage().key("k" + i).value(b("late-" + i)).deliverAfter(1500, TimeUnit.MILLISECONDS).sendAsync();
+            p.newMessage().key("k" + i).value(b("now-" + i)).sendAsync();
+        }
+        p.flush();
+        Message<byte[]> f = must(excl, "exclusive: the far message");
+        check(text(f).equals("far") && System.currentTimeMillis() < hour, "exclusive got %s", Ctx.str(f));
+        for (Consumer<byte[]> cons : List.of(shared, keyShared)) {
+            Set<String> now = new HashSet<>();
+            for (int i = 0; i < 6; i++) {
+                Message<byte[]> m = must(cons, cons.getSubscription() + " message " + i);
+                String v = text(m);
+                if (v.startsWith("late-")) {
+                    check(now.size() == 3, "%s: %s came before the undelayed messages (%s)", cons.getSubscription(), v, now);
+                    notEarly(c, m, cons.getSubscription() + " " + v);
+                } else {
+                    check(v.startsWith("now-"), "%s got %s", cons.getSubscription(), v);
+                    now.add(v);
+                }
+                cons.acknowledge(m);
+            }
+            none(cons, 300, cons.getSubscription() + ": the message due in an hour");
+        }
+    }
+
+    /**
+     * triggerCompaction, then a readCompacted reader and consumer: the
+     * latest message per key up to the horizon (a batch thinned by
+     * compaction, a tombstone, a keyless message), then the tail; the
+     * consumer (default acknowledgement settings) acknowledges everything,
+     * thinned batch included.
+     */
+    static void compacted(Ctx c) throws Exception {
+        String t = c.topic("");
+        Producer<byte[]> p = c.keep(c.client.newProducer().topic(t).enableBatching(true)
+            .batchingMaxMessages(3).batchingMaxPublishDelay(1, TimeUnit.SECONDS).create());
+        String[][] sent = {{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"c", "c1"}, {"b", ""}, {null, "no-key"}};
+        for (String[] kv : sent) {
+            var m = p.newMessage().value(b(kv[1]));
+            if (kv[0] != null) {
+                m = m.key(kv[0]);
+            }
+            m.sendAsync();
+        }
+        p.flush();
+        c.admin.topics().triggerCompaction(t);
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            var st = c.admin.topics().compactionStatus(t);
+            if (st.status == org.apache.pulsar.client.admin.LongRunningProcessStatus.Status.SUCCESS) {
+                break;
+            }
+            check(st.status != org.apache.pulsar.client.admin.LongRunningProcessStatus.Status.ERROR, "compaction failed: %s", st.lastError);
+            check(System.currentTimeMillis() < deadline, "compaction status %s after 30 s", st.status);
+            Thread.sleep(50); // polling the admin API
+        }
+        p.newMessage().key("c").value(b("c2")).send(); // after the horizon
+        List<String> want = List.of("a=a2", "c=c1", "c=c2");
+        Reader<byte[]> r = c.keep(c.client.newReader().topic(t).startMessageId(MessageId.earliest).readCompacted(true).create());
+        List<String> got = new ArrayList<>();
+        for (int i = 0; i < want.size(); i++) {
+            Message<byte[]> m = must(r, "compacted reader " + i);
+            got.add(m.getKey() + "=" + text(m));
+        }
+        check(got.equals(want), "readCompacted reader got %s, want %s", got, want);
+        Consumer<byte[]> cons = c.keep(c.client.newConsumer().topic(t).subscriptionName("compacted")
+            .readCompacted(true).subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe());
+        got.clear();
+        for (int i = 0; i < want.size(); i++) {
+            Message<byte[]> m = must(cons, "compacted consumer " + i);
+            got.add(m.getKey() + "=" + text(m));
+            cons.acknowledge(m);
+        }
+        check(got.equals(want), "readCompacted consumer got %s, want %s", got, want);
+        deadline = System.currentTimeMillis() + 30_000;
+        long backlog;
+        while ((backlog = c.admin.topics().getStats(t).getSubscriptions().get("compacted").getMsgBacklog()) != 0) {
+            check(System.currentTimeMillis() < deadline, "backlog %d after acknowledging every compacted message", backlog);
+            Thread.sleep(50); // polling the admin API
+        }
     }
 
     // --- readers, seek, last message id ---

@@ -1,0 +1,124 @@
+package gateway
+
+// Admin REST of topic compaction (compaction.go):
+//
+//	PUT    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           start a compaction (204; 409 while one runs)
+//	GET    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           its status: {"status": NOT_RUN|RUNNING|SUCCESS|ERROR, "lastError"}
+//	GET|POST|DELETE /admin/v2/persistent/{t}/{ns}/{topic}/compactionThreshold   the threshold policy (bytes)
+//	GET|PUT|DELETE  /admin/v2/namespaces/{t}/{ns}/compactionThreshold
+//
+// A partitioned topic as a whole fans out to its partitions (each routed
+// to its owner).
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// compactionTopic resolves the request's one partition (or
+// non-partitioned topic) to its loaded topic on this node (its owner).
+func (a *admin) compactionTopic(r *http.Request) (*topic, error) {
+	ref, err := a.refOf(r)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := a.topics(r.Context(), ref)
+	if err != nil {
+		return nil, err
+	}
+	return ts[0], nil
+}
+
+func (a *admin) triggerCompaction(w http.ResponseWriter, r *http.Request) {
+	ref, err := a.refOf(r)
+	if err == nil && ref.partitioned() {
+		rs, err := a.fanOut(r, ref, "")
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		combineWrites(w, rs, false)
+		return
+	}
+	var t *topic
+	if err == nil {
+		t, err = a.compactionTopic(r)
+	}
+	if err == nil && !t.startCompaction() {
+		err = fmt.Errorf("%w: a compaction of %s is already running", errAdminConflict, t.name)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
+
+// compactionStatusJSON is Pulsar's LongRunningProcessStatus.
+type compactionStatusJSON struct {
+	Status    string `json:"status"`
+	LastError string `json:"lastError"`
+}
+
+func (a *admin) compactionStatus(w http.ResponseWriter, r *http.Request) {
+	ref, err := a.refOf(r)
+	if err == nil && ref.partitioned() {
+		err = fmt.Errorf("%w: %s is a partitioned topic: ask one of its partitions", errAdminMethodNotAllowed, ref.name)
+	}
+	var t *topic
+	if err == nil {
+		t, err = a.compactionTopic(r)
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	status, lastError, _, _, _, _ := t.compactionStatus()
+	writeJSON(w, http.StatusOK, compactionStatusJSON{Status: status, LastError: lastError})
+}
+
+// thresholdOf reads a compaction threshold body: bytes ≥ 0.
+func thresholdOf(r *http.Request) (string, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(b))
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("%w: compaction threshold %q: want a number of bytes ≥ 0", errAdminPrecondition, v)
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+func (a *admin) getTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
+	if queryBool(r, "applied") {
+		ref, err := a.refOf(r)
+		var n int64
+		if err == nil {
+			n, err = a.srv.compactionThreshold(r.Context(), ref.md)
+		}
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, n)
+		return
+	}
+	a.getTopicProperty(w, r, compactionThresholdProperty)
+}
+
+func (a *admin) setTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
+	v, err := thresholdOf(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	a.changeTopicProperty(w, r, compactionThresholdProperty, &v, false)
+}
+
+func (a *admin) removeTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
+	a.changeTopicProperty(w, r, compactionThresholdProperty, nil, false)
+}

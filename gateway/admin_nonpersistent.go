@@ -1,0 +1,174 @@
+package gateway
+
+// Admin REST of non-persistent topics (nonpersistent.go):
+//
+//	GET /admin/v2/non-persistent/{tenant}/{ns}                     the topics served now, by any member
+//	GET /admin/v2/non-persistent/{tenant}/{ns}/partitioned         [] (never partitioned)
+//	GET /admin/v2/non-persistent/{tenant}/{ns}/{topic}/partitions  {"partitions":0}
+//	GET /admin/v2/non-persistent/{tenant}/{ns}/{topic}/stats       its owner's stats (404 when nobody serves it)
+//	PUT /admin/v2/non-persistent/{tenant}/{ns}/{topic}/unload      its clients reconnect (to the next owner)
+//
+// A non-persistent topic exists while a node serves it. The list asks
+// every live member for the ones it serves (members' admin APIs, marked as
+// forwarded so they answer for themselves only).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// npPathTopic parses the {tenant}/{ns}/{topic} of a non-persistent route.
+func npPathTopic(r *http.Request) (TopicName, error) {
+	tenant, ns, local := r.PathValue("tenant"), r.PathValue("ns"), r.PathValue("topic")
+	if err := errors.Join(validName("tenant", tenant), validName("namespace", ns), validName("topic", local)); err != nil {
+		return TopicName{}, err
+	}
+	return ParseTopicName("non-persistent://" + tenant + "/" + ns + "/" + local)
+}
+
+func (a *admin) listNPTopics(w http.ResponseWriter, r *http.Request) {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("ns")
+	if err := a.checkNamespace(r.Context(), tenant, ns); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	out := a.srv.npTopicsOf(tenant + "/" + ns)
+	if m := a.srv.cfg.Membership; m != nil && r.Header.Get(forwardedHeader) == "" {
+		members, err := m.Members(r.Context())
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		for _, member := range members {
+			if member.ID == m.Self().ID {
+				continue
+			}
+			names, err := a.memberNPTopics(r, member)
+			if err != nil {
+				writeAdminError(w, err)
+				return
+			}
+			out = append(out, names...)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if out == nil {
+		out = []string{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// memberNPTopics asks member for the non-persistent topics it serves.
+func (a *admin) memberNPTopics(r *http.Request, member lakestream.Member) ([]string, error) {
+	base := memberHTTP(member)
+	if base == "" {
+		return nil, nil // a member without an admin API serves no clients' admin
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, base+r.URL.EscapedPath(), http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(forwardedHeader, a.srv.self().ID)
+	if t := a.srv.cfg.BrokerClientToken; t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := a.srv.httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: %w", ErrServiceNotReady, member.ID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: HTTP %d", ErrServiceNotReady, member.ID, resp.StatusCode)
+	}
+	var names []string
+	if err := json.NewDecoder(io.LimitReader(resp.Body, adminForwardBytesMax)).Decode(&names); err != nil {
+		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: %v", ErrServiceNotReady, member.ID, err)
+	}
+	return names, nil
+}
+
+func (a *admin) listNPPartitioned(w http.ResponseWriter, r *http.Request) {
+	if err := a.checkNamespace(r.Context(), r.PathValue("tenant"), r.PathValue("ns")); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []string{})
+}
+
+func (a *admin) npPartitions(w http.ResponseWriter, r *http.Request) {
+	if _, err := npPathTopic(r); err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, partitionedMetadata{Partitions: 0})
+}
+
+// npOwned forwards a request about one non-persistent topic to the member
+// serving it, when that is another member.
+func (a *admin) npOwned(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		m := a.srv.cfg.Membership
+		tn, err := npPathTopic(r)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if m == nil || r.Header.Get(forwardedHeader) != "" {
+			h(w, r)
+			return
+		}
+		owner, ok, err := m.Owner(r.Context(), tn.String())
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if !ok || owner.ID == m.Self().ID {
+			h(w, r)
+			return
+		}
+		a.forward(w, r, owner)
+	}
+}
+
+// servedNP returns the request's non-persistent topic if this node serves it.
+func (a *admin) servedNP(r *http.Request) (*npTopic, error) {
+	tn, err := npPathTopic(r)
+	if err != nil {
+		return nil, err
+	}
+	a.srv.mu.Lock()
+	t := a.srv.mu.npTopics[tn.String()]
+	a.srv.mu.Unlock()
+	if t == nil {
+		return nil, fmt.Errorf("%w: topic %s not found (a non-persistent topic exists while it has producers or consumers)", errAdminNotFound, tn)
+	}
+	return t, nil
+}
+
+func (a *admin) npStats(w http.ResponseWriter, r *http.Request) {
+	t, err := a.servedNP(r)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t.stats())
+}
+
+func (a *admin) npUnload(w http.ResponseWriter, r *http.Request) {
+	tn, err := npPathTopic(r)
+	if err == nil {
+		err = a.srv.unloadLocal(r.Context(), tn.String(), r.URL.Query().Get("destinationBroker"))
+	}
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	noContent(w)
+}
