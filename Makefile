@@ -10,7 +10,7 @@ FUZZTIME ?= 300000x
 # count: slow targets get fewer executions) by `make fuzz`.
 FUZZ_TARGETS := \
 	./engine/wal:FuzzDecodeChunk ./engine/wal:FuzzDecodeObject \
-	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead \
+	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead ./engine/index:FuzzDecodeRecord \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x
