@@ -22,6 +22,7 @@ type Engine struct {
 	keys       keys
 	logsPerTxn int
 	cache      *chunkCache
+	clog       *commitLog
 	writer     *walWriter
 	metrics    metrics
 
@@ -64,6 +65,13 @@ func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.mu.logs = map[lakestream.LogID]*logHandle{}
 	e.mu.cursors = map[*durableCursor]struct{}{}
+	e.clog = newCommitLog(e)
+	ctx, cancel := context.WithTimeout(e.ctx, opts.CommitTimeout)
+	defer cancel()
+	if err := e.clog.start(ctx); err != nil {
+		e.cancel()
+		return nil, err
+	}
 	e.writer = newWALWriter(e)
 	e.bg.Add(1)
 	go e.persistLoop()
@@ -149,15 +157,12 @@ func (e *Engine) log(ctx context.Context, id lakestream.LogID) (*logHandle, erro
 	return l, l.ensure(ctx)
 }
 
-// headAdvanced tells a local handle about a head this node committed, so
-// local tail readers wake without waiting for the watch.
-func (e *Engine) headAdvanced(id lakestream.LogID, h head) {
+// openLog returns the handle of log id if this engine has one (loaded or
+// loading), else nil.
+func (e *Engine) openLog(id lakestream.LogID) *logHandle {
 	e.mu.Lock()
-	l := e.mu.logs[id]
-	e.mu.Unlock()
-	if l != nil {
-		l.observeHead(h, 0)
-	}
+	defer e.mu.Unlock()
+	return e.mu.logs[id]
 }
 
 // Append implements lakestream.LogStorage.

@@ -29,6 +29,8 @@ type Metrics struct {
 	TxnConflicts     int64 // commit transactions whose compare failed
 	TxnErrors        int64 // commit transactions that failed or whose outcome was unknown
 	TxnNanos         int64
+	Folds            int64 // folds of the commit log into heads and index keys
+	FoldTxns         int64 // transactions of those folds
 	CursorPersists   int64
 	GCDeletedObjects int64
 	CompactionRuns   int64 // table compactions (tables.CompactToTable) that compacted a range
@@ -51,6 +53,7 @@ type metrics struct {
 	puts, putBytes, putNanos      atomic.Int64
 	gets, getBytes, cacheHits     atomic.Int64
 	txns, txnConflicts, txnErrors atomic.Int64
+	folds, foldTxns               atomic.Int64
 	txnNanos                      atomic.Int64
 	cursorPersists, gcDeleted     atomic.Int64
 
@@ -233,6 +236,7 @@ func (m *metrics) snapshot() Metrics {
 		ObjectPuts: m.puts.Load(), ObjectPutBytes: m.putBytes.Load(), ObjectPutNanos: m.putNanos.Load(),
 		ObjectGets: m.gets.Load(), ObjectGetBytes: m.getBytes.Load(), CacheHits: m.cacheHits.Load(),
 		Txns: m.txns.Load(), TxnConflicts: m.txnConflicts.Load(), TxnErrors: m.txnErrors.Load(), TxnNanos: m.txnNanos.Load(),
+		Folds: m.folds.Load(), FoldTxns: m.foldTxns.Load(),
 		CursorPersists: m.cursorPersists.Load(), GCDeletedObjects: m.gcDeleted.Load(),
 		CompactionRuns: m.compactRuns.Load(), CompactedRecords: m.compactRecords.Load(), CompactedBytes: m.compactBytes.Load(),
 	}
@@ -350,6 +354,8 @@ func (c engineCollector) counters() []counterValue {
 		{"txn_conflicts_total", "WAL commit transactions whose compare failed.", float64(m.TxnConflicts)},
 		{"txn_errors_total", "WAL commit transactions that failed or whose outcome was unknown.", float64(m.TxnErrors)},
 		{"txn_seconds_total", "Time spent in WAL commit transactions.", float64(m.TxnNanos) / 1e9},
+		{"commit_log_folds_total", "Folds of the commit log into the logs' heads and index keys.", float64(m.Folds)},
+		{"commit_log_fold_txns_total", "Transactions of those folds.", float64(m.FoldTxns)},
 		{"cursor_persists_total", "Cursor states written.", float64(m.CursorPersists)},
 		{"gc_deleted_objects_total", "WAL objects deleted by GC.", float64(m.GCDeletedObjects)},
 		{"compacted_records_total", "Records moved into tables by compaction.", float64(m.CompactedRecords)},

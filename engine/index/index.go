@@ -85,6 +85,9 @@ type Segment struct {
 	Records      int64
 	Entries      int64
 	PayloadBytes int64
+	WriteMs      int64
+	MinPublishMs int64
+	MaxPublishMs int64
 }
 
 // MaxSegments bounds the chunks of one version-2 entry.
@@ -96,7 +99,8 @@ func (e Entry) Segs() []Segment {
 	if len(e.Segments) >= 2 {
 		return e.Segments
 	}
-	return []Segment{{Object: e.Object, Offset: e.Offset, Length: e.Length, CRC: e.CRC, Records: e.Records, Entries: e.Entries, PayloadBytes: e.PayloadBytes}}
+	return []Segment{{Object: e.Object, Offset: e.Offset, Length: e.Length, CRC: e.CRC, Records: e.Records, Entries: e.Entries,
+		PayloadBytes: e.PayloadBytes, WriteMs: e.WriteMs, MinPublishMs: e.MinPublishMs, MaxPublishMs: e.MaxPublishMs}}
 }
 
 // Last is the offset of the chunk's last record (the index key).
@@ -135,6 +139,9 @@ func (e Entry) Encode() []byte {
 			b = binary.LittleEndian.AppendUint32(b, sg.CRC)
 			for _, n := range []int64{sg.Records, sg.Entries, sg.PayloadBytes} {
 				b = binary.AppendUvarint(b, uint64(n))
+			}
+			for _, t := range []int64{sg.WriteMs, sg.MinPublishMs, sg.MaxPublishMs} {
+				b = binary.AppendVarint(b, t-e.WriteMs)
 			}
 		}
 		return b
@@ -223,6 +230,7 @@ func decodeSegments(b []byte) (Entry, error) {
 		sg.Offset, sg.Length = d.uv(), d.uv()
 		sg.CRC = d.u32()
 		sg.Records, sg.Entries, sg.PayloadBytes = d.uv(), d.uv(), d.uv()
+		sg.WriteMs, sg.MinPublishMs, sg.MaxPublishMs = d.sv()+e.WriteMs, d.sv()+e.WriteMs, d.sv()+e.WriteMs
 		if d.b == nil || sg.Offset < 0 || sg.Length < 0 || sg.Records < 1 || sg.Entries < 1 || sg.Entries > sg.Records || sg.PayloadBytes < 0 {
 			return bad("segment")
 		}

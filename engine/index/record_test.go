@@ -21,8 +21,8 @@ func sampleRun() Entry {
 	return Entry{Kind: KindWAL, First: 10, Records: 5, Entries: 3, BytesEnd: 900, PayloadBytes: 300,
 		MinPublishMs: 1, MaxPublishMs: 2, WriteMs: 3, Object: "wal/a", Offset: 8, Length: 100, CRC: 7,
 		Segments: []Segment{
-			{Object: "wal/a", Offset: 8, Length: 100, CRC: 7, Records: 2, Entries: 1, PayloadBytes: 100},
-			{Object: "wal/b", Offset: 0, Length: 250, CRC: 9, Records: 3, Entries: 2, PayloadBytes: 200},
+			{Object: "wal/a", Offset: 8, Length: 100, CRC: 7, Records: 2, Entries: 1, PayloadBytes: 100, WriteMs: 2, MinPublishMs: 1, MaxPublishMs: 1},
+			{Object: "wal/b", Offset: 0, Length: 250, CRC: 9, Records: 3, Entries: 2, PayloadBytes: 200, WriteMs: 3, MinPublishMs: 2, MaxPublishMs: 2},
 		}}
 }
 
