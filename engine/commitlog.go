@@ -42,7 +42,8 @@ type chunkResult struct {
 // pendingRecord is a record this engine committed (or is committing): the
 // sequencer calls done with its results once it applies it.
 type pendingRecord struct {
-	rev  int64 // the commit's revision once known (0: not yet)
+	rev  int64     // the commit's revision once known (0: not yet)
+	at   time.Time // when rev became known
 	done func(rev int64, results map[lakestream.LogID]chunkResult)
 }
 
@@ -206,6 +207,10 @@ func (c *commitLog) apply(ev meta.Event) {
 		results := c.applyRecordLocked(hr)
 		if pr := c.mu.pending[hr.key]; pr != nil {
 			delete(c.mu.pending, hr.key)
+			if !pr.at.IsZero() {
+				c.e.metrics.applyWaits.Add(1)
+				c.e.metrics.applyWaitNanos.Add(int64(time.Since(pr.at)))
+			}
 			rev := hr.rev
 			calls = append(calls, func() { pr.done(rev, results) })
 		}
@@ -433,7 +438,7 @@ func (c *commitLog) setRev(key string, rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pr := c.mu.pending[key]; pr != nil {
-		pr.rev = rev
+		pr.rev, pr.at = rev, time.Now()
 	}
 }
 
@@ -493,27 +498,30 @@ func (c *commitLog) fold(ctx context.Context, cutoff time.Time) error {
 		return nil
 	}
 	upTo := recs[len(recs)-1].rev
+	// Each log's part of the records, in order (one pass over them).
 	var logs []lakestream.LogID
-	seen := map[lakestream.LogID]bool{}
+	parts := map[lakestream.LogID][]foldItem{}
 	for _, hr := range recs {
-		for _, ch := range hr.rec.Chunks {
-			if id := lakestream.LogID(ch.Log); !seen[id] {
-				seen[id] = true
+		for i := range hr.rec.Chunks {
+			id := lakestream.LogID(hr.rec.Chunks[i].Log)
+			if _, ok := parts[id]; !ok {
 				logs = append(logs, id)
 			}
+			parts[id] = append(parts[id], foldItem{hr: hr, chunk: &hr.rec.Chunks[i]})
 		}
-		for _, op := range hr.rec.Controls {
-			if id := lakestream.LogID(op.Log); !seen[id] {
-				seen[id] = true
+		for i := range hr.rec.Controls {
+			id := lakestream.LogID(hr.rec.Controls[i].Log)
+			if _, ok := parts[id]; !ok {
 				logs = append(logs, id)
 			}
+			parts[id] = append(parts[id], foldItem{hr: hr, control: &hr.rec.Controls[i]})
 		}
 	}
 	var err error
 	for attempt := 1; attempt <= 8; attempt++ {
 		// A conflict (a head changed: another engine folded, a log was
 		// deleted) dropped the cached heads: the next attempt re-reads them.
-		if err = c.foldLogs(ctx, logs, recs, upTo); !errors.Is(err, lakestream.ErrConflict) {
+		if err = c.foldLogs(ctx, logs, parts, upTo); !errors.Is(err, lakestream.ErrConflict) {
 			break
 		}
 		if berr := backoff(ctx, attempt); berr != nil {
@@ -547,9 +555,16 @@ type foldPlan struct {
 	ops  []meta.Op
 }
 
-// foldLogs folds recs (revisions ≤ upTo) into the given logs, in
-// transactions of at most MaxTxnOps operations and compares.
-func (c *commitLog) foldLogs(ctx context.Context, logs []lakestream.LogID, recs []*heldRecord, upTo int64) error {
+// foldItem is one chunk or control operation of a record, for one log.
+type foldItem struct {
+	hr      *heldRecord
+	chunk   *index.RecordChunk
+	control *index.Control
+}
+
+// foldLogs folds the records' parts (revisions ≤ upTo) into the given
+// logs, in transactions of at most MaxTxnOps operations and compares.
+func (c *commitLog) foldLogs(ctx context.Context, logs []lakestream.LogID, parts map[lakestream.LogID][]foldItem, upTo int64) error {
 	maxOps := c.e.meta.MaxTxnOps()
 	var batch []foldPlan
 	nops := 0
@@ -569,7 +584,7 @@ func (c *commitLog) foldLogs(ctx context.Context, logs []lakestream.LogID, recs 
 		if prev.h.Rev >= upTo {
 			continue // folded already (by another engine)
 		}
-		p := c.planFold(id, prev, recs)
+		p := c.planFold(id, prev, parts[id], upTo)
 		if len(p.ops) > maxOps {
 			return fmt.Errorf("engine: fold of log %d needs %d operations (MaxTxnOps %d)", id, len(p.ops), maxOps)
 		}
@@ -604,68 +619,45 @@ func (c *commitLog) foldHead(ctx context.Context, id lakestream.LogID) (cachedHe
 	return ch, nil
 }
 
-// planFold applies the records after prev's revision to prev and returns
-// the head and index entries to write.
-func (c *commitLog) planFold(id lakestream.LogID, prev cachedHead, recs []*heldRecord) foldPlan {
+// planFold applies the log's parts of the records after prev's revision to
+// prev and returns the head (folded up to upTo) and index entries to write.
+func (c *commitLog) planFold(id lakestream.LogID, prev cachedHead, items []foldItem, upTo int64) foldPlan {
 	h := prev.h
 	var runs []indexEntry
-	var cur *indexEntry
+	var run []indexEntry // single chunks of the open run
 	closeRun := func() {
-		if cur != nil {
-			if len(cur.Segments) == 1 {
-				// A run of one chunk is a version-1 entry.
-				cur.Segments = nil
-			}
-			runs = append(runs, *cur)
-			cur = nil
+		if len(run) > 0 {
+			runs = append(runs, runOf(run))
+			run = nil
 		}
 	}
-	for _, hr := range recs {
-		if hr.rev <= prev.h.Rev {
+	for _, it := range items {
+		if it.hr.rev <= prev.h.Rev {
 			continue
 		}
-		switch hr.rec.Kind {
-		case index.RecordChunks:
-			for _, ch := range hr.rec.Chunks {
-				if lakestream.LogID(ch.Log) != id {
-					continue
-				}
-				if h.Fenced || h.Deleted {
-					continue // void
-				}
-				first := h.Next
-				h.Next += ch.Records
-				h.Bytes += ch.PayloadBytes
-				if h.Next <= h.First {
-					continue // trimmed before it was folded: never indexed
-				}
-				seg := index.Segment{Object: hr.rec.Object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC,
-					Records: ch.Records, Entries: ch.Entries, PayloadBytes: ch.PayloadBytes,
-					WriteMs: hr.rec.WriteMs, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs}
-				if cur == nil || len(cur.Segments) >= index.MaxSegments {
-					closeRun()
-					cur = &indexEntry{Kind: kindWAL, First: first, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
-						Object: seg.Object, Offset: seg.Offset, Length: seg.Length, CRC: seg.CRC}
-				}
-				cur.Records += ch.Records
-				cur.Entries += ch.Entries
-				cur.PayloadBytes += ch.PayloadBytes
-				cur.BytesEnd = h.Bytes
-				cur.MinPublishMs = min(cur.MinPublishMs, ch.MinPublishMs)
-				cur.MaxPublishMs = max(cur.MaxPublishMs, ch.MaxPublishMs)
-				cur.WriteMs = max(cur.WriteMs, hr.rec.WriteMs)
-				cur.Segments = append(cur.Segments, seg)
-			}
-		case index.RecordControl:
-			for _, op := range hr.rec.Controls {
-				if lakestream.LogID(op.Log) == id {
-					applyControlOp(&h, op)
-				}
-			}
+		if it.control != nil {
+			applyControlOp(&h, *it.control)
+			continue
 		}
+		ch := it.chunk
+		if h.Fenced || h.Deleted {
+			continue // void
+		}
+		first := h.Next
+		h.Next += ch.Records
+		h.Bytes += ch.PayloadBytes
+		if h.Next <= h.First {
+			continue // trimmed before it was folded: never indexed
+		}
+		if len(run) >= index.MaxSegments {
+			closeRun()
+		}
+		run = append(run, indexEntry{Kind: kindWAL, First: first, Records: ch.Records, Entries: ch.Entries,
+			BytesEnd: h.Bytes, PayloadBytes: ch.PayloadBytes, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
+			WriteMs: it.hr.rec.WriteMs, Object: it.hr.rec.Object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC})
 	}
 	closeRun()
-	h.Rev = max(h.Rev, recs[len(recs)-1].rev)
+	h.Rev = max(h.Rev, upTo)
 	p := foldPlan{id: id, prev: prev, next: h}
 	p.ops = append(p.ops, meta.Put(c.e.keys.head(id), h.Encode()))
 	if !h.Deleted {
