@@ -37,7 +37,8 @@ type walWriter struct {
 	pending  *semaphore.Weighted
 	commitCh chan *flush // flushes in seq order; cap MaxInflightFlushes
 	inflight chan struct{}
-	idle     chan struct{} // the commit loop tells the batch loop it caught up
+	putting  atomic.Int32  // flushes being PUT (the idle flush cuts when none is)
+	idle     chan struct{} // a PUT ended: the batch loop may cut
 	stop     chan struct{}
 	done     sync.WaitGroup
 
@@ -227,6 +228,7 @@ func (w *walWriter) batchLoop() {
 		w.inflight <- struct{}{} // bounded in-flight flushes: backpressure
 		f := cur
 		cur = nil
+		w.putting.Add(1)
 		go w.put(f)
 		w.commitCh <- f
 	}
@@ -272,11 +274,11 @@ func (w *walWriter) batchLoop() {
 					more = false
 				}
 			}
-			if cur != nil && w.idleFlush() && len(w.inflight) == 0 {
+			if cur != nil && w.idleFlush() && w.putting.Load() == 0 {
 				cut()
 			}
 		case <-w.idle:
-			if cur != nil && w.idleFlush() && len(w.inflight) == 0 {
+			if cur != nil && w.idleFlush() && w.putting.Load() == 0 {
 				cut()
 			}
 		case <-timer.C:
@@ -301,7 +303,15 @@ func (w *walWriter) batchLoop() {
 // put writes the object under its window intent. It runs concurrently with
 // other puts; the commit loop waits for putDone.
 func (w *walWriter) put(f *flush) {
-	defer close(f.putDone)
+	defer func() {
+		close(f.putDone)
+		if w.putting.Add(-1) == 0 {
+			select {
+			case w.idle <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	f.started = time.Now()
 	f.writeMs = w.opts.Now().UnixMilli()
 	b := wal.NewBuilder()
@@ -355,12 +365,6 @@ func (w *walWriter) commitLoop() {
 		w.committed.Store(f.seq)
 		f.data = nil
 		<-w.inflight
-		if len(w.inflight) == 0 {
-			select {
-			case w.idle <- struct{}{}:
-			default:
-			}
-		}
 	}
 }
 
