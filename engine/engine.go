@@ -16,15 +16,14 @@ import (
 //
 // Lock order: Engine.mu before logHandle.mu.
 type Engine struct {
-	opts       Options
-	store      objstore.Store
-	meta       meta.Store
-	keys       keys
-	logsPerTxn int
-	cache      *chunkCache
-	clog       *commitLog
-	writer     *walWriter
-	metrics    metrics
+	opts    Options
+	store   objstore.Store
+	meta    meta.Store
+	keys    keys
+	cache   *chunkCache
+	clog    *commitLog
+	writer  *walWriter
+	metrics metrics
 
 	ctx    context.Context // canceled by Close; parent of background work
 	cancel context.CancelFunc
@@ -44,20 +43,15 @@ var _ lakestream.LogStorage = (*Engine)(nil)
 // the stores and closes them after Engine.Close.
 func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 	opts = opts.withDefaults()
-	per := opts.LogsPerTxn
-	if max := ms.MaxTxnOps() / 2; per <= 0 || per > max {
-		per = max
-	}
-	if per < 1 {
+	if ms.MaxTxnOps() < 2 {
 		return nil, fmt.Errorf("engine: metadata store allows %d ops per transaction; need at least 2", ms.MaxTxnOps())
 	}
 	e := &Engine{
-		opts:       opts,
-		store:      store,
-		meta:       ms,
-		keys:       keys{root: opts.MetaRoot},
-		logsPerTxn: per,
-		cache:      newChunkCache(opts.CacheBytes),
+		opts:  opts,
+		store: store,
+		meta:  ms,
+		keys:  keys{root: opts.MetaRoot},
+		cache: newChunkCache(opts.CacheBytes),
 	}
 	e.metrics.init()
 	e.store = measuredStore{Store: store, m: &e.metrics}

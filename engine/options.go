@@ -42,10 +42,6 @@ type Options struct {
 	MaxInflightFlushes int
 	// MaxEntryBytes bounds one entry's payload. Default and maximum 16 MiB.
 	MaxEntryBytes int
-	// LogsPerTxn bounds the logs committed in one metadata transaction.
-	// Default: the metadata store's MaxTxnOps / 2 (each log needs a compare
-	// and two writes; compares and writes are limited separately).
-	LogsPerTxn int
 	// CommitTimeout bounds PUT plus commit of one object; appends fail
 	// after it. The PUT is retried with backoff (50 ms doubling to 2 s)
 	// while it lasts (putretry.go, docs/storage.md). Default 30 s.
