@@ -316,6 +316,25 @@ func (c *commitLog) sync(ctx context.Context) error {
 	return c.waitApplied(ctx, kv.ModRevision)
 }
 
+// forgetIfFolded drops a held record that the store no longer has (it was
+// folded and deleted before this engine's watch delivered the delete).
+func (c *commitLog) forgetIfFolded(ctx context.Context, key string) error {
+	_, found, err := c.e.meta.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("%w: commit log: %w", lakestream.ErrUnavailable, err)
+	}
+	if !found {
+		c.mu.Lock()
+		if c.mu.loads > 0 {
+			c.mu.deferred = append(c.mu.deferred, key)
+		} else {
+			c.dropLocked(key)
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
 // expect registers a record this engine is about to commit.
 func (c *commitLog) expect(key string, pr *pendingRecord) {
 	c.mu.Lock()

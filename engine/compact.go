@@ -161,6 +161,7 @@ entries:
 	}
 
 	// Step 2: replace the index entries in one transaction.
+	defer l.dropIdxCache()
 	cmps := make([]meta.Cmp, len(old))
 	ops := []meta.Op{meta.Put(e.keys.idx(id, last.Last()), ne.Encode())}
 	for i, ie := range old {

@@ -35,13 +35,23 @@ type logHandle struct {
 		rev     int64         // commit records with a revision ≤ rev are in head
 		tail    []tailChunk   // applied, not folded: in offset order
 		changed chan struct{} // closed and replaced on every head change
+		// idx is the last run of index keys read (contiguous, in offset
+		// order): sequential reads of folded ranges do not query the
+		// metadata store per read. An entry replaced since (compaction) holds
+		// the same records; one whose object is gone makes walk re-read
+		// the index. Dropped by this engine's own index changes.
+		idx []Chunk
 	}
 }
+
+// idxCacheChunks bounds one index read (and the cached run).
+const idxCacheChunks = 32
 
 // tailChunk is a chunk of a commit record applied to the log and not yet
 // folded into its index keys.
 type tailChunk struct {
 	rev       int64
+	key       string // the record's
 	prevBytes int64
 	entry     indexEntry // a single chunk
 }
@@ -155,7 +165,7 @@ func (l *logHandle) applyChunkLocked(hr *heldRecord, ch index.RecordChunk) chunk
 	r := chunkResult{first: h.Next, prevBytes: h.Bytes}
 	h.Next += ch.Records
 	h.Bytes += ch.PayloadBytes
-	l.mu.tail = append(l.mu.tail, tailChunk{rev: hr.rev, prevBytes: r.prevBytes, entry: indexEntry{
+	l.mu.tail = append(l.mu.tail, tailChunk{rev: hr.rev, key: hr.key, prevBytes: r.prevBytes, entry: indexEntry{
 		Kind: kindWAL, First: r.first, Records: ch.Records, Entries: ch.Entries, BytesEnd: h.Bytes,
 		PayloadBytes: ch.PayloadBytes, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
 		WriteMs: hr.rec.WriteMs, Object: hr.rec.Object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC,
@@ -408,10 +418,22 @@ func (l *logHandle) chunks(ctx context.Context, from int64, limit int) ([]Chunk,
 			l.mu.Unlock()
 			return out, nil
 		}
+		if out := l.cachedIdxLocked(from, limit); len(out) > 0 {
+			l.mu.Unlock()
+			return out, nil
+		}
 		l.mu.Unlock()
-		out, err := l.chunksIn(ctx, from, prefixEnd(l.e.keys.idxPrefix(l.id)), limit)
-		if err != nil || len(out) >= limit {
-			return out, err
+		out, err := l.chunksIn(ctx, from, prefixEnd(l.e.keys.idxPrefix(l.id)), max(limit, idxCacheChunks))
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 0 {
+			l.mu.Lock()
+			l.mu.idx = out
+			l.mu.Unlock()
+		}
+		if len(out) >= limit {
+			return out[:limit], nil
 		}
 		end := from
 		if len(out) > 0 {
@@ -433,6 +455,28 @@ func (l *logHandle) chunks(ctx context.Context, from int64, limit int) ([]Chunk,
 	}
 }
 
+// cachedIdxLocked returns up to limit cached index entries from the one
+// holding from, if the cache holds it.
+func (l *logHandle) cachedIdxLocked(from int64, limit int) []Chunk {
+	c := l.mu.idx
+	if len(c) == 0 || from < c[0].First || from >= c[len(c)-1].End() {
+		return nil
+	}
+	i := 0
+	for c[i].End() <= from {
+		i++
+	}
+	return c[i:min(len(c), i+limit)]
+}
+
+// dropIdxCache forgets the cached index entries (after this engine changed
+// the index: trims, compactions).
+func (l *logHandle) dropIdxCache() {
+	l.mu.Lock()
+	l.mu.idx = nil
+	l.mu.Unlock()
+}
+
 // tailFromLocked returns up to limit tail chunks ending after from.
 func (l *logHandle) tailFromLocked(from int64, limit int) []Chunk {
 	var out []Chunk
@@ -441,7 +485,7 @@ func (l *logHandle) tailFromLocked(from int64, limit int) []Chunk {
 			break
 		}
 		if t.entry.End() > from {
-			out = append(out, Chunk{Entry: t.entry})
+			out = append(out, Chunk{Entry: t.entry, record: t.key})
 		}
 	}
 	return out
@@ -501,7 +545,7 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 	pos := start
 	missing := 0 // consecutive chunks found missing (replaced by compaction, then collected)
 	for pos < next {
-		ies, err := l.chunks(ctx, pos, 8)
+		ies, err := l.chunks(ctx, pos, idxCacheChunks)
 		if err != nil {
 			return err
 		}
@@ -510,17 +554,26 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 		}
 	chunks:
 		for _, ie := range expandAll(ies) {
+			rec := ie.record
 			if ie.First > pos {
 				return l.gapError(ctx, pos, ie.First)
 			}
 			if ie.End() <= pos {
 				continue
 			}
-			c, err := l.loadChunk(ctx, ie)
+			c, err := l.loadChunk(ctx, ie.indexEntry)
 			if errors.Is(err, objstore.ErrNotFound) && missing < 3 {
-				// The index entry we read was replaced and its object
-				// deleted since: read the index again from pos.
+				// The index entry we read (or cached) was replaced and
+				// its object deleted since, or the record of a tail chunk
+				// was folded (and its chunk compacted away) before this
+				// engine's watch said so: read the index again from pos.
 				missing++
+				l.dropIdxCache()
+				if rec != "" {
+					if err := l.e.clog.forgetIfFolded(ctx, rec); err != nil {
+						return err
+					}
+				}
 				break chunks
 			}
 			if err != nil {
@@ -595,11 +648,20 @@ func runOf(parts []indexEntry) indexEntry {
 	return n
 }
 
+// expandedChunk is one chunk of an index entry (or of a tail chunk's
+// record).
+type expandedChunk struct {
+	indexEntry
+	record string
+}
+
 // expandAll expands every entry of cs (expand).
-func expandAll(cs []Chunk) []indexEntry {
-	out := make([]indexEntry, 0, len(cs))
+func expandAll(cs []Chunk) []expandedChunk {
+	out := make([]expandedChunk, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, expand(c.Entry)...)
+		for _, e := range expand(c.Entry) {
+			out = append(out, expandedChunk{indexEntry: e, record: c.record})
+		}
 	}
 	return out
 }
@@ -813,6 +875,7 @@ func (l *logHandle) hardTrim(ctx context.Context, exclusive int64) error {
 			return fmt.Errorf("%w: log %d trim: %w", lakestream.ErrUnavailable, l.id, err)
 		}
 	}
+	defer l.dropIdxCache()
 	return l.trimRun(ctx, first)
 }
 
@@ -886,7 +949,7 @@ func (l *logHandle) prefetch(ctx context.Context, start, endExcl int64) error {
 			return err
 		}
 		for _, ie := range expandAll(ies) {
-			if _, err := l.loadChunk(ctx, ie); err != nil {
+			if _, err := l.loadChunk(ctx, ie.indexEntry); err != nil {
 				return err
 			}
 			pos = ie.End()
@@ -917,7 +980,7 @@ func (l *logHandle) FindOffsetByTime(ctx context.Context, t time.Time) (int64, e
 				continue
 			}
 			if ie.MaxPublishMs >= ms {
-				c, err := l.loadChunk(ctx, ie)
+				c, err := l.loadChunk(ctx, ie.indexEntry)
 				if err != nil {
 					return 0, err
 				}

@@ -64,6 +64,9 @@ type Attachment struct {
 type Chunk struct {
 	index.Entry
 	Revision int64 // ModRevision of the index key
+	// record is the commit record of a chunk not folded yet (revision 0);
+	// the engine's own reads only.
+	record string
 }
 
 // NewChunk is an index entry that ReplaceChunks puts, with its decoded
@@ -247,6 +250,9 @@ func (e *Engine) ReplaceChunks(ctx context.Context, id lakestream.LogID, from, e
 	} else {
 		e.opts.Logger.Warn("engine: compacted range no longer tiled by WAL chunks; index left as is",
 			"log", id, "from", from, "end", end)
+	}
+	if l := e.openLog(id); l != nil {
+		defer l.dropIdxCache()
 	}
 	ok, _, err := e.meta.Txn(ctx, cmps, ops)
 	if err != nil {
