@@ -500,6 +500,7 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 		}
 		ops := []meta.Op{meta.Put(key, rec.Encode()), meta.Put(w.e.keys.commitSync(), []byte(key))}
 		start := time.Now()
+		w.e.metrics.txns.Add(1) // counted when sent: the appends may be answered before Txn returns
 		ok, rev, err := w.e.meta.Txn(ctx, cmps, ops)
 		w.e.metrics.observeTxn(time.Since(start), ok, err)
 		switch {
@@ -727,7 +728,7 @@ func (wi *windowIntents) protect(ctx context.Context, writeMs int64) (int64, err
 	for {
 		wi.mu.Lock()
 		x := wi.mu.m[start]
-		if x == nil || (x.err != nil && isClosed(x.written)) {
+		if x == nil || (isClosed(x.written) && x.err != nil) { // the close orders the read of err after its write
 			x = &windowIntent{written: make(chan struct{})}
 			wi.mu.m[start] = x
 			x.outstanding++
