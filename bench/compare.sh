@@ -21,8 +21,10 @@
 # -o 1000 outstanding messages.
 #
 # Per run it records throughput, latency percentiles, the server's CPU
-# (utime+stime of its process over the run, in % of one core) and its peak
-# RSS (VmHWM: the server is fresh each run, so this is the run's peak).
+# (utime+stime of its process over the run, in % of one core), its peak
+# RSS (VmHWM: the server is fresh each run, so this is the run's peak), and
+# the pulsar-perf processes' CPU over the run (client CPU: on 2 shared cores
+# the client can be the bottleneck) and the load average at its end.
 # Results: $OUT/results.tsv (one line per run), $OUT/summary.md (medians and
 # the ratio table, also printed), $OUT/latency.png (percentile plot).
 #
@@ -196,10 +198,22 @@ create_topic() { # NAME PARTITIONS
 perf() { # LOG ARGS...: pulsar-perf in the background (pid in PERF_PID)
   local log=$1; shift
   printf 'brokerServiceUrl=%s\nwebServiceUrl=%s\n' "$URL" "$HTTP" >"$SRV_DIR/client.conf"
-  java -Xmx1g -Dorg.slf4j.simpleLogger.defaultLogLevel=info -cp "$PERF_CP" lakegate.bench.PerfLauncher \
-    "$SRV_DIR/client.conf" "$@" >"$log" 2>&1 &
+  # `times` in the subshell records the tool's CPU (its children's user
+  # and system time) into LOG.times.
+  (java -Xmx1g -Dorg.slf4j.simpleLogger.defaultLogLevel=info -cp "$PERF_CP" lakegate.bench.PerfLauncher \
+    "$SRV_DIR/client.conf" "$@" >"$log" 2>&1; times >"$log.times") &
   PERF_PID=$!
   PIDS+=("$PERF_PID")
+}
+# client_cpu LOG...: CPU seconds of the perf tool processes that wrote LOG...
+client_cpu() {
+  local f total=0 s
+  for f in "$@"; do
+    [[ -f $f.times ]] || continue
+    s=$(sed -n 2p "$f.times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); s += a[1] * 60 + a[2] } print s }')
+    total=$(awk -v a="$total" -v b="$s" 'BEGIN {print a + b}')
+  done
+  echo "$total"
 }
 # agg LOG: "records p50 p95 p99 p999 max" from pulsar-perf's Aggregated lines.
 agg() {
@@ -275,16 +289,22 @@ run_load() {
   *) die "unknown load $load" ;;
   esac
   c1=$(cpu_ticks) t1=$(date +%s.%N)
-  local cpu rss
+  local cpu rss ccpu
   cpu=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v hz="$HZ" 'BEGIN {printf "%.0f", 100 * (b - a) / hz / (e - s)}')
+  if [[ $load == drain ]]; then
+    ccpu=$(client_cpu "$log.consume.log")
+  else
+    ccpu=$(client_cpu "$log.produce.log" "$log.consume.log")
+  fi
+  ccpu=$(awk -v c="$ccpu" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.0f", 100 * c / (e - s)}')
   rss=$(rss_mib)
   stop_server
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$load" "$target" "$rep" "$thr" \
-    "$p50" "$p95" "$p99" "$p999" "$pmax" "$e50" "$e99" "$e999" "$emax" "$drain" "$cpu" "$rss" >>"$OUT/results.tsv"
-  say "  $name: $thr msg/s, publish p50/p99/max $p50/$p99/$pmax ms, e2e p50/p99 $e50/$e99 ms, drain $drain msg/s, server CPU $cpu %, peak RSS $rss MiB"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$load" "$target" "$rep" "$thr" \
+    "$p50" "$p95" "$p99" "$p999" "$pmax" "$e50" "$e99" "$e999" "$emax" "$drain" "$cpu" "$rss" "$ccpu" >>"$OUT/results.tsv"
+  say "  $name: $thr msg/s, publish p50/p99/max $p50/$p99/$pmax ms, e2e p50/p99 $e50/$e99 ms, drain $drain msg/s, server CPU $cpu %, peak RSS $rss MiB, client CPU $ccpu %, load average $(cut -d' ' -f1 /proc/loadavg)"
 }
 
-printf 'load\ttarget\trep\tmsgps\tp50\tp95\tp99\tp999\tmax\te2e_p50\te2e_p99\te2e_p999\te2e_max\tdrain_msgps\tcpu_pct\trss_mib\n' >"$OUT/results.tsv"
+printf 'load\ttarget\trep\tmsgps\tp50\tp95\tp99\tp999\tmax\te2e_p50\te2e_p99\te2e_p999\te2e_max\tdrain_msgps\tcpu_pct\trss_mib\tclient_cpu_pct\n' >"$OUT/results.tsv"
 say "output in $OUT; loads: $LOADS; targets: $TARGETS; $REPEATS repeats"
 for rep in $(seq 1 "$REPEATS"); do
   order=$TARGETS

@@ -132,6 +132,7 @@ var metrics = []metric{
 	{"fixed 20 k msg/s: publish p99 ms", "fixed20k", "p99", false},
 	{"fixed 20 k msg/s: publish p99.9 ms", "fixed20k", "p999", false},
 	{"fixed 20 k msg/s: server CPU, % of a core", "fixed20k", "cpu_pct", false},
+	{"max-rate produce, 1 partition: client (pulsar-perf) CPU, % of a core", "max1", "client_cpu_pct", false},
 	{"produce + consume 10 k msg/s: publish p99 ms", "e2e10k", "p99", false},
 	{"produce + consume 10 k msg/s: end-to-end p50 ms", "e2e10k", "e2e_p50", false},
 	{"produce + consume 10 k msg/s: end-to-end p99 ms", "e2e10k", "e2e_p99", false},
@@ -178,13 +179,13 @@ func markdown(runs []run, command string) string {
 		}
 		fmt.Fprintf(&b, " %s |\n", ratio)
 	}
-	b.WriteString("\nEvery run (throughput msg/s; publish and end-to-end latency ms; server CPU % of one core over the run; peak RSS MiB):\n\n")
-	b.WriteString("| load | server | rep | msg/s | p50 | p95 | p99 | p99.9 | max | e2e p50 | e2e p99 | e2e p99.9 | drain msg/s | CPU % | RSS MiB |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\nEvery run (throughput msg/s; publish and end-to-end latency ms; server and client CPU % of one core over the run; server peak RSS MiB):\n\n")
+	b.WriteString("| load | server | rep | msg/s | p50 | p95 | p99 | p99.9 | max | e2e p50 | e2e p99 | e2e p99.9 | drain msg/s | CPU % | RSS MiB | client CPU % |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r["load"], r["target"], r["rep"], r["msgps"], r["p50"], r["p95"], r["p99"], r["p999"], r["max"],
-			r["e2e_p50"], r["e2e_p99"], r["e2e_p999"], r["drain_msgps"], r["cpu_pct"], r["rss_mib"])
+			r["e2e_p50"], r["e2e_p99"], r["e2e_p999"], r["drain_msgps"], r["cpu_pct"], r["rss_mib"], r["client_cpu_pct"])
 	}
 	return b.String()
 }
