@@ -291,12 +291,14 @@ run_load() {
   c1=$(cpu_ticks) t1=$(date +%s.%N)
   local cpu rss ccpu
   cpu=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v hz="$HZ" 'BEGIN {printf "%.0f", 100 * (b - a) / hz / (e - s)}')
-  if [[ $load == drain ]]; then
+  if [[ $load == gomax1 ]]; then
+    ccpu=- # the Go tool is not measured
+  elif [[ $load == drain ]]; then
     ccpu=$(client_cpu "$log.consume.log")
   else
     ccpu=$(client_cpu "$log.produce.log" "$log.consume.log")
   fi
-  ccpu=$(awk -v c="$ccpu" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.0f", 100 * c / (e - s)}')
+  [[ $ccpu == - ]] || ccpu=$(awk -v c="$ccpu" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.0f", 100 * c / (e - s)}')
   rss=$(rss_mib)
   stop_server
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$load" "$target" "$rep" "$thr" \
