@@ -10,13 +10,13 @@ FUZZTIME ?= 300000x
 # count: slow targets get fewer executions) by `make fuzz`.
 FUZZ_TARGETS := \
 	./engine/wal:FuzzDecodeChunk ./engine/wal:FuzzDecodeObject \
-	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead \
+	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead ./engine/index:FuzzDecodeRecord \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress ./protocol:FuzzEntryRecordKeys \
 	./actors:FuzzDecodeCompactedEntry \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
 
-.PHONY: run build test test-unit fuzz interop bench bench-pulsar bench-tables bench-compaction lint tools proto clean
+.PHONY: run build test test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
 
 ## run: a standalone node on the embedded defaults (data in ./data)
 run: build
@@ -94,6 +94,18 @@ bench-compaction:
 bench-pulsar:
 	./bench/pulsar-perf.sh
 	./bench/pulsar-perf-java.sh
+
+## bench-compare: lakegate standalone and Apache Pulsar 4.0.8 standalone (jars from Maven Central,
+## bench/pulsar) side by side under the same pulsar-perf and Go perf loads, alternating, a fresh
+## server per run; prints the ratio table, writes a latency plot (bench/compare.sh; COMPARE_* knobs,
+## COMPARE_DOC=1 updates docs/benchmarks.md). Not part of `make test`: ~25 min with 2 repeats.
+bench-compare:
+	./bench/compare.sh
+
+## bench-remote: lakegate on S3 (SeaweedFS) behind the fault proxy with PUT latency, remote
+## defaults: the engine driver on 1/100/1000 logs and pulsar-perf at a fixed rate (bench/remote.sh)
+bench-remote:
+	./bench/remote.sh
 
 lint:
 	$(GO) vet ./...

@@ -171,6 +171,8 @@ type benchResult struct {
 	puts, putBytes, putNanos int64
 	txns, txnConflicts       int64
 	txnNanos                 int64
+	applies, applyNanos      int64 // commit records applied by the watch, time from the commit reply
+	foldTxns                 int64
 
 	verified string // "ok", "-" (not asked) or what failed
 }
@@ -351,6 +353,8 @@ loop:
 		putNanos: m1.ObjectPutNanos - m0.ObjectPutNanos,
 		txns:     m1.Txns - m0.Txns, txnConflicts: m1.TxnConflicts - m0.TxnConflicts,
 		txnNanos: m1.TxnNanos - m0.TxnNanos,
+		applies:  m1.ApplyWaits - m0.ApplyWaits, applyNanos: m1.ApplyWaitNanos - m0.ApplyWaitNanos,
+		foldTxns: m1.FoldTxns - m0.FoldTxns,
 		verified: "-",
 	}
 	for _, bp := range producers {
@@ -486,14 +490,15 @@ func describeBenchSetup(cfg Config) string {
 
 func printBenchTable(w io.Writer, cfg Config, rs []*benchResult) {
 	fmt.Fprintf(w, "%s\n\n", describeBenchSetup(cfg))
-	fmt.Fprintln(w, "| logs | appends/s | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | PUTs/s | KiB/PUT | PUT ms | commit txns/s | txn ms | errors | verify |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+	fmt.Fprintln(w, "| logs | appends/s | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | PUTs/s | KiB/PUT | PUT ms | commit txns/s | txn ms | apply ms | fold txns/s | errors | verify |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %.2f | %d | %s |\n",
+		fmt.Fprintf(w, "| %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %d | %s |\n",
 			r.logs, r.appendsPerSec(), r.mbPerSec(),
 			ms(r.lat.Quantile(0.5)), ms(r.lat.Quantile(0.99)), ms(r.lat.Quantile(0.999)), ms(r.lat.Max()),
 			r.putsPerSec(), r.kibPerPut(), r.meanMs(r.putNanos, r.puts),
-			r.txnsPerSec(), r.meanMs(r.txnNanos, r.txns), r.errors, r.verified)
+			r.txnsPerSec(), r.meanMs(r.txnNanos, r.txns), r.meanMs(r.applyNanos, r.applies),
+			float64(r.foldTxns)/r.seconds, r.errors, r.verified)
 	}
 }
 

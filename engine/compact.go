@@ -45,6 +45,10 @@ func (e *Engine) CompactLog(ctx context.Context, id lakestream.LogID, maxChunks 
 	if maxChunks < 2 {
 		return st, ErrNothingToCompact
 	}
+	// Compaction works on index keys: fold the commit log first.
+	if err := e.clog.foldNow(ctx); err != nil {
+		return st, err
+	}
 	h, err := l.refresh(ctx)
 	if err != nil {
 		return st, err
@@ -82,29 +86,36 @@ func (e *Engine) CompactLog(ctx context.Context, id lakestream.LogID, maxChunks 
 		revs = append(revs, kv.ModRevision)
 		entries += int(ie.Entries)
 	}
-	if len(old) < 2 {
+	if len(old) == 0 || (len(old) < 2 && len(old[0].Segments) < 2) {
 		return st, ErrNothingToCompact
 	}
 
-	// Step 1: the new object, of as many whole chunks as fit one WAL chunk
-	// (records, bytes: the limits of engine/wal).
+	// Step 1: the new object, of as many whole index entries (each one
+	// chunk, or a run of chunks) as fit one WAL chunk (records, bytes: the
+	// limits of engine/wal).
 	var budget wal.Budget
-	var loaded []*loadedChunk
-chunks:
+	var loaded [][]*loadedChunk // per index entry
+	segs := 0
+entries:
 	for _, ie := range old {
-		c, err := l.loadChunk(ctx, ie)
-		if err != nil {
-			return st, err
-		}
-		for _, de := range c.entries {
-			if err := budget.Add(int64(id), wal.Entry{Records: de.Records, Payload: de.Payload}); err != nil {
-				break chunks // this chunk starts the next repack
+		var cs []*loadedChunk
+		for _, one := range expand(ie) {
+			c, err := l.loadChunk(ctx, one)
+			if err != nil {
+				return st, err
 			}
+			for _, de := range c.entries {
+				if err := budget.Add(int64(id), wal.Entry{Records: de.Records, Payload: de.Payload}); err != nil {
+					break entries // this entry starts the next repack
+				}
+			}
+			cs = append(cs, c)
 		}
-		loaded = append(loaded, c)
+		loaded = append(loaded, cs)
+		segs += len(cs)
 	}
-	if len(loaded) < 2 {
-		// The first chunk cannot take its successor: it is as compact as
+	if len(loaded) == 0 || segs < 2 {
+		// The first entry cannot take its successor: it is as compact as
 		// it gets. The cursor moves past it, so the next call goes on.
 		if err := e.advanceCompactCursor(ctx, id, old[0].End()); err != nil {
 			return st, err
@@ -114,11 +125,13 @@ chunks:
 	old, revs = old[:len(loaded)], revs[:len(loaded)]
 	b := wal.NewBuilder()
 	var writeMs int64
-	for _, c := range loaded {
-		writeMs = max(writeMs, c.writeMs)
-		for _, de := range c.entries {
-			if _, err := b.Add(int64(id), wal.Entry{Records: de.Records, PublishTimeMs: de.PublishTimeMs, Payload: de.Payload}); err != nil {
-				return st, fmt.Errorf("engine: log %d: repack: %w", id, err)
+	for _, cs := range loaded {
+		for _, c := range cs {
+			writeMs = max(writeMs, c.writeMs)
+			for _, de := range c.entries {
+				if _, err := b.Add(int64(id), wal.Entry{Records: de.Records, PublishTimeMs: de.PublishTimeMs, Payload: de.Payload}); err != nil {
+					return st, fmt.Errorf("engine: log %d: repack: %w", id, err)
+				}
 			}
 		}
 	}
@@ -148,6 +161,7 @@ chunks:
 	}
 
 	// Step 2: replace the index entries in one transaction.
+	defer l.dropIdxCache()
 	cmps := make([]meta.Cmp, len(old))
 	ops := []meta.Op{meta.Put(e.keys.idx(id, last.Last()), ne.Encode())}
 	for i, ie := range old {

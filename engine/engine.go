@@ -16,14 +16,14 @@ import (
 //
 // Lock order: Engine.mu before logHandle.mu.
 type Engine struct {
-	opts       Options
-	store      objstore.Store
-	meta       meta.Store
-	keys       keys
-	logsPerTxn int
-	cache      *chunkCache
-	writer     *walWriter
-	metrics    metrics
+	opts    Options
+	store   objstore.Store
+	meta    meta.Store
+	keys    keys
+	cache   *chunkCache
+	clog    *commitLog
+	writer  *walWriter
+	metrics metrics
 
 	ctx    context.Context // canceled by Close; parent of background work
 	cancel context.CancelFunc
@@ -43,20 +43,15 @@ var _ lakestream.LogStorage = (*Engine)(nil)
 // the stores and closes them after Engine.Close.
 func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 	opts = opts.withDefaults()
-	per := opts.LogsPerTxn
-	if max := ms.MaxTxnOps() / 2; per <= 0 || per > max {
-		per = max
-	}
-	if per < 1 {
+	if ms.MaxTxnOps() < 2 {
 		return nil, fmt.Errorf("engine: metadata store allows %d ops per transaction; need at least 2", ms.MaxTxnOps())
 	}
 	e := &Engine{
-		opts:       opts,
-		store:      store,
-		meta:       ms,
-		keys:       keys{root: opts.MetaRoot},
-		logsPerTxn: per,
-		cache:      newChunkCache(opts.CacheBytes),
+		opts:  opts,
+		store: store,
+		meta:  ms,
+		keys:  keys{root: opts.MetaRoot},
+		cache: newChunkCache(opts.CacheBytes),
 	}
 	e.metrics.init()
 	e.store = measuredStore{Store: store, m: &e.metrics}
@@ -64,6 +59,13 @@ func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.mu.logs = map[lakestream.LogID]*logHandle{}
 	e.mu.cursors = map[*durableCursor]struct{}{}
+	e.clog = newCommitLog(e)
+	ctx, cancel := context.WithTimeout(e.ctx, opts.CommitTimeout)
+	defer cancel()
+	if err := e.clog.start(ctx); err != nil {
+		e.cancel()
+		return nil, err
+	}
 	e.writer = newWALWriter(e)
 	e.bg.Add(1)
 	go e.persistLoop()
@@ -149,15 +151,12 @@ func (e *Engine) log(ctx context.Context, id lakestream.LogID) (*logHandle, erro
 	return l, l.ensure(ctx)
 }
 
-// headAdvanced tells a local handle about a head this node committed, so
-// local tail readers wake without waiting for the watch.
-func (e *Engine) headAdvanced(id lakestream.LogID, h head) {
+// openLog returns the handle of log id if this engine has one (loaded or
+// loading), else nil.
+func (e *Engine) openLog(id lakestream.LogID) *logHandle {
 	e.mu.Lock()
-	l := e.mu.logs[id]
-	e.mu.Unlock()
-	if l != nil {
-		l.observeHead(h, 0)
-	}
+	defer e.mu.Unlock()
+	return e.mu.logs[id]
 }
 
 // Append implements lakestream.LogStorage.

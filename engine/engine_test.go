@@ -202,8 +202,17 @@ func TestFenceAndTrim(t *testing.T) {
 	if err != nil || first != 4 {
 		t.Fatalf("soft trim: %d %v", first, err)
 	}
-	if _, err := la.ReadEntries(ctx, 0, 10, 1<<20); !errors.Is(err, lakestream.ErrOffsetTrimmed) {
+	if _, err := lb.ReadEntries(ctx, 0, 10, 1<<20); !errors.Is(err, lakestream.ErrOffsetTrimmed) {
 		t.Fatalf("read below first: %v", err)
+	}
+	// Engine a serves reads below the head it knows from its view of the
+	// commit log; any linearizable call (NextOffset) brings that view up to
+	// every record committed before it.
+	if _, err := la.NextOffset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := la.ReadEntries(ctx, 0, 10, 1<<20); !errors.Is(err, lakestream.ErrOffsetTrimmed) {
+		t.Fatalf("read below first on the other engine: %v", err)
 	}
 	if err := lb.Fence(ctx); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/objstore"
 )
@@ -51,6 +53,8 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 
 	live := map[string]bool{}
 	dead := map[string]string{} // object → intent key
+	var liveWindows []liveWindow
+	var deadWindows []string
 	now := e.opts.Now().UnixMilli()
 	pp := e.keys.pendingPrefix()
 	if err := e.scan(ctx, pp, func(key string, value []byte) error {
@@ -61,9 +65,28 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 		}
 		obj := rest[i+1:]
 		var v struct {
-			Created int64 `json:"created"`
+			Created  int64 `json:"created"`
+			From, To int64
+			Done     uint64
 		}
-		if json.Unmarshal(value, &v) == nil && now-v.Created < e.opts.PendingIntentTTL.Milliseconds() {
+		ok := json.Unmarshal(value, &v) == nil && now-v.Created < e.opts.PendingIntentTTL.Milliseconds()
+		if strings.HasPrefix(obj, windowIntentPrefix) {
+			// A WAL writer's window intent: it protects the node's objects
+			// named in [from, to).
+			if ok {
+				w := liveWindow{node: rest[:i], from: v.From, to: v.To, done: v.Done}
+				if w.node == e.opts.NodeID {
+					// This engine's own writer knows better than its last
+					// published value (read after the objects were listed).
+					w.done = max(w.done, e.writer.committed.Load())
+				}
+				liveWindows = append(liveWindows, w)
+			} else {
+				deadWindows = append(deadWindows, key)
+			}
+			return nil
+		}
+		if ok {
 			live[obj] = true
 		} else {
 			dead[obj] = key
@@ -72,8 +95,35 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 	}); err != nil {
 		return st, err
 	}
+	for _, obj := range objects {
+		for _, w := range liveWindows {
+			if w.protects(obj) {
+				live[obj] = true
+				break
+			}
+		}
+	}
 
+	// Objects named by commit records not folded yet are referenced. The
+	// records are read before the index: a record folded meanwhile has
+	// its index keys written before it was deleted.
 	refs := map[string]bool{}
+	if err := e.scan(ctx, e.keys.recordPrefix(), func(key string, value []byte) error {
+		if index.IsVoid(value) {
+			return nil
+		}
+		r, err := index.DecodeRecord(value)
+		if err != nil {
+			return fmt.Errorf("engine: gc: %s: %w", key, err)
+		}
+		if r.Object != "" {
+			refs[r.Object] = true
+		}
+		return nil
+	}); err != nil {
+		return st, err
+	}
+
 	held := map[string]bool{} // objects the logs' Attachments hold (table claims)
 	lp := e.keys.logsPrefix()
 	if err := e.scan(ctx, lp, func(key string, value []byte) error {
@@ -96,7 +146,9 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 		if err != nil {
 			return fmt.Errorf("engine: gc: %s: %w", key, err)
 		}
-		refs[ie.Object] = true
+		for _, sg := range ie.Segs() {
+			refs[sg.Object] = true
+		}
 		return nil
 	}); err != nil {
 		return st, err
@@ -139,7 +191,41 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 			}
 		}
 	}
+	for _, k := range deadWindows {
+		if _, _, err := e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(k)}); err == nil {
+			st.Intents++
+		}
+	}
 	return st, nil
+}
+
+// liveWindow is a live window intent: node's WAL objects named with a
+// write time in [from, to) and a flush seq above done are protected (those
+// up to done are committed or failed: referenced through the commit log
+// and the index, or orphans).
+type liveWindow struct {
+	node     string
+	from, to int64
+	done     uint64
+}
+
+// protects parses wal/<node>/<ms:013d>-<seq:08x>-<random>.
+func (w liveWindow) protects(obj string) bool {
+	p := "wal/" + w.node + "/"
+	if !strings.HasPrefix(obj, p) || len(obj) < len(p)+15 {
+		return false
+	}
+	name := obj[len(p):]
+	ms, err := strconv.ParseInt(name[:13], 10, 64)
+	if err != nil || ms < w.from || ms >= w.to || name[13] != '-' {
+		return false
+	}
+	rest := name[14:]
+	if i := strings.IndexByte(rest, '-'); i > 0 {
+		rest = rest[:i]
+	}
+	seq, err := strconv.ParseUint(rest, 16, 64)
+	return err != nil || seq > w.done // an unparsable name stays protected
 }
 
 // scan calls fn for every key under prefix, paging through the store.

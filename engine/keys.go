@@ -23,7 +23,19 @@ func (k keys) cursorPrefix(id lakestream.LogID) string        { return k.log(id)
 func (k keys) cursor(id lakestream.LogID, name string) string { return k.cursorPrefix(id) + name }
 func (k keys) pendingPrefix() string                          { return k.root + "wal-pending/" }
 func (k keys) pending(node, object string) string             { return k.pendingPrefix() + node + "/" + object }
-func (k keys) logsPrefix() string                             { return k.root + "logs/" }
+func (k keys) windowIntent(node string, start int64) string {
+	return fmt.Sprintf("%s%s/%s%013d", k.pendingPrefix(), node, windowIntentPrefix, start)
+}
+
+// windowIntentPrefix starts the name of a window intent under
+// wal-pending/<node>/ (an object intent's name is an object key: wal/… or
+// tables/…).
+const windowIntentPrefix = "window-"
+
+func (k keys) logsPrefix() string    { return k.root + "logs/" }
+func (k keys) commitsPrefix() string { return k.root + "commits/" }
+func (k keys) recordPrefix() string  { return k.root + "commits/rec/" }
+func (k keys) commitSync() string    { return k.root + "commits/sync" }
 
 // parseIdxLast returns the last offset encoded in an index key's suffix.
 func parseIdxLast(key, prefix string) (int64, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 )
 
 // logHandle is the engine's lakestream.Log. One handle per log per Engine;
-// it caches the head (kept fresh by a watch and by local commits) and wakes
-// waiting readers when it advances.
+// its state (the head, and the chunks of commit records not folded yet: the
+// tail of its index) is computed by the commit log (commitlog.go) from the
+// log's head key and the records after it, and kept current by the commit
+// log's watch, which also wakes waiting readers.
 type logHandle struct {
 	e  *Engine
 	id lakestream.LogID
@@ -27,9 +30,30 @@ type logHandle struct {
 
 	mu struct {
 		sync.Mutex
+		loaded  bool
 		head    head
+		rev     int64         // commit records with a revision ≤ rev are in head
+		tail    []tailChunk   // applied, not folded: in offset order
 		changed chan struct{} // closed and replaced on every head change
+		// idx is the last run of index keys read (contiguous, in offset
+		// order): sequential reads of folded ranges do not query the
+		// metadata store per read. An entry replaced since (compaction) holds
+		// the same records; one whose object is gone makes walk re-read
+		// the index. Dropped by this engine's own index changes.
+		idx []Chunk
 	}
+}
+
+// idxCacheChunks bounds one index read (and the cached run).
+const idxCacheChunks = 32
+
+// tailChunk is a chunk of a commit record applied to the log and not yet
+// folded into its index keys.
+type tailChunk struct {
+	rev       int64
+	key       string // the record's
+	prevBytes int64
+	entry     indexEntry // a single chunk
 }
 
 var _ lakestream.Log = (*logHandle)(nil)
@@ -40,9 +64,9 @@ func newLogHandle(e *Engine, id lakestream.LogID) *logHandle {
 	return l
 }
 
-// ensure loads (creating if absent) the log's head and starts its watch.
+// ensure loads (creating if absent) the log's state.
 func (l *logHandle) ensure(ctx context.Context) error {
-	l.once.Do(func() { l.initErr = l.init(ctx) })
+	l.once.Do(func() { l.initErr = l.e.clog.load(ctx, l, true) })
 	if l.initErr != nil {
 		// Let a later call try again (e.g. the store was briefly down).
 		l.e.mu.Lock()
@@ -58,49 +82,137 @@ func (l *logHandle) ensure(ctx context.Context) error {
 	return nil
 }
 
-func (l *logHandle) init(ctx context.Context) error {
-	key := l.e.keys.head(l.id)
-	kv, found, err := l.e.meta.Get(ctx, key)
+// readHead reads the log's head key.
+func (l *logHandle) readHead(ctx context.Context) (head, bool, error) {
+	kv, found, err := l.e.meta.Get(ctx, l.e.keys.head(l.id))
 	if err != nil {
-		return fmt.Errorf("%w: log %d head: %w", lakestream.ErrUnavailable, l.id, err)
+		return head{}, false, fmt.Errorf("%w: log %d head: %w", lakestream.ErrUnavailable, l.id, err)
 	}
-	var h head
-	rev := kv.ModRevision
-	if found {
-		if h, err = decodeHead(kv.Value); err != nil {
-			return err
-		}
-	} else {
-		ok, r, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, head{}.Encode())})
-		if err != nil {
-			return fmt.Errorf("%w: create log %d: %w", lakestream.ErrUnavailable, l.id, err)
-		}
-		rev = r
-		if !ok { // created concurrently: read it
-			return l.init(ctx)
-		}
+	if !found {
+		return head{}, false, nil
 	}
-	l.observeHead(h, rev)
-	l.e.bg.Add(1)
-	go l.watch(rev)
-	return nil
+	h, err := decodeHead(kv.Value)
+	return h, true, err
 }
 
-// observeHead merges a head seen anywhere into the cached one. Every field
-// of a head is monotone (offsets and bytes only grow, flags only get set),
-// so merging by maximum is correct in any order of arrival.
-func (l *logHandle) observeHead(h head, _ int64) {
+func (l *logHandle) loaded() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.mu.head
-	n := head{
-		Next: max(c.Next, h.Next), First: max(c.First, h.First), Bytes: max(c.Bytes, h.Bytes),
-		Fenced: c.Fenced || h.Fenced, Deleted: c.Deleted || h.Deleted,
+	return l.mu.loaded
+}
+
+// resetState sets the state from head h (read after every record it
+// folded was applied here or is in held) and the held records after it.
+// Called with commitLog.mu held.
+func (l *logHandle) resetState(h head, applied int64, held []*heldRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.head = h
+	l.mu.head.Rev = 0
+	l.mu.rev = h.Rev
+	l.mu.tail = nil
+	l.mu.loaded = true
+	for _, hr := range held {
+		if hr.rev <= l.mu.rev {
+			continue
+		}
+		for _, ch := range hr.rec.Chunks {
+			if lakestream.LogID(ch.Log) == l.id {
+				l.applyChunkLocked(hr, ch)
+			}
+		}
+		for _, op := range hr.rec.Controls {
+			if lakestream.LogID(op.Log) == l.id {
+				applyControlOp(&l.mu.head, op)
+			}
+		}
 	}
-	if n != c {
-		l.mu.head = n
-		close(l.mu.changed)
-		l.mu.changed = make(chan struct{})
+	l.mu.rev = max(l.mu.rev, applied)
+	l.changedLocked()
+}
+
+func (l *logHandle) changedLocked() {
+	close(l.mu.changed)
+	l.mu.changed = make(chan struct{})
+}
+
+// applyChunk applies one chunk of record hr (commit log order). ok is false
+// when the log is not loaded here, or the record is folded into the head
+// already and its chunk no longer in the tail.
+func (l *logHandle) applyChunk(hr *heldRecord, ch index.RecordChunk) (chunkResult, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.mu.loaded {
+		return chunkResult{}, false
+	}
+	if hr.rev <= l.mu.rev {
+		return l.resultOfLocked(hr.rev)
+	}
+	r := l.applyChunkLocked(hr, ch)
+	l.mu.rev = hr.rev
+	l.changedLocked()
+	return r, true
+}
+
+func (l *logHandle) applyChunkLocked(hr *heldRecord, ch index.RecordChunk) chunkResult {
+	h := &l.mu.head
+	switch {
+	case h.Deleted:
+		return chunkResult{err: fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, l.id)}
+	case h.Fenced:
+		return chunkResult{err: fmt.Errorf("%w: log %d", lakestream.ErrFenced, l.id)}
+	}
+	r := chunkResult{first: h.Next, prevBytes: h.Bytes}
+	h.Next += ch.Records
+	h.Bytes += ch.PayloadBytes
+	l.mu.tail = append(l.mu.tail, tailChunk{rev: hr.rev, key: hr.key, prevBytes: r.prevBytes, entry: indexEntry{
+		Kind: kindWAL, First: r.first, Records: ch.Records, Entries: ch.Entries, BytesEnd: h.Bytes,
+		PayloadBytes: ch.PayloadBytes, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
+		WriteMs: hr.rec.WriteMs, Object: hr.rec.Object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC,
+	}})
+	return r
+}
+
+// resultOf returns the result of the log's chunk of the record at rev, if
+// its chunk is still in the tail (or the log is fenced or deleted).
+func (l *logHandle) resultOf(rev int64) (chunkResult, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resultOfLocked(rev)
+}
+
+func (l *logHandle) resultOfLocked(rev int64) (chunkResult, bool) {
+	for _, t := range l.mu.tail {
+		if t.rev == rev {
+			return chunkResult{first: t.entry.First, prevBytes: t.prevBytes}, true
+		}
+	}
+	return chunkResult{}, false
+}
+
+// applyControl applies a control operation of the record at rev.
+func (l *logHandle) applyControl(rev int64, op index.Control) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.mu.loaded || rev <= l.mu.rev {
+		return
+	}
+	applyControlOp(&l.mu.head, op)
+	l.mu.rev = rev
+	l.changedLocked()
+}
+
+// dropTail forgets the tail chunks of records up to rev (they are folded
+// into index keys).
+func (l *logHandle) dropTail(rev int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := 0
+	for i < len(l.mu.tail) && l.mu.tail[i].rev <= rev {
+		i++
+	}
+	if i > 0 {
+		l.mu.tail = slices.Delete(l.mu.tail, 0, i)
 	}
 }
 
@@ -116,55 +228,12 @@ func (l *logHandle) changed() (head, <-chan struct{}) {
 	return l.mu.head, l.mu.changed
 }
 
-// watch follows the head key until the engine closes, re-reading and
-// re-watching whenever the watch stream ends.
-func (l *logHandle) watch(afterRev int64) {
-	defer l.e.bg.Done()
-	ctx := l.e.ctx
-	key := l.e.keys.head(l.id)
-	for attempt := 0; ctx.Err() == nil; {
-		for ev := range l.e.meta.Watch(ctx, key, afterRev) {
-			attempt = 0
-			afterRev = ev.KV.ModRevision
-			if ev.Kind != meta.EventPut || ev.KV.Key != key {
-				continue
-			}
-			if h, err := decodeHead(ev.KV.Value); err == nil {
-				l.observeHead(h, ev.KV.ModRevision)
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		attempt++
-		if backoff(ctx, attempt) != nil {
-			return
-		}
-		kv, found, err := l.e.meta.Get(ctx, key)
-		if err != nil || !found {
-			continue
-		}
-		if h, err := decodeHead(kv.Value); err == nil {
-			l.observeHead(h, kv.ModRevision)
-		}
-		afterRev = kv.ModRevision
-	}
-}
-
-// refresh reads the head from the metadata store (linearizable) and merges
-// it. Non-waiting reads use it so that a reader never misses an append that
-// finished before the read started, on any node.
+// refresh waits until every commit record committed before the call (on any
+// node) is applied, and returns the head. Reads that must not miss an
+// append that finished before they started use it.
 func (l *logHandle) refresh(ctx context.Context) (head, error) {
-	kv, found, err := l.e.meta.Get(ctx, l.e.keys.head(l.id))
-	if err != nil {
-		return head{}, fmt.Errorf("%w: log %d head: %w", lakestream.ErrUnavailable, l.id, err)
-	}
-	if found {
-		h, err := decodeHead(kv.Value)
-		if err != nil {
-			return head{}, err
-		}
-		l.observeHead(h, kv.ModRevision)
+	if err := l.e.clog.sync(ctx); err != nil {
+		return head{}, err
 	}
 	h := l.snapshot()
 	if h.Deleted {
@@ -254,6 +323,9 @@ func decodeChunk(b []byte) (*loadedChunk, error) {
 // loadChunk returns the decoded chunk an index entry points at, from the
 // cache or with one ranged GET (a whole-object GET for a Parquet file).
 func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk, error) {
+	if len(ie.Segments) >= 2 {
+		return nil, fmt.Errorf("engine: log %d: loadChunk of a run of %d chunks (expand it)", l.id, len(ie.Segments))
+	}
 	if ie.Kind == index.KindParquet {
 		return l.loadDecodedChunk(ctx, ie)
 	}
@@ -332,12 +404,95 @@ func (l *logHandle) loadDecodedChunk(ctx context.Context, ie indexEntry) (*loade
 func prefixEnd(p string) string { return p[:len(p)-1] + string(p[len(p)-1]+1) }
 
 // chunks returns up to limit index entries whose ranges end at or after
-// offset from, in offset order, with their keys' revisions.
+// offset from, in offset order: the folded ones from the index keys (with
+// their keys' revisions), then the tail's (revision 0). A read of the tail
+// makes no metadata round trip.
 func (l *logHandle) chunks(ctx context.Context, from int64, limit int) ([]Chunk, error) {
-	return l.chunksIn(ctx, from, prefixEnd(l.e.keys.idxPrefix(l.id)), limit)
+	if from < 0 {
+		from = 0
+	}
+	for attempt := 0; ; attempt++ {
+		l.mu.Lock()
+		if len(l.mu.tail) > 0 && from >= l.mu.tail[0].entry.First {
+			out := l.tailFromLocked(from, limit)
+			l.mu.Unlock()
+			return out, nil
+		}
+		if out := l.cachedIdxLocked(from, limit); len(out) > 0 {
+			l.mu.Unlock()
+			return out, nil
+		}
+		l.mu.Unlock()
+		out, err := l.chunksIn(ctx, from, prefixEnd(l.e.keys.idxPrefix(l.id)), max(limit, idxCacheChunks))
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 0 {
+			l.mu.Lock()
+			l.mu.idx = out
+			l.mu.Unlock()
+		}
+		if len(out) >= limit {
+			return out[:limit], nil
+		}
+		end := from
+		if len(out) > 0 {
+			end = out[len(out)-1].End()
+		}
+		l.mu.Lock()
+		next := l.mu.head.Next
+		if len(l.mu.tail) == 0 || l.mu.tail[0].entry.First <= end || end >= next {
+			out = append(out, l.tailFromLocked(end, limit-len(out))...)
+			l.mu.Unlock()
+			return out, nil
+		}
+		l.mu.Unlock()
+		// The chunks between end and the tail were folded while we read
+		// the index: read it again.
+		if attempt >= 8 {
+			return out, nil
+		}
+	}
 }
 
-// chunksIn is chunks up to (excluding) the index key endKey.
+// cachedIdxLocked returns up to limit cached index entries from the one
+// holding from, if the cache holds it.
+func (l *logHandle) cachedIdxLocked(from int64, limit int) []Chunk {
+	c := l.mu.idx
+	if len(c) == 0 || from < c[0].First || from >= c[len(c)-1].End() {
+		return nil
+	}
+	i := 0
+	for c[i].End() <= from {
+		i++
+	}
+	return c[i:min(len(c), i+limit)]
+}
+
+// dropIdxCache forgets the cached index entries (after this engine changed
+// the index: trims, compactions).
+func (l *logHandle) dropIdxCache() {
+	l.mu.Lock()
+	l.mu.idx = nil
+	l.mu.Unlock()
+}
+
+// tailFromLocked returns up to limit tail chunks ending after from.
+func (l *logHandle) tailFromLocked(from int64, limit int) []Chunk {
+	var out []Chunk
+	for _, t := range l.mu.tail {
+		if len(out) >= limit {
+			break
+		}
+		if t.entry.End() > from {
+			out = append(out, Chunk{Entry: t.entry, record: t.key})
+		}
+	}
+	return out
+}
+
+// chunksIn returns up to limit index-key entries from the one holding from
+// up to (excluding) the index key endKey, with their keys' revisions.
 func (l *logHandle) chunksIn(ctx context.Context, from int64, endKey string, limit int) ([]Chunk, error) {
 	if from < 0 {
 		from = 0
@@ -365,6 +520,24 @@ func (l *logHandle) chunksIn(ctx context.Context, from int64, endKey string, lim
 	return out, nil
 }
 
+// expand returns the single chunks of an index entry, each as an entry of
+// its own (a version-2 entry holds several), in offset order.
+func expand(ie indexEntry) []indexEntry {
+	if len(ie.Segments) < 2 {
+		return []indexEntry{ie}
+	}
+	out := make([]indexEntry, 0, len(ie.Segments))
+	first, bytes := ie.First, ie.BytesEnd-ie.PayloadBytes
+	for _, sg := range ie.Segments {
+		bytes += sg.PayloadBytes
+		out = append(out, indexEntry{Kind: ie.Kind, First: first, Records: sg.Records, Entries: sg.Entries,
+			BytesEnd: bytes, PayloadBytes: sg.PayloadBytes, MinPublishMs: sg.MinPublishMs, MaxPublishMs: sg.MaxPublishMs,
+			WriteMs: sg.WriteMs, Object: sg.Object, Offset: sg.Offset, Length: sg.Length, CRC: sg.CRC})
+		first += sg.Records
+	}
+	return out
+}
+
 // walk calls fn for every entry from the one containing start, in order,
 // until fn returns false, the head is reached or an error occurs. It
 // checks that consecutive chunks tile the log without gaps.
@@ -372,7 +545,7 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 	pos := start
 	missing := 0 // consecutive chunks found missing (replaced by compaction, then collected)
 	for pos < next {
-		ies, err := l.chunks(ctx, pos, 8)
+		ies, err := l.chunks(ctx, pos, idxCacheChunks)
 		if err != nil {
 			return err
 		}
@@ -380,15 +553,27 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 			return l.gapError(ctx, pos, next)
 		}
 	chunks:
-		for _, ie := range ies {
+		for _, ie := range expandAll(ies) {
+			rec := ie.record
 			if ie.First > pos {
 				return l.gapError(ctx, pos, ie.First)
 			}
-			c, err := l.loadChunk(ctx, ie.Entry)
+			if ie.End() <= pos {
+				continue
+			}
+			c, err := l.loadChunk(ctx, ie.indexEntry)
 			if errors.Is(err, objstore.ErrNotFound) && missing < 3 {
-				// The index entry we read was replaced and its object
-				// deleted since: read the index again from pos.
+				// The index entry we read (or cached) was replaced and
+				// its object deleted since, or the record of a tail chunk
+				// was folded (and its chunk compacted away) before this
+				// engine's watch said so: read the index again from pos.
 				missing++
+				l.dropIdxCache()
+				if rec != "" {
+					if err := l.e.clog.forgetIfFolded(ctx, rec); err != nil {
+						return err
+					}
+				}
 				break chunks
 			}
 			if err != nil {
@@ -435,6 +620,52 @@ func (l *logHandle) walk(ctx context.Context, start, next int64, withPayload boo
 	return nil
 }
 
+// segmentOf is the segment of a single-chunk entry.
+func segmentOf(e indexEntry) index.Segment {
+	return index.Segment{Object: e.Object, Offset: e.Offset, Length: e.Length, CRC: e.CRC, Records: e.Records,
+		Entries: e.Entries, PayloadBytes: e.PayloadBytes, WriteMs: e.WriteMs, MinPublishMs: e.MinPublishMs, MaxPublishMs: e.MaxPublishMs}
+}
+
+// runOf is the index entry of consecutive single chunks (a version-2 run,
+// or the chunk itself when there is one).
+func runOf(parts []indexEntry) indexEntry {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	n := parts[0]
+	n.Records, n.Entries, n.PayloadBytes = 0, 0, 0
+	n.Segments = nil
+	for _, k := range parts {
+		n.Records += k.Records
+		n.Entries += k.Entries
+		n.PayloadBytes += k.PayloadBytes
+		n.MinPublishMs = min(n.MinPublishMs, k.MinPublishMs)
+		n.MaxPublishMs = max(n.MaxPublishMs, k.MaxPublishMs)
+		n.WriteMs = max(n.WriteMs, k.WriteMs)
+		n.Segments = append(n.Segments, segmentOf(k))
+	}
+	n.BytesEnd = parts[len(parts)-1].BytesEnd
+	return n
+}
+
+// expandedChunk is one chunk of an index entry (or of a tail chunk's
+// record).
+type expandedChunk struct {
+	indexEntry
+	record string
+}
+
+// expandAll expands every entry of cs (expand).
+func expandAll(cs []Chunk) []expandedChunk {
+	out := make([]expandedChunk, 0, len(cs))
+	for _, c := range cs {
+		for _, e := range expand(c.Entry) {
+			out = append(out, expandedChunk{indexEntry: e, record: c.record})
+		}
+	}
+	return out
+}
+
 // gapError explains a hole in the index at pos: a trim that happened while
 // reading (ErrOffsetTrimmed), or corrupt metadata.
 func (l *logHandle) gapError(ctx context.Context, pos, upTo int64) error {
@@ -445,10 +676,16 @@ func (l *logHandle) gapError(ctx context.Context, pos, upTo int64) error {
 }
 
 // ReadEntries implements lakestream.Log.
+// Below the head this engine knows, it reads without a metadata round trip
+// (the entries exist); at or past it, it first syncs with the commit log
+// so that it never misses an append that finished before the call.
 func (l *logHandle) ReadEntries(ctx context.Context, start int64, maxRecords int, maxBytes int64) ([]lakestream.Entry, error) {
-	h, err := l.refresh(ctx)
-	if err != nil {
-		return nil, err
+	h := l.snapshot()
+	if h.Deleted || start >= h.Next || start < h.First {
+		var err error
+		if h, err = l.refresh(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return l.readEntries(ctx, h, start, maxRecords, maxBytes)
 }
@@ -571,61 +808,13 @@ func (l *logHandle) MessageCount(ctx context.Context, start, endExcl int64) (int
 	return max(0, endExcl-start), nil
 }
 
-// updateHead applies change to the head with compare-and-swap retries. The
-// change may return errNoChange to stop without writing. extra ops ride in
-// the same transaction.
-func (l *logHandle) updateHead(ctx context.Context, change func(*head) ([]meta.Op, error)) (head, error) {
-	key := l.e.keys.head(l.id)
-	for attempt := 0; ; attempt++ {
-		kv, found, err := l.e.meta.Get(ctx, key)
-		if err != nil {
-			return head{}, fmt.Errorf("%w: log %d head: %w", lakestream.ErrUnavailable, l.id, err)
-		}
-		var h head
-		if found {
-			if h, err = decodeHead(kv.Value); err != nil {
-				return head{}, err
-			}
-		}
-		if h.Deleted {
-			return h, fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, l.id)
-		}
-		n := h
-		extra, err := change(&n)
-		if errors.Is(err, errNoChange) {
-			l.observeHead(h, kv.ModRevision)
-			return h, nil
-		}
-		if err != nil {
-			return h, err
-		}
-		ops := append([]meta.Op{meta.Put(key, n.Encode())}, extra...)
-		ok, rev, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: kv.ModRevision}}, ops)
-		if err != nil {
-			return h, fmt.Errorf("%w: log %d head update: %w", lakestream.ErrUnavailable, l.id, err)
-		}
-		if ok {
-			l.observeHead(n, rev)
-			return n, nil
-		}
-		if err := backoff(ctx, attempt+1); err != nil {
-			return h, err
-		}
-	}
-}
-
-var errNoChange = errors.New("engine: no change")
-
-// Fence implements lakestream.Log.
+// Fence implements lakestream.Log: a control record, so it takes effect at
+// one point of the commit order on every node; it returns once applied here.
 func (l *logHandle) Fence(ctx context.Context) error {
-	_, err := l.updateHead(ctx, func(h *head) ([]meta.Op, error) {
-		if h.Fenced {
-			return nil, errNoChange
-		}
-		h.Fenced = true
-		return nil, nil
-	})
-	return err
+	if l.snapshot().Deleted {
+		return fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, l.id)
+	}
+	return l.e.clog.commitControl(ctx, index.Control{Op: index.OpFence, Log: int64(l.id)})
 }
 
 // SoftTrim implements lakestream.Log.
@@ -650,15 +839,10 @@ func (l *logHandle) SoftTrim(ctx context.Context, inclusive int64) (int64, error
 		// appended since (they were not asked for).
 		target = h.Next
 	}
-	n, err := l.updateHead(ctx, func(h *head) ([]meta.Op, error) {
-		t := target
-		if t <= h.First {
-			return nil, errNoChange
-		}
-		h.First = t
-		return nil, nil
-	})
-	return n.First, err
+	if err := l.e.clog.commitControl(ctx, index.Control{Op: index.OpTrim, Log: int64(l.id), First: target}); err != nil {
+		return 0, err
+	}
+	return l.snapshot().First, nil
 }
 
 // hardTrim soft-trims below exclusive and deletes the index entries wholly
@@ -666,6 +850,11 @@ func (l *logHandle) SoftTrim(ctx context.Context, inclusive int64) (int64, error
 func (l *logHandle) hardTrim(ctx context.Context, exclusive int64) error {
 	first, err := l.SoftTrim(ctx, exclusive-1)
 	if err != nil {
+		return err
+	}
+	// The records of the trimmed range go into the index (chunks wholly
+	// below first are never indexed), so only index keys remain to delete.
+	if err := l.e.clog.foldNow(ctx); err != nil {
 		return err
 	}
 	p := l.e.keys.idxPrefix(l.id)
@@ -676,7 +865,7 @@ func (l *logHandle) hardTrim(ctx context.Context, exclusive int64) error {
 			return fmt.Errorf("%w: log %d index: %w", lakestream.ErrUnavailable, l.id, err)
 		}
 		if len(kvs) == 0 {
-			return nil
+			break
 		}
 		ops := make([]meta.Op, len(kvs))
 		for i, kv := range kvs {
@@ -686,20 +875,66 @@ func (l *logHandle) hardTrim(ctx context.Context, exclusive int64) error {
 			return fmt.Errorf("%w: log %d trim: %w", lakestream.ErrUnavailable, l.id, err)
 		}
 	}
+	defer l.dropIdxCache()
+	return l.trimRun(ctx, first)
+}
+
+// trimRun drops, from the run of chunks (a version-2 index entry) that
+// holds first, the chunks that end at or before first, so that their
+// objects are no longer referenced.
+func (l *logHandle) trimRun(ctx context.Context, first int64) error {
+	for attempt := 1; ; attempt++ {
+		cs, err := l.chunksIn(ctx, first, prefixEnd(l.e.keys.idxPrefix(l.id)), 1)
+		if err != nil || len(cs) == 0 || len(cs[0].Segments) < 2 {
+			return err
+		}
+		c := cs[0]
+		parts := expand(c.Entry)
+		i := 0
+		for i < len(parts) && parts[i].End() <= first {
+			i++
+		}
+		if i == 0 {
+			return nil
+		}
+		n := runOf(parts[i:])
+		key := l.e.keys.idx(l.id, c.Last())
+		ok, _, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: c.Revision}}, []meta.Op{meta.Put(key, n.Encode())})
+		if err != nil {
+			return fmt.Errorf("%w: log %d trim: %w", lakestream.ErrUnavailable, l.id, err)
+		}
+		if ok {
+			return nil
+		}
+		if err := backoff(ctx, attempt); err != nil { // replaced meanwhile (compaction): look again
+			return err
+		}
+	}
 }
 
 // delete tombstones the log and removes its index and cursors.
+// The delete is a control record; its transaction also puts the tombstone
+// head (so a fold racing it fails its compare) and deletes the index and
+// cursor keys.
 func (l *logHandle) delete(ctx context.Context) error {
-	_, err := l.updateHead(ctx, func(h *head) ([]meta.Op, error) {
-		h.Deleted = true
-		h.Fenced = true
-		h.First = h.Next
-		return []meta.Op{
-			meta.DeletePrefix(l.e.keys.idxPrefix(l.id)),
-			meta.DeletePrefix(l.e.keys.cursorPrefix(l.id)),
-		}, nil
-	})
-	return err
+	h, err := l.refresh(ctx)
+	if err != nil {
+		return err
+	}
+	kh, _, err := l.readHead(ctx)
+	if err != nil {
+		return err
+	}
+	t := head{Next: h.Next, First: h.Next, Bytes: h.Bytes, Fenced: true, Deleted: true, Rev: kh.Rev}
+	if err := l.e.clog.commitControlWith(ctx, []meta.Op{
+		meta.Put(l.e.keys.head(l.id), t.Encode()),
+		meta.DeletePrefix(l.e.keys.idxPrefix(l.id)),
+		meta.DeletePrefix(l.e.keys.cursorPrefix(l.id)),
+	}, index.Control{Op: index.OpDelete, Log: int64(l.id)}); err != nil {
+		return err
+	}
+	// Its records not folded yet stop referencing its objects.
+	return l.e.clog.foldNow(ctx)
 }
 
 func (l *logHandle) prefetch(ctx context.Context, start, endExcl int64) error {
@@ -713,8 +948,8 @@ func (l *logHandle) prefetch(ctx context.Context, start, endExcl int64) error {
 		if err != nil || len(ies) == 0 {
 			return err
 		}
-		for _, ie := range ies {
-			if _, err := l.loadChunk(ctx, ie.Entry); err != nil {
+		for _, ie := range expandAll(ies) {
+			if _, err := l.loadChunk(ctx, ie.indexEntry); err != nil {
 				return err
 			}
 			pos = ie.End()
@@ -740,9 +975,12 @@ func (l *logHandle) FindOffsetByTime(ctx context.Context, t time.Time) (int64, e
 		if len(ies) == 0 {
 			break
 		}
-		for _, ie := range ies {
+		for _, ie := range expandAll(ies) {
+			if ie.End() <= pos {
+				continue
+			}
 			if ie.MaxPublishMs >= ms {
-				c, err := l.loadChunk(ctx, ie.Entry)
+				c, err := l.loadChunk(ctx, ie.indexEntry)
 				if err != nil {
 					return 0, err
 				}

@@ -25,6 +25,14 @@ type Options struct {
 	// Linger flushes a WAL object this long after its first entry arrived.
 	// Default 2 ms local, 250 ms remote.
 	Linger time.Duration
+	// NoIdleFlush turns off the local store's idle flush: by default (local
+	// stores with the default Linger only) a WAL object is cut at once when
+	// no other flush is being PUT or committed, so an idle node adds no
+	// linger to an append and a busy one batches what arrives while its
+	// flushes are in flight (Linger still bounds the wait). Remote stores,
+	// and an explicit Linger, always wait for Linger or FlushBytes (PUTs
+	// cost money). Default false.
+	NoIdleFlush bool
 	// MaxPendingBytes bounds payload bytes accepted but not yet acknowledged
 	// (in batches and in flight); Append blocks beyond it (backpressure).
 	// Default 64 MiB.
@@ -34,14 +42,20 @@ type Options struct {
 	MaxInflightFlushes int
 	// MaxEntryBytes bounds one entry's payload. Default and maximum 16 MiB.
 	MaxEntryBytes int
-	// LogsPerTxn bounds the logs committed in one metadata transaction.
-	// Default: the metadata store's MaxTxnOps / 2 (each log needs a compare
-	// and two writes; compares and writes are limited separately).
-	LogsPerTxn int
 	// CommitTimeout bounds PUT plus commit of one object; appends fail
 	// after it. The PUT is retried with backoff (50 ms doubling to 2 s)
 	// while it lasts (putretry.go, docs/storage.md). Default 30 s.
 	CommitTimeout time.Duration
+
+	// FoldInterval is how often the commit log is folded into the logs'
+	// heads and index keys (docs/index-format.md). Default 200 ms.
+	FoldInterval time.Duration
+	// FoldDelay: a commit record is folded once it has been applied this
+	// long (it stays readable from memory meanwhile). Default 500 ms.
+	FoldDelay time.Duration
+	// PendingWindow is the time window one WAL window intent covers
+	// (docs/index-format.md, "Pending-object intent"). Default 10 s.
+	PendingWindow time.Duration
 
 	// CacheBytes bounds the chunk read cache. Default 256 MiB.
 	CacheBytes int64
@@ -68,6 +82,9 @@ type Options struct {
 
 	// hooks are test-only fault points.
 	hooks hooks
+	// lingerDefault: Linger was left to its default (the idle flush only
+	// applies then: an explicit Linger is honoured as given).
+	lingerDefault bool
 }
 
 // hooks let tests crash a writer at precise points. A hook returning an
@@ -108,6 +125,7 @@ func (o Options) withDefaults() Options {
 		}
 	}
 	if o.Linger <= 0 {
+		o.lingerDefault = true
 		o.Linger = 2 * time.Millisecond
 		if o.RemoteStore {
 			o.Linger = 250 * time.Millisecond
@@ -124,6 +142,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CommitTimeout <= 0 {
 		o.CommitTimeout = 30 * time.Second
+	}
+	if o.FoldInterval <= 0 {
+		o.FoldInterval = 200 * time.Millisecond
+	}
+	if o.FoldDelay <= 0 {
+		o.FoldDelay = 500 * time.Millisecond
+	}
+	if o.PendingWindow <= 0 {
+		o.PendingWindow = 10 * time.Second
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 256 << 20

@@ -72,6 +72,9 @@ type Attachment struct {
 type Chunk struct {
 	index.Entry
 	Revision int64 // ModRevision of the index key
+	// record is the commit record of a chunk not folded yet (revision 0);
+	// the engine's own reads only.
+	record string
 }
 
 // NewChunk is an index entry that ReplaceChunks puts, with its decoded
@@ -110,12 +113,37 @@ func (e *Engine) LogKey(id lakestream.LogID, name string) string { return e.keys
 // revisions of their keys. The entries it returns tile a prefix of
 // [from's entry, head) unless a trim or a compaction changed the index
 // meanwhile (a later ReplaceChunks compare catches that).
+//
+// Only index keys are listed: the commit log is folded first when the log
+// has chunks not folded yet (docs/index-format.md, "The commit log").
 func (e *Engine) Chunks(ctx context.Context, id lakestream.LogID, from int64, limit int) ([]Chunk, error) {
 	l, err := e.log(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return l.chunks(ctx, from, limit)
+	l.mu.Lock()
+	unfolded := len(l.mu.tail) > 0
+	l.mu.Unlock()
+	if unfolded {
+		if err := e.clog.foldNow(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cs, err := l.chunksIn(ctx, from, prefixEnd(e.keys.idxPrefix(id)), limit)
+	if err != nil {
+		return nil, err
+	}
+	// A run of chunks (a version-2 entry) is listed as its chunks, each
+	// with the run key's revision.
+	out := make([]Chunk, 0, len(cs))
+	for _, c := range cs {
+		for _, one := range expand(c.Entry) {
+			if len(out) < limit && one.End() > from {
+				out = append(out, Chunk{Entry: one, Revision: c.Revision})
+			}
+		}
+	}
+	return out, nil
 }
 
 // ChunkEntries returns the entries of one chunk of log id (an entry that
@@ -129,23 +157,25 @@ func (e *Engine) ChunkEntries(ctx context.Context, id lakestream.LogID, c index.
 	if err != nil {
 		return nil, err
 	}
-	lc, err := l.loadChunk(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]lakestream.Entry, 0, len(lc.entries))
+	out := make([]lakestream.Entry, 0, c.Entries)
 	off, bytes := c.First, c.BytesEnd-c.PayloadBytes
-	for _, de := range lc.entries {
-		bytes += int64(len(de.Payload))
-		h := lakestream.EntryHeader{
-			Offset: off, Records: de.Records, PublishTimeMs: de.PublishTimeMs, WriteTimeMs: lc.writeMs,
-			Size: int32(len(de.Payload)), CumulativeSize: bytes,
+	for _, one := range expand(c) {
+		lc, err := l.loadChunk(ctx, one)
+		if err != nil {
+			return nil, err
 		}
-		if h.PublishTimeMs == 0 {
-			h.PublishTimeMs = lc.writeMs
+		for _, de := range lc.entries {
+			bytes += int64(len(de.Payload))
+			h := lakestream.EntryHeader{
+				Offset: off, Records: de.Records, PublishTimeMs: de.PublishTimeMs, WriteTimeMs: lc.writeMs,
+				Size: int32(len(de.Payload)), CumulativeSize: bytes,
+			}
+			if h.PublishTimeMs == 0 {
+				h.PublishTimeMs = lc.writeMs
+			}
+			out = append(out, lakestream.Entry{EntryHeader: h, Payload: de.Payload})
+			off += int64(de.Records)
 		}
-		out = append(out, lakestream.Entry{EntryHeader: h, Payload: de.Payload})
-		off += int64(de.Records)
 	}
 	if off != c.End() || bytes != c.BytesEnd {
 		return nil, fmt.Errorf("%w: log %d chunk %s@%d disagrees with its index entry", errCorruptMeta, id, c.Object, c.Offset)
@@ -201,7 +231,7 @@ func (e *Engine) DropIntent(ctx context.Context, key string) { e.dropIntentKey(c
 // lakestream.ErrUnavailable (outcome unknown: read the index again).
 // Readers never see two entries for an offset nor a gap (S5, S7, S8).
 func (e *Engine) ReplaceChunks(ctx context.Context, id lakestream.LogID, from, end int64, news []NewChunk, cmps []meta.Cmp, ops []meta.Op) (replaced int, err error) {
-	old, tiled, err := e.walRun(ctx, id, from, end)
+	old, tiled, rest, err := e.walRun(ctx, id, from, end)
 	if err != nil {
 		return 0, err
 	}
@@ -214,16 +244,23 @@ func (e *Engine) ReplaceChunks(ctx context.Context, id lakestream.LogID, from, e
 			newKeys[k] = true
 			ops = append(ops, meta.Put(k, n.Entry.Encode()))
 		}
-		for _, c := range old {
+		for i, c := range old {
 			k := e.keys.idx(id, c.Last())
 			cmps = append(cmps, meta.Cmp{Key: k, ModRevision: c.Revision})
-			if !newKeys[k] {
+			switch {
+			case rest != nil && i == len(old)-1:
+				// The run goes on past end: its remaining chunks stay, under its key.
+				ops = append(ops, meta.Put(k, rest.Encode()))
+			case !newKeys[k]:
 				ops = append(ops, meta.Delete(k))
 			}
 		}
 	} else {
 		e.opts.Logger.Warn("engine: compacted range no longer tiled by WAL chunks; index left as is",
 			"log", id, "from", from, "end", end)
+	}
+	if l := e.openLog(id); l != nil {
+		defer l.dropIdxCache()
 	}
 	ok, _, err := e.meta.Txn(ctx, cmps, ops)
 	if err != nil {
@@ -245,7 +282,15 @@ func (e *Engine) ReplaceChunks(ctx context.Context, id lakestream.LogID, from, e
 		}
 		e.cache.put(chunkLoc{n.Entry.Object, n.Entry.Offset}, c)
 	}
-	return len(old), nil
+	n := 0 // chunks replaced
+	for _, c := range old {
+		for _, one := range expand(c.Entry) {
+			if one.End() <= end {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // ReplaceTableChunks makes news the storage of the offsets that olds hold:
@@ -298,6 +343,9 @@ func (e *Engine) ReplaceTableChunks(ctx context.Context, id lakestream.LogID, ol
 		newKeys[k] = true
 		ops = append(ops, meta.Put(k, n.Entry.Encode()))
 	}
+	if l := e.openLog(id); l != nil {
+		defer l.dropIdxCache()
+	}
 	for _, c := range olds {
 		k := e.keys.idx(id, c.Last())
 		cmps = append(cmps, meta.Cmp{Key: k, ModRevision: c.Revision})
@@ -334,23 +382,43 @@ func (e *Engine) AdvanceCompacted(ctx context.Context, id lakestream.LogID, end 
 
 // walRun returns the index entries of [from, end) with their revisions;
 // tiled reports whether they are WAL chunks that tile the range exactly.
-func (e *Engine) walRun(ctx context.Context, id lakestream.LogID, from, end int64) ([]Chunk, bool, error) {
+// When the range ends inside a run of chunks (a version-2 entry) at one of
+// its chunk boundaries, that run is returned last and rest holds the run
+// of its chunks after end (to be written back under the run's key).
+func (e *Engine) walRun(ctx context.Context, id lakestream.LogID, from, end int64) (cs []Chunk, tiled bool, rest *indexEntry, err error) {
 	l, err := e.log(ctx, id)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	cs, err := l.chunksIn(ctx, from, e.keys.idx(id, end), e.meta.MaxTxnOps())
+	cs, err = l.chunksIn(ctx, from, e.keys.idx(id, end), e.meta.MaxTxnOps())
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	pos := from
 	for _, c := range cs {
 		if c.Kind != kindWAL || c.First != pos {
-			return nil, false, nil
+			return nil, false, nil, nil
 		}
 		pos = c.End()
 	}
-	return cs, len(cs) > 0 && pos == end, nil
+	if pos == end {
+		return cs, len(cs) > 0, nil, nil
+	}
+	// The entry holding end-1 may be a run that goes on past end.
+	next, err := l.chunksIn(ctx, end, prefixEnd(e.keys.idxPrefix(id)), 1)
+	if err != nil || len(next) == 0 || next[0].Kind != kindWAL || next[0].First != pos || len(next[0].Segments) < 2 {
+		return nil, false, nil, err
+	}
+	parts := expand(next[0].Entry)
+	i := 0
+	for i < len(parts) && parts[i].End() <= end {
+		i++
+	}
+	if i == 0 || parts[i-1].End() != end {
+		return nil, false, nil, nil // end is not a chunk boundary of the run
+	}
+	r := runOf(parts[i:])
+	return append(cs, next[0]), true, &r, nil
 }
 
 // attachmentObjects returns, for a key under logs/ that is an Attachment's

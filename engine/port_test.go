@@ -58,6 +58,11 @@ func TestPortReplaceChunksAndRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = append(want, h)
+		// One fold per append: one index entry per chunk (a fold of
+		// several would make them one run).
+		if err := e.clog.foldNow(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cs, err := e.Chunks(ctx, id, 0, 10)
 	if err != nil || len(cs) != 3 {

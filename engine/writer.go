@@ -1,30 +1,35 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/engine/wal"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
 )
 
 // walWriter is the node's single WAL writer. It batches entries of every log
-// into one object per flush (on FlushBytes or Linger), PUTs objects
-// concurrently (at most MaxInflightFlushes) and commits them to the metadata
-// store strictly in flush order, so entries appended to one log in order get
-// increasing offsets.
+// into one object per flush (on FlushBytes or Linger, or at once when the
+// writer is idle on a local store), PUTs objects concurrently (at most
+// MaxInflightFlushes) and commits each with one commit record
+// (commitlog.go), strictly in flush order and without waiting for the
+// previous commit's acknowledgement, so entries appended to one log in order
+// get increasing offsets.
 //
 // Goroutines: batch (owns the open batch), one PUT goroutine per in-flight
-// flush, commit (owns the head cache). Appenders only send requests and wait.
+// flush, commit (sends the commit transactions), window (writes and drops
+// the window intents). Appends are answered by the commit log's watch.
 type walWriter struct {
 	e        *Engine
 	opts     Options
@@ -32,6 +37,8 @@ type walWriter struct {
 	pending  *semaphore.Weighted
 	commitCh chan *flush // flushes in seq order; cap MaxInflightFlushes
 	inflight chan struct{}
+	putting  atomic.Int32  // flushes being PUT (the idle flush cuts when none is)
+	idle     chan struct{} // a PUT ended: the batch loop may cut
 	stop     chan struct{}
 	done     sync.WaitGroup
 
@@ -41,19 +48,17 @@ type walWriter struct {
 	closeMu sync.RWMutex
 	closed  bool
 
-	// headsMu guards heads, the committer's cache of log heads and their
-	// ModRevision (the groups of one flush commit concurrently).
-	headsMu sync.Mutex
-	heads   map[lakestream.LogID]cachedHead
-	// intents tracks background deletions of pending intents; intentSlots
-	// bounds how many run at once.
-	intents     sync.WaitGroup
-	intentSlots chan struct{}
-}
+	// records counts commit records sent and not yet answered.
+	records sync.WaitGroup
+	// recordID names this writer's commit records: unique per engine start.
+	recordID  string
+	recordSeq atomic.Uint64
 
-type cachedHead struct {
-	h      head
-	modRev int64
+	windows windowIntents
+	// committed is the seq of the last flush whose commit transactions are
+	// done (committed or failed): flushes commit in seq order, so every
+	// flush up to it is (window intents' "done", docs/index-format.md).
+	committed atomic.Uint64
 }
 
 type appendReq struct {
@@ -61,7 +66,7 @@ type appendReq struct {
 	records   int32
 	publishMs int64
 	guard     *ownership // nil: unguarded
-	payload   []byte     // owned by the request (copied from the caller)
+	payload   []byte     // owned by the request
 	// done is called once with the outcome (it releases the request's
 	// pending bytes); it never blocks.
 	done func(appendResult)
@@ -72,11 +77,12 @@ type appendResult struct {
 	err error
 }
 
-// flush is one WAL object on its way to the store and the index.
+// flush is one WAL object on its way to the store and the commit log.
 type flush struct {
 	seq     uint64
 	object  string
 	writeMs int64
+	window  int64              // start of the window intent protecting the object
 	logs    []lakestream.LogID // first-append order
 	byLog   map[lakestream.LogID][]*appendReq
 	bytes   int64
@@ -85,11 +91,15 @@ type flush struct {
 	refs    []wal.ChunkRef
 	putDone chan struct{}
 	putErr  error
-	started time.Time // when put began (lakegate_wal_flush_seconds)
+	size    int          // bytes of the object
+	started time.Time    // when put began (lakegate_wal_flush_seconds)
+	parts   atomic.Int32 // commit records of this flush not answered yet
 }
 
 func newWALWriter(e *Engine) *walWriter {
 	o := e.opts
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
 	w := &walWriter{
 		e:        e,
 		opts:     o,
@@ -97,15 +107,22 @@ func newWALWriter(e *Engine) *walWriter {
 		pending:  semaphore.NewWeighted(o.MaxPendingBytes),
 		commitCh: make(chan *flush, o.MaxInflightFlushes),
 		inflight: make(chan struct{}, o.MaxInflightFlushes),
+		idle:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
-		heads:    map[lakestream.LogID]cachedHead{},
-
-		intentSlots: make(chan struct{}, 64),
+		recordID: hex.EncodeToString(rnd[:]),
 	}
+	w.windows.init(w)
 	w.done.Add(2)
 	go w.batchLoop()
 	go w.commitLoop()
+	w.windows.done.Add(1)
+	go w.windows.loop()
 	return w
+}
+
+// nextRecordKey returns a new commit-record key of this writer.
+func (w *walWriter) nextRecordKey() string {
+	return fmt.Sprintf("%s%s/%s-%016x", w.e.keys.recordPrefix(), w.opts.NodeID, w.recordID, w.recordSeq.Add(1))
 }
 
 // append queues one entry and waits for its commit. The caller has
@@ -130,8 +147,9 @@ func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int
 // offsets in its log if both commit. It blocks while MaxPendingBytes are in
 // flight (backpressure) or reqs is full, until ctx ends. done is called
 // exactly once with the outcome, from the writer's goroutines, unless
-// enqueue returns an error; it must not block. The payload is copied. A
-// guarded entry commits only while its guard holds (ErrFenced otherwise).
+// enqueue returns an error; it must not block. The payload is the
+// request's from then on. A guarded entry commits only while its guard
+// holds (ErrGuardLost otherwise).
 func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, done func(appendResult)) error {
 	if err := guard.held(); err != nil {
 		return err
@@ -169,13 +187,28 @@ func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records in
 	}
 }
 
+// close flushes what is queued, waits until every commit record sent is
+// answered (the commit log's watch still runs), and stops.
 func (w *walWriter) close() {
 	w.closeMu.Lock()
 	w.closed = true
 	w.closeMu.Unlock()
 	close(w.stop)
 	w.done.Wait()
-	w.intents.Wait()
+	answered := make(chan struct{})
+	go func() { w.records.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(w.opts.CommitTimeout):
+		// The watch is stuck: what it did not answer stays unknown.
+		w.e.clog.abandonPending()
+		<-answered
+	}
+	w.windows.close()
+}
+
+func (w *walWriter) idleFlush() bool {
+	return !w.opts.RemoteStore && !w.opts.NoIdleFlush && w.opts.lingerDefault
 }
 
 func (w *walWriter) batchLoop() {
@@ -195,6 +228,7 @@ func (w *walWriter) batchLoop() {
 		w.inflight <- struct{}{} // bounded in-flight flushes: backpressure
 		f := cur
 		cur = nil
+		w.putting.Add(1)
 		go w.put(f)
 		w.commitCh <- f
 	}
@@ -230,6 +264,23 @@ func (w *walWriter) batchLoop() {
 		select {
 		case r := <-w.reqs:
 			add(r)
+			// Take what is queued already, then cut at once if nothing is
+			// in flight (idle flush): an idle writer adds no linger.
+			for more := true; more; {
+				select {
+				case r := <-w.reqs:
+					add(r)
+				default:
+					more = false
+				}
+			}
+			if cur != nil && w.idleFlush() && w.putting.Load() == 0 {
+				cut()
+			}
+		case <-w.idle:
+			if cur != nil && w.idleFlush() && w.putting.Load() == 0 {
+				cut()
+			}
 		case <-timer.C:
 			cut()
 		case <-w.stop:
@@ -249,10 +300,18 @@ func (w *walWriter) batchLoop() {
 	}
 }
 
-// put writes the pending intent and the object. It runs concurrently with
+// put writes the object under its window intent. It runs concurrently with
 // other puts; the commit loop waits for putDone.
 func (w *walWriter) put(f *flush) {
-	defer close(f.putDone)
+	defer func() {
+		close(f.putDone)
+		if w.putting.Add(-1) == 0 {
+			select {
+			case w.idle <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	f.started = time.Now()
 	f.writeMs = w.opts.Now().UnixMilli()
 	b := wal.NewBuilder()
@@ -272,23 +331,25 @@ func (w *walWriter) put(f *flush) {
 		}
 	}
 	f.data, f.refs = b.Build(f.writeMs)
+	f.size = len(f.data)
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	f.object = fmt.Sprintf("wal/%s/%013d-%08x-%s", w.opts.NodeID, f.writeMs, f.seq, hex.EncodeToString(rnd[:]))
 
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
 	defer cancel()
-	intent := fmt.Appendf(nil, `{"created":%d}`, f.writeMs)
-	if _, _, err := w.e.meta.Txn(ctx, nil, []meta.Op{meta.Put(w.e.keys.pending(w.opts.NodeID, f.object), intent)}); err != nil {
+	start, err := w.windows.protect(ctx, f.writeMs)
+	if err != nil {
 		f.putErr = fmt.Errorf("engine: write pending intent: %w", err)
 		return
 	}
-	start := time.Now()
+	f.window = start
+	putStart := time.Now()
 	if err := w.putObject(ctx, f); err != nil { // retried until ctx ends (putretry.go)
 		f.putErr = fmt.Errorf("engine: put %s: %w", f.object, err)
 		return
 	}
-	w.e.metrics.observePut(len(f.data), time.Since(start))
+	w.e.metrics.observePut(len(f.data), time.Since(putStart))
 	for _, ref := range f.refs {
 		if ch, err := chunkFromObject(f.data, ref); err == nil {
 			w.e.cache.put(chunkLoc{f.object, ref.Offset}, ch)
@@ -301,6 +362,7 @@ func (w *walWriter) commitLoop() {
 	for f := range w.commitCh {
 		<-f.putDone
 		w.commitFlush(f)
+		w.committed.Store(f.seq)
 		f.data = nil
 		<-w.inflight
 	}
@@ -314,11 +376,15 @@ func (w *walWriter) failAll(f *flush, err error) {
 	}
 }
 
+// commitFlush sends the commit record(s) of f. Its appends are answered
+// when the commit log applies them (recordApplied), or here on failure.
 func (w *walWriter) commitFlush(f *flush) {
 	if f.putErr != nil {
 		w.e.metrics.observeFlush(len(f.data), time.Since(f.started), f.putErr)
 		w.failAll(f, fmt.Errorf("%w: %w", lakestream.ErrUnavailable, f.putErr))
-		w.dropIntent(f)
+		if f.window != 0 {
+			w.windows.release(f.window)
+		}
 		return
 	}
 	if h := w.opts.hooks.afterPut; h != nil {
@@ -333,79 +399,248 @@ func (w *walWriter) commitFlush(f *flush) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
 	defer cancel()
-	// Groups hold disjoint logs, so they commit concurrently.
-	var groups sync.WaitGroup
-	for _, group := range w.groups(f) {
-		groups.Add(1)
-		go func() {
-			defer groups.Done()
-			w.commitGroup(ctx, f, group, refByLog)
-		}()
-	}
-	groups.Wait()
-	w.e.metrics.observeFlush(len(f.data), time.Since(f.started), nil)
-	if h := w.opts.hooks.afterCommit; h != nil {
-		if err := h(f.object); err != nil {
-			return
+	// Every log of the record is open here, so the commit log computes its
+	// offsets when it applies the record; logs that cannot take appends
+	// now fail at once.
+	var ids []lakestream.LogID
+	for _, id := range f.logs {
+		l, err := w.e.log(ctx, id)
+		if err == nil {
+			h := l.snapshot()
+			switch {
+			case h.Deleted:
+				err = fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, id)
+			case h.Fenced:
+				err = fmt.Errorf("%w: log %d", lakestream.ErrFenced, id)
+			default:
+				err = heldAll(guardsOf(f.byLog[id]))
+			}
+		} else if !errors.Is(err, lakestream.ErrNoSuchLog) {
+			err = fmt.Errorf("%w: %w", lakestream.ErrUnavailable, err)
 		}
-	}
-	w.dropIntent(f)
-}
-
-// dropIntent deletes the flush's pending intent in the background (off the
-// commit path: a late delete only delays GC of an orphan).
-func (w *walWriter) dropIntent(f *flush) {
-	key := w.e.keys.pending(w.opts.NodeID, f.object)
-	w.intentSlots <- struct{}{}
-	w.intents.Add(1)
-	go func() {
-		defer func() { <-w.intentSlots; w.intents.Done() }()
-		ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
-		defer cancel()
-		w.e.dropIntentKey(ctx, key)
-	}()
-}
-
-func (w *walWriter) cachedHead(id lakestream.LogID) (cachedHead, bool) {
-	w.headsMu.Lock()
-	defer w.headsMu.Unlock()
-	ch, ok := w.heads[id]
-	return ch, ok
-}
-
-func (w *walWriter) setHead(id lakestream.LogID, ch cachedHead) {
-	w.headsMu.Lock()
-	defer w.headsMu.Unlock()
-	w.heads[id] = ch
-}
-
-func (w *walWriter) forgetHead(id lakestream.LogID) {
-	w.headsMu.Lock()
-	defer w.headsMu.Unlock()
-	delete(w.heads, id)
-}
-
-// groups splits the logs of f into commit transactions: at most
-// logsPerTxn logs each (two ops per log), and at most MaxTxnOps compares
-// (one per log, plus one per distinct guard of its entries).
-func (w *walWriter) groups(f *flush) [][]lakestream.LogID {
-	var (
-		out   [][]lakestream.LogID
-		start int
-		cmps  int
-	)
-	for i, id := range f.logs {
-		n := 1 + len(guardsOf(f.byLog[id]))
-		if i > start && (i-start >= w.e.logsPerTxn || cmps+n > w.e.meta.MaxTxnOps()) {
-			out = append(out, f.logs[start:i])
-			start, cmps = i, 0
+		if err != nil {
+			w.failLogs(f, []lakestream.LogID{id}, err)
+			continue
 		}
-		cmps += n
+		ids = append(ids, id)
 	}
-	if start < len(f.logs) {
-		out = append(out, f.logs[start:])
+	parts := w.splitByGuards(f, ids)
+	f.parts.Store(int32(len(parts)))
+	if len(parts) == 0 {
+		w.flushDone(f)
+		return
+	}
+	for _, part := range parts {
+		w.commitRecord(ctx, f, part, refByLog)
+	}
+}
+
+// splitByGuards splits ids into records whose transactions carry at most
+// MaxTxnOps compares (one for the record key, one per distinct guard).
+func (w *walWriter) splitByGuards(f *flush, ids []lakestream.LogID) [][]lakestream.LogID {
+	var out [][]lakestream.LogID
+	var cur []lakestream.LogID
+	var guards []*ownership
+	maxCmps := w.e.meta.MaxTxnOps()
+	for _, id := range ids {
+		var add []*ownership
+		for _, g := range guardsOf(f.byLog[id]) {
+			if !slices.Contains(guards, g) {
+				add = append(add, g)
+			}
+		}
+		if len(cur) > 0 && 1+len(guards)+len(add) > maxCmps {
+			out = append(out, cur)
+			cur, guards = nil, nil
+			add = guardsOf(f.byLog[id])
+		}
+		cur = append(cur, id)
+		guards = append(guards, add...)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
 	}
 	return out
+}
+
+// commitRecord commits the chunks of ids of f as one commit record. Lost
+// guards fail their logs and the rest is retried; an unknown outcome is
+// resolved by voiding the key.
+func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream.LogID, refs map[lakestream.LogID]wal.ChunkRef) {
+	for attempt := 0; len(ids) > 0; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				w.partFailed(f, ids, fmt.Errorf("%w: commit %s: %w", lakestream.ErrUnavailable, f.object, err))
+				return
+			}
+		}
+		rec := index.Record{Kind: index.RecordChunks, WriteMs: f.writeMs, Object: f.object}
+		var guards []*ownership
+		for _, id := range ids {
+			ref := refs[id]
+			rec.Chunks = append(rec.Chunks, index.RecordChunk{Log: int64(id), Records: int64(ref.Records), Entries: int64(ref.Entries),
+				PayloadBytes: ref.PayloadBytes, Offset: ref.Offset, Length: ref.Length, CRC: ref.CRC,
+				MinPublishMs: ref.MinPublishTimeMs, MaxPublishMs: ref.MaxPublishTimeMs})
+			for _, g := range guardsOf(f.byLog[id]) {
+				if !slices.Contains(guards, g) {
+					guards = append(guards, g)
+				}
+			}
+		}
+		key := w.nextRecordKey()
+		part := slices.Clone(ids)
+		w.records.Add(1)
+		w.e.clog.expect(key, &pendingRecord{done: func(rev int64, results map[lakestream.LogID]chunkResult) {
+			defer w.records.Done()
+			w.recordApplied(f, part, rev, results)
+		}})
+		cmps := []meta.Cmp{{Key: key}}
+		for _, g := range guards {
+			cmps = g.cmps(cmps...)
+		}
+		ops := []meta.Op{meta.Put(key, rec.Encode()), meta.Put(w.e.keys.commitSync(), []byte(key))}
+		start := time.Now()
+		w.e.metrics.txns.Add(1) // counted when sent: the appends may be answered before Txn returns
+		ok, rev, err := w.e.meta.Txn(ctx, cmps, ops)
+		w.e.metrics.observeTxn(time.Since(start), ok, err)
+		switch {
+		case err == nil && ok:
+			w.e.clog.setRev(key, rev)
+			return // answered when the commit log applies it
+		case err == nil:
+			// A guard was lost (the key is new): fail its logs, retry the rest.
+			if !w.forget(key) {
+				return
+			}
+			var keep []lakestream.LogID
+			for _, id := range ids {
+				if gerr := checkGuards(ctx, w.e.meta, guardsOf(f.byLog[id])); gerr != nil {
+					w.failLogs(f, []lakestream.LogID{id}, gerr)
+					continue
+				}
+				keep = append(keep, id)
+			}
+			ids = keep
+		default:
+			applied, rerr := w.resolveRecord(ctx, key)
+			switch {
+			case rerr != nil:
+				if w.forget(key) {
+					w.partFailed(f, ids, fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr))
+				}
+				return
+			case applied:
+				return // answered when the commit log applies it
+			default:
+				if !w.forget(key) {
+					return
+				}
+			}
+		}
+	}
+	w.flushPartDone(f)
+}
+
+// forget withdraws a record that will not apply; false means the commit
+// log applied it meanwhile (its answer is under way).
+func (w *walWriter) forget(key string) bool {
+	if !w.e.clog.unexpect(key) {
+		return false
+	}
+	w.records.Done()
+	return true
+}
+
+// resolveRecord finds out whether a commit transaction with a lost reply
+// applied: it voids the key if it is absent (so the lost request can never
+// apply later). applied = the key holds the record.
+func (w *walWriter) resolveRecord(ctx context.Context, key string) (bool, error) {
+	var err error
+	for attempt := 1; ; attempt++ {
+		var ok bool
+		ok, _, err = w.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, index.VoidRecord)})
+		if err == nil {
+			if ok {
+				return false, nil
+			}
+			kv, found, gerr := w.e.meta.Get(ctx, key)
+			if gerr == nil {
+				if found && index.IsVoid(kv.Value) {
+					return false, nil // our own void of an earlier attempt
+				}
+				if found {
+					w.e.clog.setRev(key, kv.ModRevision)
+				}
+				// Found, or folded and deleted already: it applied.
+				return true, nil
+			}
+			err = gerr
+		}
+		if berr := backoff(ctx, attempt); berr != nil {
+			return false, err
+		}
+	}
+}
+
+// recordApplied answers the appends of the logs ids of f, as the commit log
+// applied their record at rev (rev < 0: the record applied but its results
+// are lost).
+func (w *walWriter) recordApplied(f *flush, ids []lakestream.LogID, rev int64, results map[lakestream.LogID]chunkResult) {
+	for _, id := range ids {
+		r, ok := results[id]
+		switch {
+		case rev < 0 || !ok:
+			w.failLogs(f, []lakestream.LogID{id}, fmt.Errorf("%w: commit %s: applied, offsets unknown", lakestream.ErrIndeterminate, f.object))
+			continue
+		case r.err != nil:
+			w.failLogs(f, []lakestream.LogID{id}, r.err)
+			continue
+		}
+		off, bytes := r.first, r.prevBytes
+		var payload int64
+		for _, q := range f.byLog[id] {
+			bytes += int64(len(q.payload))
+			payload += int64(len(q.payload))
+			pub := q.publishMs
+			if pub == 0 {
+				pub = f.writeMs
+			}
+			q.done(appendResult{h: lakestream.EntryHeader{
+				Offset:         off,
+				Records:        q.records,
+				PublishTimeMs:  pub,
+				WriteTimeMs:    f.writeMs,
+				Size:           int32(len(q.payload)),
+				CumulativeSize: bytes,
+			}})
+			off += int64(q.records)
+		}
+		w.e.metrics.observeAppends(len(f.byLog[id]), payload)
+	}
+	w.flushPartDone(f)
+}
+
+// partFailed fails the appends of ids and counts their record as done.
+func (w *walWriter) partFailed(f *flush, ids []lakestream.LogID, err error) {
+	w.failLogs(f, ids, err)
+	w.flushPartDone(f)
+}
+
+func (w *walWriter) flushPartDone(f *flush) {
+	if f.parts.Add(-1) == 0 {
+		w.flushDone(f)
+	}
+}
+
+// flushDone: every record of f is answered; its window intent may go.
+func (w *walWriter) flushDone(f *flush) {
+	w.e.metrics.observeFlush(f.size, time.Since(f.started), nil)
+	if h := w.opts.hooks.afterCommit; h != nil {
+		if err := h(f.object); err != nil {
+			return // "crashed": the window intent stays
+		}
+	}
+	w.windows.release(f.window)
 }
 
 // guardsOf returns the distinct guards of reqs.
@@ -419,241 +654,8 @@ func guardsOf(reqs []*appendReq) []*ownership {
 	return out
 }
 
-// planned is one log's part of a commit transaction.
-type planned struct {
-	id     lakestream.LogID
-	ref    wal.ChunkRef
-	prev   cachedHead
-	next   head
-	entry  indexEntry
-	guards []*ownership
-}
-
-// commitGroup commits the chunks of some logs of f in one transaction,
-// retrying on head conflicts, and answers their appends.
-func (w *walWriter) commitGroup(ctx context.Context, f *flush, group []lakestream.LogID, refs map[lakestream.LogID]wal.ChunkRef) {
-	todo := append([]lakestream.LogID(nil), group...)
-	for attempt := 0; len(todo) > 0; attempt++ {
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				w.failLogs(f, todo, fmt.Errorf("%w: commit %s: %w", lakestream.ErrUnavailable, f.object, err))
-				return
-			}
-		}
-		plans, failed := w.plan(ctx, f, todo, refs)
-		for id, err := range failed {
-			w.failLogs(f, []lakestream.LogID{id}, err)
-		}
-		if len(plans) == 0 {
-			return
-		}
-		cmps := make([]meta.Cmp, 0, len(plans))
-		ops := make([]meta.Op, 0, 2*len(plans))
-		for _, p := range plans {
-			cmps = append(cmps, meta.Cmp{Key: w.e.keys.head(p.id), ModRevision: p.prev.modRev})
-			for _, g := range p.guards {
-				cmps = g.cmps(cmps...)
-			}
-			ops = append(ops,
-				meta.Put(w.e.keys.head(p.id), p.next.Encode()),
-				meta.Put(w.e.keys.idx(p.id, p.entry.Last()), p.entry.Encode()))
-		}
-		start := time.Now()
-		ok, rev, err := w.e.meta.Txn(ctx, cmps, ops)
-		w.e.metrics.observeTxn(time.Since(start), ok, err)
-		switch {
-		case err != nil:
-			// The outcome is unknown: find out, per log, whether it applied.
-			todo = todo[:0]
-			for _, p := range plans {
-				applied, rerr := w.resolve(ctx, f, p)
-				switch {
-				case rerr != nil:
-					w.failLogs(f, []lakestream.LogID{p.id}, fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr))
-				case applied:
-					w.acked(f, p, 0)
-				default:
-					todo = append(todo, p.id)
-				}
-			}
-		case ok:
-			for _, p := range plans {
-				w.acked(f, p, rev)
-			}
-			return
-		default:
-			// A head moved under us (another writer, a fence or a trim),
-			// or a guard was lost.
-			todo = todo[:0]
-			for _, p := range plans {
-				w.forgetHead(p.id)
-				if err := checkGuards(ctx, w.e.meta, p.guards); err != nil {
-					w.failLogs(f, []lakestream.LogID{p.id}, err)
-					continue
-				}
-				todo = append(todo, p.id)
-			}
-		}
-	}
-}
-
-// plan reads (or reuses) the heads of ids and computes their new heads and
-// index entries. Logs that cannot take appends are returned in failed.
-func (w *walWriter) plan(ctx context.Context, f *flush, ids []lakestream.LogID, refs map[lakestream.LogID]wal.ChunkRef) ([]planned, map[lakestream.LogID]error) {
-	var plans []planned
-	failed := map[lakestream.LogID]error{}
-	for _, id := range ids {
-		ch, ok := w.cachedHead(id)
-		if !ok {
-			kv, found, err := w.e.meta.Get(ctx, w.e.keys.head(id))
-			if err != nil {
-				failed[id] = fmt.Errorf("%w: read head of log %d: %w", lakestream.ErrUnavailable, id, err)
-				continue
-			}
-			if found {
-				h, err := decodeHead(kv.Value)
-				if err != nil {
-					failed[id] = err
-					continue
-				}
-				ch = cachedHead{h: h, modRev: kv.ModRevision}
-			}
-			w.setHead(id, ch)
-		}
-		switch {
-		case ch.h.Deleted:
-			failed[id] = fmt.Errorf("%w: log %d", lakestream.ErrNoSuchLog, id)
-			continue
-		case ch.h.Fenced:
-			failed[id] = fmt.Errorf("%w: log %d", lakestream.ErrFenced, id)
-			continue
-		}
-		guards := guardsOf(f.byLog[id])
-		if err := heldAll(guards); err != nil {
-			failed[id] = err
-			continue
-		}
-		ref := refs[id]
-		e := indexEntry{
-			Kind:         kindWAL,
-			First:        ch.h.Next,
-			Records:      int64(ref.Records),
-			Entries:      int64(ref.Entries),
-			BytesEnd:     ch.h.Bytes + ref.PayloadBytes,
-			PayloadBytes: ref.PayloadBytes,
-			MinPublishMs: ref.MinPublishTimeMs,
-			MaxPublishMs: ref.MaxPublishTimeMs,
-			WriteMs:      f.writeMs,
-			Object:       f.object,
-			Offset:       ref.Offset,
-			Length:       ref.Length,
-			CRC:          ref.CRC,
-		}
-		next := ch.h
-		next.Next += e.Records
-		next.Bytes = e.BytesEnd
-		plans = append(plans, planned{id: id, ref: ref, prev: ch, next: next, entry: e, guards: guards})
-	}
-	return plans, failed
-}
-
-// resolve establishes whether plan p was applied by a transaction whose
-// outcome was not reported. Fast path: the index key at the planned last
-// offset names this object and chunk. Otherwise (the key may have been
-// replaced by a compaction since) it was applied iff the head passed the
-// planned range and the entries there are exactly this flush's entries.
-func (w *walWriter) resolve(ctx context.Context, f *flush, p planned) (bool, error) {
-	w.forgetHead(p.id)
-	var err error
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			if berr := backoff(ctx, attempt); berr != nil {
-				return false, err
-			}
-		}
-		var applied, sure bool
-		applied, sure, err = w.tryResolve(ctx, f, p)
-		if err == nil && sure {
-			return applied, nil
-		}
-	}
-}
-
-func (w *walWriter) tryResolve(ctx context.Context, f *flush, p planned) (applied, sure bool, err error) {
-	kv, found, err := w.e.meta.Get(ctx, w.e.keys.idx(p.id, p.entry.Last()))
-	if err != nil {
-		return false, false, err
-	}
-	if found {
-		e, err := decodeIndexEntry(kv.Value)
-		if err != nil {
-			return false, true, err
-		}
-		if e.Object == f.object && e.Offset == p.entry.Offset {
-			return true, true, nil
-		}
-	}
-	l, err := w.e.log(ctx, p.id)
-	if err != nil {
-		return false, false, err
-	}
-	h, err := l.refresh(ctx)
-	if err != nil {
-		return false, false, err
-	}
-	if h.Next < p.entry.End() {
-		return false, true, nil
-	}
-	ents, err := l.readEntries(ctx, h, p.entry.First, int(p.entry.Records), 1<<62)
-	if err != nil {
-		return false, false, err
-	}
-	reqs := f.byLog[p.id]
-	if len(ents) != len(reqs) || ents[0].Offset != p.entry.First {
-		return false, true, nil
-	}
-	for i, r := range reqs {
-		if ents[i].Records != r.records || !bytes.Equal(ents[i].Payload, r.payload) {
-			return false, true, nil
-		}
-	}
-	return true, true, nil
-}
-
-// acked answers the appends of one committed log and publishes the new head.
-// rev is the transaction's revision (the head's new ModRevision), or 0 when
-// unknown (the head is then re-read on next use).
-func (w *walWriter) acked(f *flush, p planned, rev int64) {
-	if rev > 0 {
-		w.setHead(p.id, cachedHead{h: p.next, modRev: rev})
-	} else {
-		w.forgetHead(p.id)
-	}
-	off := p.entry.First
-	bytes := p.prev.h.Bytes
-	for _, r := range f.byLog[p.id] {
-		bytes += int64(len(r.payload))
-		pub := r.publishMs
-		if pub == 0 {
-			pub = f.writeMs
-		}
-		r.done(appendResult{h: lakestream.EntryHeader{
-			Offset:         off,
-			Records:        r.records,
-			PublishTimeMs:  pub,
-			WriteTimeMs:    f.writeMs,
-			Size:           int32(len(r.payload)),
-			CumulativeSize: bytes,
-		}})
-		off += int64(r.records)
-	}
-	w.e.metrics.observeAppends(len(f.byLog[p.id]), p.entry.PayloadBytes)
-	w.e.headAdvanced(p.id, p.next)
-}
-
 func (w *walWriter) failLogs(f *flush, ids []lakestream.LogID, err error) {
 	for _, id := range ids {
-		w.forgetHead(id)
 		for _, r := range f.byLog[id] {
 			r.done(appendResult{err: err})
 		}
@@ -685,4 +687,175 @@ func checkGuards(ctx context.Context, ms meta.Store, gs []*ownership) error {
 // 1 ms doubling to 200 ms, no jitter (retryBackoff).
 func backoff(ctx context.Context, n int) error {
 	return metaRetry.wait(ctx, n)
+}
+
+// --- window intents --------------------------------------------------------------
+
+// windowIntents keeps the WAL writer's window intents
+// (docs/index-format.md, "Pending-object intent"): one intent protects
+// every object the node names in a PendingWindow-long time window. It is
+// written before the window's first PUT (normally ahead of time) and
+// deleted once the window is over and every flush in it is answered.
+type windowIntents struct {
+	w    *walWriter
+	stop chan struct{}
+	done sync.WaitGroup
+	mu   struct {
+		sync.Mutex
+		m map[int64]*windowIntent // by start ms
+	}
+}
+
+type windowIntent struct {
+	written     chan struct{} // closed once the intent is durable
+	err         error         // of the write, when it failed (retried by the next protect)
+	outstanding int           // flushes named in the window, not answered yet
+	done        uint64        // the "done" seq last written
+}
+
+func (wi *windowIntents) init(w *walWriter) {
+	wi.w = w
+	wi.stop = make(chan struct{})
+	wi.mu.m = map[int64]*windowIntent{}
+}
+
+func (wi *windowIntents) span() int64 { return wi.w.opts.PendingWindow.Milliseconds() }
+
+// protect makes sure the window of writeMs has a durable intent and counts
+// one more flush in it.
+func (wi *windowIntents) protect(ctx context.Context, writeMs int64) (int64, error) {
+	start := writeMs - writeMs%wi.span()
+	for {
+		wi.mu.Lock()
+		x := wi.mu.m[start]
+		if x == nil || (isClosed(x.written) && x.err != nil) { // the close orders the read of err after its write
+			x = &windowIntent{written: make(chan struct{})}
+			wi.mu.m[start] = x
+			x.outstanding++
+			wi.mu.Unlock()
+			x.done = wi.w.committed.Load()
+			x.err = wi.write(ctx, start, x.done)
+			close(x.written)
+			if x.err != nil {
+				wi.release(start)
+			}
+			return start, x.err
+		}
+		x.outstanding++
+		wi.mu.Unlock()
+		select {
+		case <-x.written:
+		case <-ctx.Done():
+			wi.release(start)
+			return 0, ctx.Err()
+		}
+		if x.err == nil {
+			return start, nil
+		}
+		wi.release(start)
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (wi *windowIntents) write(ctx context.Context, start int64, done uint64) error {
+	v := fmt.Appendf(nil, `{"created":%d,"from":%d,"to":%d,"done":%d}`, wi.w.opts.Now().UnixMilli(), start, start+wi.span(), done)
+	_, _, err := wi.w.e.meta.Txn(ctx, nil, []meta.Op{meta.Put(wi.w.e.keys.windowIntent(wi.w.opts.NodeID, start), v)})
+	return err
+}
+
+// release counts one flush of the window as answered.
+func (wi *windowIntents) release(start int64) {
+	wi.mu.Lock()
+	defer wi.mu.Unlock()
+	if x := wi.mu.m[start]; x != nil {
+		x.outstanding--
+	}
+}
+
+// loop writes the next window's intent ahead of time and deletes the
+// intents of finished windows.
+func (wi *windowIntents) loop() {
+	defer wi.done.Done()
+	t := time.NewTicker(wi.w.opts.PendingWindow / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-wi.stop:
+			return
+		case <-t.C:
+		}
+		now := wi.w.opts.Now().UnixMilli()
+		next := now - now%wi.span() + wi.span()
+		ctx, cancel := context.WithTimeout(context.Background(), wi.w.opts.CommitTimeout)
+		if _, err := wi.protect(ctx, next); err == nil {
+			wi.release(next)
+		}
+		wi.publish(ctx)
+		wi.sweep(ctx, now)
+		cancel()
+	}
+}
+
+// publish rewrites the live windows' intents whose "done" seq moved, so
+// that GC on any node can take the objects of committed flushes that were
+// replaced since (compaction, trims) before the window ends.
+func (wi *windowIntents) publish(ctx context.Context) {
+	done := wi.w.committed.Load()
+	wi.mu.Lock()
+	var starts []int64
+	for start, x := range wi.mu.m {
+		if isClosed(x.written) && x.err == nil && x.done < done {
+			starts = append(starts, start)
+		}
+	}
+	wi.mu.Unlock()
+	for _, start := range starts {
+		if wi.write(ctx, start, done) == nil {
+			wi.mu.Lock()
+			if x := wi.mu.m[start]; x != nil {
+				x.done = max(x.done, done)
+			}
+			wi.mu.Unlock()
+		}
+	}
+}
+
+// sweep deletes the intents of windows that are over and fully answered.
+func (wi *windowIntents) sweep(ctx context.Context, now int64) {
+	wi.mu.Lock()
+	var done []int64
+	for start, x := range wi.mu.m {
+		if start+wi.span() <= now && x.outstanding == 0 && isClosed(x.written) {
+			done = append(done, start)
+		}
+	}
+	wi.mu.Unlock()
+	for _, start := range done {
+		if _, _, err := wi.w.e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(wi.w.e.keys.windowIntent(wi.w.opts.NodeID, start))}); err != nil {
+			continue // next round
+		}
+		wi.mu.Lock()
+		if x := wi.mu.m[start]; x != nil && x.outstanding == 0 {
+			delete(wi.mu.m, start)
+		}
+		wi.mu.Unlock()
+	}
+}
+
+// close stops the loop and drops the intents of windows with nothing
+// outstanding (a window still counting flushes keeps its intent).
+func (wi *windowIntents) close() {
+	close(wi.stop)
+	wi.done.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), wi.w.opts.CommitTimeout)
+	defer cancel()
+	wi.sweep(ctx, 1<<62)
 }

@@ -200,6 +200,9 @@ func TestWriterLogsPerObjectLimit(t *testing.T) {
 		}
 	}
 	seen := 0
+	if err := e.clog.foldNow(ctx); err != nil {
+		t.Fatal(err)
+	}
 	err := e.scan(ctx, e.keys.logsPrefix(), func(key string, value []byte) error {
 		if !strings.Contains(key, "/idx/") {
 			return nil
@@ -250,6 +253,9 @@ func TestCompactLogRecordsLimit(t *testing.T) {
 			t.Fatal(c.err)
 		}
 		cases = append(cases, c)
+		if err := e.clog.foldNow(ctx); err != nil { // one index entry per chunk
+			t.Fatal(err)
+		}
 	}
 	for _, n := range []int{1, 2, 3} {
 		c := &appendCase{log: 1, records: n, payload: []byte{byte(10 + n)}}
@@ -257,6 +263,9 @@ func TestCompactLogRecordsLimit(t *testing.T) {
 			t.Fatal(c.err)
 		}
 		cases = append(cases, c)
+		if err := e.clog.foldNow(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Each MaxInt32 chunk is passed over (the cursor moves past it), then
 	// the three small ones become one.

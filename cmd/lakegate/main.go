@@ -41,6 +41,7 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	stopProfile := startCPUProfile()
 	var err error
 	switch os.Args[1] {
 	case "standalone":
@@ -73,6 +74,7 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	stopProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lakegate:", err)
 		os.Exit(1)

@@ -21,6 +21,9 @@ type Head struct {
 	Bytes   int64 `json:"bytes"`
 	Fenced  bool  `json:"fenced,omitempty"`
 	Deleted bool  `json:"deleted,omitempty"`
+	// Rev is the metadata revision up to which commit records are folded
+	// into this head (0: none; format-1 heads have no records).
+	Rev int64 `json:"rev,omitempty"`
 }
 
 // Encode returns the JSON value.
@@ -35,7 +38,7 @@ func DecodeHead(b []byte) (Head, error) {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return Head{}, fmt.Errorf("%w: head: %v", ErrCorrupt, err)
 	}
-	if h.Next < 0 || h.First < 0 || h.First > h.Next || h.Bytes < 0 {
+	if h.Next < 0 || h.First < 0 || h.First > h.Next || h.Bytes < 0 || h.Rev < 0 {
 		return Head{}, fmt.Errorf("%w: head out of range: %+v", ErrCorrupt, h)
 	}
 	return h, nil
@@ -66,6 +69,38 @@ type Entry struct {
 	Offset       int64
 	Length       int64
 	CRC          uint32
+	// Segments, when it holds two or more chunks, makes this a version-2
+	// entry: a run of consecutive WAL chunks in different objects (the
+	// fold writes them). Object, Offset, Length and CRC are then the first
+	// segment's (informational only: read Segs()).
+	Segments []Segment
+}
+
+// Segment is one WAL chunk of a version-2 index entry.
+type Segment struct {
+	Object       string
+	Offset       int64
+	Length       int64
+	CRC          uint32
+	Records      int64
+	Entries      int64
+	PayloadBytes int64
+	WriteMs      int64
+	MinPublishMs int64
+	MaxPublishMs int64
+}
+
+// MaxSegments bounds the chunks of one version-2 entry.
+const MaxSegments = 64
+
+// Segs returns the chunks of the entry in offset order: its Segments, or
+// the one chunk of a version-1 entry.
+func (e Entry) Segs() []Segment {
+	if len(e.Segments) >= 2 {
+		return e.Segments
+	}
+	return []Segment{{Object: e.Object, Offset: e.Offset, Length: e.Length, CRC: e.CRC, Records: e.Records, Entries: e.Entries,
+		PayloadBytes: e.PayloadBytes, WriteMs: e.WriteMs, MinPublishMs: e.MinPublishMs, MaxPublishMs: e.MaxPublishMs}}
 }
 
 // Last is the offset of the chunk's last record (the index key).
@@ -74,17 +109,42 @@ func (e Entry) Last() int64 { return e.First + e.Records - 1 }
 // End is the offset just past the chunk.
 func (e Entry) End() int64 { return e.First + e.Records }
 
-const indexVersion = 1
+const (
+	indexVersion         = 1
+	indexVersionSegments = 2
+)
 
-// Encode returns the binary value.
+// Encode returns the binary value (version 2 when the entry has two or
+// more Segments).
 func (e Entry) Encode() []byte {
-	b := make([]byte, 0, 64+len(e.Object))
-	b = append(b, indexVersion, byte(e.Kind))
+	b := make([]byte, 0, 64+len(e.Object)+len(e.Segments)*(len(e.Object)+24))
+	v := byte(indexVersion)
+	if len(e.Segments) >= 2 {
+		v = indexVersionSegments
+	}
+	b = append(b, v, byte(e.Kind))
 	for _, v := range []int64{e.First, e.Records, e.Entries, e.BytesEnd, e.PayloadBytes} {
 		b = binary.AppendUvarint(b, uint64(v))
 	}
 	for _, v := range []int64{e.MinPublishMs, e.MaxPublishMs, e.WriteMs} {
 		b = binary.AppendVarint(b, v)
+	}
+	if v == indexVersionSegments {
+		b = binary.AppendUvarint(b, uint64(len(e.Segments)))
+		for _, sg := range e.Segments {
+			b = binary.AppendUvarint(b, uint64(len(sg.Object)))
+			b = append(b, sg.Object...)
+			b = binary.AppendUvarint(b, uint64(sg.Offset))
+			b = binary.AppendUvarint(b, uint64(sg.Length))
+			b = binary.LittleEndian.AppendUint32(b, sg.CRC)
+			for _, n := range []int64{sg.Records, sg.Entries, sg.PayloadBytes} {
+				b = binary.AppendUvarint(b, uint64(n))
+			}
+			for _, t := range []int64{sg.WriteMs, sg.MinPublishMs, sg.MaxPublishMs} {
+				b = binary.AppendVarint(b, t-e.WriteMs)
+			}
+		}
+		return b
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.Object)))
 	b = append(b, e.Object...)
@@ -98,8 +158,11 @@ func DecodeEntry(b []byte) (Entry, error) {
 	bad := func(what string) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: index entry: %s", ErrCorrupt, what)
 	}
-	if len(b) < 2 || b[0] != indexVersion {
+	if len(b) < 2 || (b[0] != indexVersion && b[0] != indexVersionSegments) {
 		return bad("version")
+	}
+	if b[0] == indexVersionSegments {
+		return decodeSegments(b)
 	}
 	e := Entry{Kind: Kind(b[1])}
 	if e.Kind != KindWAL && e.Kind != KindParquet {
@@ -137,5 +200,46 @@ func DecodeEntry(b []byte) (Entry, error) {
 		return bad("fields")
 	}
 	e.CRC = binary.LittleEndian.Uint32(b)
+	return e, nil
+}
+
+// decodeSegments parses a version-2 entry.
+func decodeSegments(b []byte) (Entry, error) {
+	bad := func(what string) (Entry, error) {
+		return Entry{}, fmt.Errorf("%w: index entry v2: %s", ErrCorrupt, what)
+	}
+	e := Entry{Kind: Kind(b[1])}
+	if e.Kind != KindWAL {
+		return bad("kind")
+	}
+	d := decoder{b: b[2:]}
+	e.First, e.Records, e.Entries, e.BytesEnd, e.PayloadBytes = d.uv(), d.uv(), d.uv(), d.uv(), d.uv()
+	e.MinPublishMs, e.MaxPublishMs, e.WriteMs = d.sv(), d.sv(), d.sv()
+	n := d.uv()
+	if d.b == nil || n < 2 || n > MaxSegments {
+		return bad("segment count")
+	}
+	var recs, ents, pay int64
+	for range n {
+		l := d.uv()
+		if d.b == nil || l < 0 || int64(len(d.b)) < l {
+			return bad("object name")
+		}
+		sg := Segment{Object: string(d.b[:l])}
+		d.b = d.b[l:]
+		sg.Offset, sg.Length = d.uv(), d.uv()
+		sg.CRC = d.u32()
+		sg.Records, sg.Entries, sg.PayloadBytes = d.uv(), d.uv(), d.uv()
+		sg.WriteMs, sg.MinPublishMs, sg.MaxPublishMs = d.sv()+e.WriteMs, d.sv()+e.WriteMs, d.sv()+e.WriteMs
+		if d.b == nil || sg.Offset < 0 || sg.Length < 0 || sg.Records < 1 || sg.Entries < 1 || sg.Entries > sg.Records || sg.PayloadBytes < 0 {
+			return bad("segment")
+		}
+		recs, ents, pay = recs+sg.Records, ents+sg.Entries, pay+sg.PayloadBytes
+		e.Segments = append(e.Segments, sg)
+	}
+	if d.b == nil || len(d.b) != 0 || e.First < 0 || recs != e.Records || ents != e.Entries || pay != e.PayloadBytes {
+		return bad("fields")
+	}
+	e.Object, e.Offset, e.Length, e.CRC = e.Segments[0].Object, e.Segments[0].Offset, e.Segments[0].Length, e.Segments[0].CRC
 	return e, nil
 }

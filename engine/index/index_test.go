@@ -58,6 +58,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(b)
 	f.Add(b[:len(b)/2])
 	f.Add([]byte{1, 2})
+	f.Add(sampleRun().Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEntry(b)
 		if err != nil {
