@@ -26,6 +26,10 @@ type CompactionJob struct {
 	// modified): its schema history among them, so that each row is
 	// decoded with the schema version it was written with.
 	Properties map[string]string
+	// RetentionMs and RetentionBytes are the stream's table retention
+	// (its resolved materialization policy; 0: no limit), applied by
+	// table maintenance (docs/compaction.md, "Table retention").
+	RetentionMs, RetentionBytes int64
 }
 
 // CompactionResult is what one compaction call did.

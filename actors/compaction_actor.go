@@ -300,12 +300,20 @@ func ScanCompactionJobs(ctx context.Context, cat lakestream.StreamCatalog) ([]Co
 			if !useDelta && !useIceberg {
 				continue
 			}
+			var retMs, retBytes int64
+			if p.RetentionMs != nil {
+				retMs = *p.RetentionMs
+			}
+			if p.RetentionBytes != nil {
+				retBytes = *p.RetentionBytes
+			}
 			for i, log := range md.LogIDs {
 				part := -1
 				if md.Partitioning.NumPartitions > 0 {
 					part = i
 				}
-				jobs = append(jobs, CompactionJob{Stream: id, Partition: part, Log: log, Logs: md.LogIDs, Delta: useDelta, Iceberg: useIceberg, Schema: md.Schema, Properties: md.Properties})
+				jobs = append(jobs, CompactionJob{Stream: id, Partition: part, Log: log, Logs: md.LogIDs, Delta: useDelta, Iceberg: useIceberg,
+					Schema: md.Schema, Properties: md.Properties, RetentionMs: retMs, RetentionBytes: retBytes})
 			}
 		}
 	}

@@ -28,6 +28,11 @@ const (
 	// keeps for itself; they are not subscriptions (listings skip them and
 	// SUBSCRIBE refuses the names).
 	InternalCursorPrefix = "__lakegate."
+	// CompactionCursor is the internal cursor of a compacted topic
+	// (docs/compacted-topics.md): with a "generation" property > 0, the
+	// log from its mark-delete offset + 1 on is what the next topic
+	// compaction reads, so retention keeps it.
+	CompactionCursor = InternalCursorPrefix + "compaction"
 	// DedupCursorName is the cursor holding the deduplication snapshot.
 	DedupCursorName = InternalCursorPrefix + "dedup"
 	// EpochCursorName is the cursor holding the topic epoch.

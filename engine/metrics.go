@@ -71,6 +71,9 @@ type metrics struct {
 	compSeconds  prometheus.Histogram
 	compResults  *prometheus.CounterVec // by result
 
+	// Table retention (tables.ApplyRetention).
+	retFiles, retBytes, retHeld, retTrims prometheus.Counter
+
 	lag struct {
 		sync.Mutex
 		compactedEnd map[lakestream.LogID]int64 // table end per log compacted here
@@ -110,6 +113,22 @@ func (m *metrics) init() {
 		Name: "lakegate_compaction_runs_total",
 		Help: "Table compaction calls by result (compacted, nothing, conflict, error).",
 	}, []string{"result"})
+	m.retFiles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lakegate_table_retention_files_removed_total",
+		Help: "Table data files removed from the Delta and Iceberg tables by table retention.",
+	})
+	m.retBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lakegate_table_retention_bytes_removed_total",
+		Help: "Bytes of the table data files removed by table retention.",
+	})
+	m.retHeld = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lakegate_table_retention_files_held_total",
+		Help: "Table data files retention would have removed but kept, summed over runs: a durable subscription or an unfinished claim still needs them.",
+	})
+	m.retTrims = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lakegate_table_retention_log_trims_total",
+		Help: "Logs trimmed behind the files table retention removed.",
+	})
 	// Pre-create the series a healthy node may never touch, so dashboards
 	// and alerts see zeros rather than absent series.
 	for _, op := range []string{"put", "get", "delete"} {
@@ -190,6 +209,17 @@ func (e *Engine) ObserveCompaction(id lakestream.LogID, st CompactStats, d time.
 	if err == nil && st.End > 0 {
 		e.SetCompactedEnd(id, st.End)
 	}
+}
+
+// ObserveTableRetention records one table retention run (the table layer's
+// ApplyRetention): files and bytes removed from the tables, files kept
+// although expired (held), logs trimmed.
+func (e *Engine) ObserveTableRetention(files int, bytes int64, held, trims int) {
+	m := &e.metrics
+	m.retFiles.Add(float64(files))
+	m.retBytes.Add(float64(bytes))
+	m.retHeld.Add(float64(held))
+	m.retTrims.Add(float64(trims))
 }
 
 // SetCompactedEnd records that log id is compacted into its table up to
@@ -385,7 +415,7 @@ func (engineCollector) counterTemplates() []counterValue {
 func (c engineCollector) histograms() []prometheus.Collector {
 	m := &c.e.metrics
 	return []prometheus.Collector{m.flushSeconds, m.flushBytes, m.objRequests, m.objSeconds,
-		m.txnSeconds, m.txnResults, m.compSeconds, m.compResults}
+		m.txnSeconds, m.txnResults, m.compSeconds, m.compResults, m.retFiles, m.retBytes, m.retHeld, m.retTrims}
 }
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -84,16 +84,24 @@ func (a *admin) tableInfo(w http.ResponseWriter, r *http.Request) {
 //
 // Unset fields inherit. The compaction worker picks a change up at its next
 // catalog scan (tables.scanInterval).
+//
+// retentionMs and retentionBytes are the table retention (docs/compaction.md,
+// "Table retention"): files whose newest row is older than retentionMs, and
+// the oldest files while the table exceeds retentionBytes, are removed from
+// the tables and trimmed from the topic; 0 is no limit (overriding an
+// inherited one), absent inherits.
 type tablePolicyJSON struct {
-	Enabled *bool    `json:"enabled,omitempty"`
-	Formats []string `json:"formats,omitempty"`
+	Enabled        *bool    `json:"enabled,omitempty"`
+	Formats        []string `json:"formats,omitempty"`
+	RetentionMs    *int64   `json:"retentionMs,omitempty"`
+	RetentionBytes *int64   `json:"retentionBytes,omitempty"`
 }
 
 func policyJSON(p *lakestream.TableMaterializationPolicy) *tablePolicyJSON {
 	if p == nil {
 		return nil
 	}
-	return &tablePolicyJSON{Enabled: p.Enabled, Formats: p.Catalogs}
+	return &tablePolicyJSON{Enabled: p.Enabled, Formats: p.Catalogs, RetentionMs: p.RetentionMs, RetentionBytes: p.RetentionBytes}
 }
 
 // readTablePolicy parses and checks a policy body.
@@ -111,7 +119,7 @@ func (a *admin) readTablePolicy(r *http.Request) (*lakestream.TableMaterializati
 	if err := dec.Decode(&pj); err != nil {
 		return nil, fmt.Errorf("%w: table policy: %v", errAdminBadRequest, err)
 	}
-	p := &lakestream.TableMaterializationPolicy{Enabled: pj.Enabled}
+	p := &lakestream.TableMaterializationPolicy{Enabled: pj.Enabled, RetentionMs: pj.RetentionMs, RetentionBytes: pj.RetentionBytes}
 	for _, f := range pj.Formats {
 		switch strings.ToUpper(f) {
 		case string(lakestream.TableDelta), string(lakestream.TableIceberg):

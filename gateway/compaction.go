@@ -42,7 +42,7 @@ import (
 
 const (
 	// compactionCursor is the internal cursor recording the compacted view.
-	compactionCursor = actors.InternalCursorPrefix + "compaction"
+	compactionCursor = actors.CompactionCursor
 	// compactedNamespace holds the compacted logs (hidden from listings).
 	compactedNamespace = adminHiddenTenant + "/compacted"
 	// compactionKeysMax bounds the keys one compaction holds in memory.

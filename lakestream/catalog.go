@@ -180,7 +180,15 @@ type TableMaterializationPolicy struct {
 	// column of the stream partition.
 	PartitionSpec []string
 	SortOrder     []string
-	RetentionMs   *int64
+	// RetentionMs: table data files whose newest row was published more
+	// than this long ago are removed from the tables, and the stream is
+	// trimmed behind them (docs/compaction.md, "Table retention"). 0 or
+	// nil: no time limit (0 overrides an inherited limit).
+	RetentionMs *int64
+	// RetentionBytes: while the tables' live data files add up to more
+	// than this, the oldest are removed (never the newest one), and the
+	// stream trimmed behind them. 0 or nil: no size limit.
+	RetentionBytes *int64
 	// TargetFileSizeBytes bounds Parquet files.
 	TargetFileSizeBytes *int64
 	Compression         *string

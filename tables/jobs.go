@@ -34,7 +34,8 @@ type jobRunner struct{ t *Tables }
 // per call; a call that moved records reports More, so the worker calls
 // again at once until nothing is eligible. Between compactions it
 // bin-packs the log every RepackInterval, and the first partition's job
-// maintains the table every MaintenanceInterval (with orphan removal).
+// maintains the table every MaintenanceInterval (table retention, then
+// Maintain, then orphan removal).
 func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (actors.CompactionResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
 	tg.Writers = lakehouse.SchemaHistory(j.Properties)
@@ -52,7 +53,19 @@ func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (acto
 	if j.Partition <= 0 && idle && r.t.maintenanceDue(tg.Root) {
 		// One log per table (the first partition) triggers its
 		// maintenance; the worker runs a table's jobs on its compaction
-		// owner only, so it runs once across the cluster.
+		// owner only, so it runs once across the cluster. Retention goes
+		// first: the snapshot expiry and orphan removal after it then see
+		// its removals.
+		if ret := (Retention{Ms: j.RetentionMs, Bytes: j.RetentionBytes}); ret.on() && len(j.Logs) > 0 {
+			rst, rerr := r.t.ApplyRetention(ctx, tg, j.Logs, ret)
+			if rerr != nil {
+				r.t.opts.Logger.Warn("tables: retention failed", "table", tg.Root, "err", rerr)
+			} else if rst.Files+rst.Held+len(rst.Trimmed) > 0 {
+				r.t.opts.Logger.Info("tables: retention applied", "table", tg.Root, "files_removed", rst.Files,
+					"bytes_removed", rst.Bytes, "files_held", rst.Held, "live_bytes", rst.LiveBytes, "logs_trimmed", rst.Trimmed,
+					"retention_ms", ret.Ms, "retention_bytes", ret.Bytes)
+			}
+		}
 		ms, merr := r.t.Maintain(ctx, tg)
 		if merr != nil {
 			r.t.opts.Logger.Warn("tables: maintenance failed", "table", tg.Root, "err", merr)

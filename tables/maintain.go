@@ -27,7 +27,8 @@ type MaintainStats struct {
 	ManifestFilesDeleted    int // manifests and manifest lists of expired snapshots
 }
 
-// Maintain runs the maintenance of one stream's tables: Delta log cleanup
+// Maintain runs the maintenance of one stream's tables (the job runner
+// applies table retention, ApplyRetention, just before it): Delta log cleanup
 // (DeltaLogRetention; the writer checkpoints every 10 commits) and Iceberg
 // snapshot expiry (SnapshotRetention, keeping SnapshotsRetainLast). Every step is idempotent and leaves the
 // tables readable at any crash point; data files are never deleted here.

@@ -734,6 +734,20 @@ func testResolveMaterializationThroughStore(t *testing.T, mk storeFactory) {
 	wantErr(t, c.SetStreamMaterialization(ctx, id, &lakestream.TableMaterializationPolicy{WriteMode: &bad}), lakestream.ErrInvalidArgument)
 	wantErr(t, c.SetNamespaceMaterialization(ctx, "t/ns", &lakestream.TableMaterializationPolicy{StartPosition: ptrTo("middle")}), lakestream.ErrInvalidArgument)
 	wantErr(t, c.SetDefaultMaterialization(ctx, &lakestream.TableMaterializationPolicy{CommitIntervalMs: ptrTo[int64](0)}), lakestream.ErrInvalidArgument)
+	wantErr(t, c.SetStreamMaterialization(ctx, id, &lakestream.TableMaterializationPolicy{RetentionMs: ptrTo[int64](-1)}), lakestream.ErrInvalidArgument)
+	wantErr(t, c.SetStreamMaterialization(ctx, id, &lakestream.TableMaterializationPolicy{RetentionBytes: ptrTo[int64](-1)}), lakestream.ErrInvalidArgument)
+	// Retention limits are stored and inherited like the other numbers;
+	// 0 (no limit) overrides an inherited limit.
+	if err := c.SetNamespaceMaterialization(ctx, "t/ns", &lakestream.TableMaterializationPolicy{RetentionMs: ptrTo[int64](3600_000), RetentionBytes: ptrTo[int64](1 << 30)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetStreamMaterialization(ctx, id, &lakestream.TableMaterializationPolicy{RetentionBytes: ptrTo[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.ResolveMaterialization(ctx, id)
+	if err != nil || got.RetentionMs == nil || *got.RetentionMs != 3600_000 || got.RetentionBytes == nil || *got.RetentionBytes != 0 {
+		t.Fatalf("resolved retention: %+v, %v", got, err)
+	}
 }
 
 func TestClosedAndUnavailable(t *testing.T) {

@@ -30,6 +30,7 @@ type policyRecord struct {
 	PartitionSpec       []string              `json:"partitionSpec"`
 	SortOrder           []string              `json:"sortOrder"`
 	RetentionMs         *int64                `json:"retentionMs,omitempty"`
+	RetentionBytes      *int64                `json:"retentionBytes,omitempty"`
 	TargetFileSizeBytes *int64                `json:"targetFileSizeBytes,omitempty"`
 	Compression         *string               `json:"compression,omitempty"`
 	AllowAddColumns     *bool                 `json:"allowAddColumns,omitempty"`
@@ -159,6 +160,7 @@ func clonePolicy(p *lakestream.TableMaterializationPolicy) *lakestream.TableMate
 		PartitionSpec:       slices.Clone(p.PartitionSpec),
 		SortOrder:           slices.Clone(p.SortOrder),
 		RetentionMs:         ptr(p.RetentionMs),
+		RetentionBytes:      ptr(p.RetentionBytes),
 		TargetFileSizeBytes: ptr(p.TargetFileSizeBytes),
 		Compression:         ptr(p.Compression),
 		AllowAddColumns:     ptr(p.AllowAddColumns),
@@ -209,6 +211,9 @@ func validatePolicy(p *lakestream.TableMaterializationPolicy) error {
 	if p.RetentionMs != nil && *p.RetentionMs < 0 {
 		return bad("retention %d ms", *p.RetentionMs)
 	}
+	if p.RetentionBytes != nil && *p.RetentionBytes < 0 {
+		return bad("retention %d bytes", *p.RetentionBytes)
+	}
 	return nil
 }
 
@@ -254,6 +259,7 @@ func mergePolicy(base, over *lakestream.TableMaterializationPolicy) *lakestream.
 	pickL(&out.PartitionSpec, o.PartitionSpec)
 	pickL(&out.SortOrder, o.SortOrder)
 	pickI(&out.RetentionMs, o.RetentionMs)
+	pickI(&out.RetentionBytes, o.RetentionBytes)
 	pickI(&out.TargetFileSizeBytes, o.TargetFileSizeBytes)
 	pickS(&out.Compression, o.Compression)
 	pick(&out.AllowAddColumns, o.AllowAddColumns)

@@ -214,9 +214,14 @@ func (c *Catalog) DataFiles(ctx context.Context, ident []string, root string, hi
 type LiveFile struct {
 	// Path is relative to the table's location (Location(root)).
 	Path string
-	// LowerBounds are the file's lower bounds by field id, in Iceberg's
-	// single-value binary form (a long: 8 bytes little-endian).
-	LowerBounds map[int][]byte
+	// LowerBounds and UpperBounds are the file's bounds by field id, in
+	// Iceberg's single-value binary form (a long or a timestamp: 8 bytes
+	// little-endian; an int: 4).
+	LowerBounds, UpperBounds map[int][]byte
+	// Size is the file's size in bytes (file_size_in_bytes).
+	Size int64
+	// Records is the file's row count (record_count).
+	Records int64
 }
 
 // LiveFiles returns the data files of the table's current snapshot that
@@ -235,8 +240,74 @@ func (c *Catalog) LiveFiles(ctx context.Context, ident []string, root string) ([
 	out := make([]LiveFile, 0, len(cur))
 	for p, df := range cur {
 		if r, ok := strings.CutPrefix(p, prefix); ok {
-			out = append(out, LiveFile{Path: r, LowerBounds: df.LowerBoundValues()})
+			out = append(out, LiveFile{Path: r, LowerBounds: df.LowerBoundValues(), UpperBounds: df.UpperBoundValues(),
+				Size: df.FileSizeBytes(), Records: df.Count()})
 		}
 	}
 	return out, nil
+}
+
+// RemoveFiles drops data files from the table (table retention,
+// docs/compaction.md): one overwrite snapshot that deletes the files of
+// paths (relative to Location(root)) still live in the current snapshot
+// and adds none, with the snapshot summary property lakegate.retention =
+// reason. Files not live any more are skipped, so a repeated call is a
+// no-op: removed reports how many this call dropped (0: nothing
+// committed). The files themselves stay in storage (older snapshots
+// reference them until they expire). A missing table is an error wrapping
+// catalog.ErrNoSuchTable. Lost compare-and-swaps are retried as in Commit.
+func (c *Catalog) RemoveFiles(ctx context.Context, ident []string, root string, paths []string, reason string) (removed int, err error) {
+	if err := validIdent(ident); err != nil {
+		return 0, err
+	}
+	loc := c.Location(root)
+	for _, f := range paths {
+		if f == "" || strings.HasPrefix(f, "/") || strings.Contains(f, "..") {
+			return 0, fmt.Errorf("%w: file path %q", ErrInvalid, f)
+		}
+	}
+	id := table.Identifier(ident)
+	var lastErr error
+	for attempt := range commitAttemptsMax {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return 0, errors.Join(err, lastErr)
+			}
+		}
+		tbl, err := c.cat.LoadTable(ctx, id)
+		if err != nil {
+			lastErr = fmt.Errorf("iceberg: load %s: %w", id, err)
+			if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+				return 0, lastErr
+			}
+			continue
+		}
+		if got := strings.TrimSuffix(tbl.Location(), "/"); got != loc {
+			return 0, fmt.Errorf("%w: %s is at %s, not %s", ErrTableMismatch, id, got, loc)
+		}
+		live, err := liveDataFiles(tbl)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var dels []ice.DataFile
+		for _, f := range paths {
+			if df, ok := live[loc+"/"+f]; ok {
+				dels = append(dels, df)
+			}
+		}
+		if len(dels) == 0 {
+			return 0, nil
+		}
+		txn := tbl.NewTransaction()
+		if err := txn.ReplaceDataFilesWithDataFiles(ctx, dels, nil, ice.Properties{"lakegate.retention": reason}); err != nil {
+			return 0, fmt.Errorf("iceberg: remove files from %s: %w", id, err)
+		}
+		if _, err := txn.Commit(ctx); err != nil {
+			lastErr = err // lost race or unknown outcome: the reload sees
+			continue
+		}
+		return len(dels), nil
+	}
+	return 0, fmt.Errorf("%w: remove files from %s after %d attempts: %w", ErrConflict, id, commitAttemptsMax, lastErr)
 }
