@@ -555,6 +555,11 @@ func (t *Tables) removeTableFiles(ctx context.Context, tg Target, files []*retFi
 		if _, _, err := tbl.Commit(ctx, delta.CommitRequest{Removes: fromDelta, Operation: "DELETE"}); err != nil && !errors.Is(err, delta.ErrCheckpoint) {
 			return fmt.Errorf("tables: retention of %s: delta: %w", tg.Root, err)
 		}
+		if h := t.opts.hooks.retentionStep; h != nil {
+			if err := h("delta"); err != nil {
+				return err
+			}
+		}
 	}
 	if len(fromIceberg) > 0 {
 		cat, err := t.icebergCatalog(ctx)
@@ -563,6 +568,11 @@ func (t *Tables) removeTableFiles(ctx context.Context, tg Target, files []*retFi
 		}
 		if _, err := cat.RemoveFiles(ctx, tg.Ident, tg.Root, fromIceberg, reason); err != nil {
 			return fmt.Errorf("tables: retention of %s: iceberg: %w", tg.Root, err)
+		}
+		if h := t.opts.hooks.retentionStep; h != nil {
+			if err := h("iceberg"); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -79,6 +79,9 @@ type hooks struct {
 	// repackStep is called after each step of a bin-packing ("put",
 	// "claim", "delta", "iceberg", "index").
 	repackStep func(log int64, step string) error
+	// retentionStep is called after each table commit of a retention
+	// ("delta", "iceberg"), before the logs are trimmed.
+	retentionStep func(step string) error
 }
 
 func (o Options) withDefaults() Options {
