@@ -100,7 +100,7 @@ type Config struct {
 		ScanInterval time.Duration `yaml:"scanInterval" default:"10s" doc:"How often the catalog is listed for streams and their materialization policy."`
 		MaxInflight  int           `yaml:"maxInflight" default:"2" doc:"Compactions running at once on this node."`
 		Maintenance  struct {
-			Interval            time.Duration `yaml:"interval" default:"10m" doc:"How often the node that compacts a table maintains it (Iceberg manifest rewrite and snapshot expiry, Delta log cleanup; docs/compaction.md, Maintenance); 0 turns maintenance off."`
+			Interval            time.Duration `yaml:"interval" default:"10m" doc:"How often the node that compacts a table maintains it (table retention, Iceberg manifest rewrite and snapshot expiry, Delta log cleanup, orphan removal; docs/compaction.md, Maintenance); 0 turns maintenance off."`
 			SnapshotRetention   time.Duration `yaml:"snapshotRetention" default:"1h" doc:"Iceberg snapshots older than this are expired (time travel reaches back this far)."`
 			SnapshotsRetainLast int           `yaml:"snapshotsRetainLast" default:"10" doc:"Iceberg snapshots kept however old."`
 			DeltaLogRetention   time.Duration `yaml:"deltaLogRetention" default:"24h" doc:"Delta log files before the newest checkpoint are deleted once this old."`
