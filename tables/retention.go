@@ -309,24 +309,24 @@ func (lg *retLog) trimPoint() (cut int64, ok bool) {
 // trimLog hard-trims log id below cut, rounded down to an entry boundary;
 // it returns the new first offset, or -1 when nothing was trimmed.
 func (t *Tables) trimLog(ctx context.Context, id lakestream.LogID, cut int64) (int64, error) {
-	first, err := t.e.FirstOffset(ctx, id)
+	lg, err := t.e.Log(ctx, id)
+	if err != nil {
+		return -1, err
+	}
+	first, err := lg.FirstOffset(ctx)
 	if err != nil {
 		return -1, err
 	}
 	if cut <= first {
 		return -1, nil
 	}
-	next, err := t.e.LastOffset(ctx, id)
+	next, err := lg.NextOffset(ctx)
 	if err != nil {
 		return -1, err
 	}
 	if cut >= next {
 		cut = next
 	} else {
-		lg, err := t.e.Log(ctx, id)
-		if err != nil {
-			return -1, err
-		}
 		h, err := lg.EntryHeader(ctx, cut)
 		if err != nil {
 			return -1, err

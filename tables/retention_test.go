@@ -233,6 +233,17 @@ func TestTableRetention(t *testing.T) {
 
 	checkReaders(t, env, tg, first, end, payloads)
 	t.Logf("%d rows in 4 batches; files: A %d, B %d; %d files removed in all, %d rows left in 1 file", end, filesA, filesB, removed, end-first)
+
+	// Time may empty the tables: the log is then trimmed to its head.
+	st, err = e.tables.ApplyRetention(ctx, tg, logs, Retention{Ms: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 1 || st.LiveBytes != 0 || st.Trimmed[id] != end {
+		t.Fatalf("emptied by time: %+v; want the last file removed, trimmed to %d", st, end)
+	}
+	check("empty", end)
+	checkReaders(t, env, tg, end, end, payloads)
 }
 
 // checkReaders has delta-rs (LAKEGATE_PYTHON) and pyiceberg
