@@ -7,8 +7,10 @@
 // owns the table view of a stream (View: Stream.Table(), ScanTable) and
 // the compaction worker's job runner (Compactor: actors.TableCompactor),
 // and keeps the tables bounded: maintenance (Maintain), bin-packing of a
-// log's small files with the index following the new file (Repack) and
-// orphan removal after a safety window (RemoveOrphans).
+// log's small files with the index following the new file (Repack),
+// table retention by time and size that trims the logs behind the files it
+// removes (ApplyRetention) and orphan removal after a safety window
+// (RemoveOrphans).
 //
 // It reaches the engine only through the engine's table port
 // (engine/port.go): it gives the engine a Decoder for the Parquet index
@@ -20,7 +22,10 @@
 // claims at logs/<log>/table and logs/<log>/repack and typed schemas at
 // table-schemas/<root>
 // (docs/index-format.md) — and the table files under tables/ in the
-// object store. It never touches WAL objects, heads or cursors.
+// object store. It never touches WAL objects or writes heads or cursors:
+// table retention only reads the logs' durable cursors and hard-trims a
+// log (Engine.HardTrim, as the gateway's message retention does) below
+// what the tables and those cursors still hold.
 //
 // Dependencies point down: tables → engine, lakehouse (Arrow/Parquet,
 // Delta, Iceberg), meta, objstore, lakestream; and → actors for the job
