@@ -346,8 +346,11 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 		}
 	}
 	ci.IsBlindAppend = newSchema == nil && len(req.Removes) == 0
-	if len(req.Removes) > 0 {
+	switch {
+	case len(req.Removes) > 0 && req.NoDataChange: // bin-packing, as Spark's OPTIMIZE
 		ci.OperationParameters = map[string]string{"predicate": "[]", "zOrderBy": "[]", "auto": "true"}
+	case len(req.Removes) > 0: // whole files deleted (table retention), as a DELETE
+		ci.OperationParameters = map[string]string{"predicate": "[]"}
 	}
 	if newSchema != nil {
 		md := *s.metadata
