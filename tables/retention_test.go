@@ -8,7 +8,9 @@ package tables
 // tables row by row, the log's first offset, the trimmed error below it,
 // that no index entry names a file the tables dropped, and at the end
 // orphan removal and (with LAKEGATE_PYTHON / LAKEGATE_PYICEBERG) delta-rs
-// and pyiceberg. TestPlanRetention is the pure planner's table test.
+// and pyiceberg. TestTableRetentionPartitions: two partitions' logs in one
+// table, one held by a subscription. TestPlanRetention is the pure
+// planner's table test.
 //
 // Run: go test -race -count=1 -run 'TableRetention|PlanRetention' ./tables/
 // With readers: LAKEGATE_PYTHON=$(e2e/interop/delta/setup.sh | tail -1) \
@@ -483,4 +485,162 @@ func TestPlanRetention(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTableRetentionPartitions: two partitions (logs 5 and 6) of one table
+// in both formats. By size, a durable subscription on partition 1 that
+// acknowledged nothing holds all its files while partition 0 loses its
+// oldest; once it is gone, only the table's newest file stays: partition
+// 0's log is trimmed to its head, partition 1's to that file.
+func TestTableRetentionPartitions(t *testing.T) {
+	env := newIcebergEnv(t)
+	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	e := env.engine(t, env.opts(clk))
+	ctx := ctxT(t)
+	logs := []lakestream.LogID{5, 6}
+	tg := metricsBoth
+	r := rand.New(rand.NewPCG(31, 32))
+	t0 := clk.now().UnixMilli()
+	for i, age := range []time.Duration{4 * time.Hour, 3 * time.Hour, 2 * time.Hour, time.Hour} {
+		p := i % 2
+		appendPulsar(t, e, logs[p], r, 16, t0-age.Milliseconds())
+		clk.advance(time.Minute)
+		ptg := tg
+		ptg.Partition = int32(p)
+		compactAllTo(t, e, logs[p], ptg)
+	}
+	ends := make([]int64, 2)
+	for p, id := range logs {
+		all := readAll(t, e, id)
+		ends[p] = all[len(all)-1].End()
+	}
+	counts := func() [2]int64 {
+		var n [2]int64
+		for part, offs := range tablePartitionOffsets(t, env, tg) {
+			n[part] = int64(len(offs))
+		}
+		return n
+	}
+	if got := counts(); got != [2]int64{ends[0], ends[1]} {
+		t.Fatalf("table rows by partition %v, want %v", got, ends)
+	}
+	lg, err := e.Log(ctx, logs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := lg.OpenCursor(ctx, "sub", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.tables.ApplyRetention(ctx, tg, logs, Retention{Bytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first1, err := e.FirstOffset(ctx, logs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files == 0 || st.Held == 0 || st.Trimmed[logs[0]] == 0 || first1 != 0 || counts()[1] != ends[1] || counts()[0] == ends[0] {
+		t.Fatalf("with partition 1 held: %+v, partition 1 first %d, rows %v", st, first1, counts())
+	}
+	sub.Close(ctx)
+	if err := lg.DeleteCursor(ctx, "sub"); err != nil {
+		t.Fatal(err)
+	}
+	st, err = e.tables.ApplyRetention(ctx, tg, logs, Retention{Bytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := e.tables.retentionFiles(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].part != 1 || st.Trimmed[logs[1]] != left[0].minOff {
+		t.Fatalf("after: %+v, %d files left", st, len(left))
+	}
+	if got := counts(); got != [2]int64{0, ends[1] - left[0].minOff} {
+		t.Fatalf("table rows by partition %v", got)
+	}
+	for p, id := range logs {
+		cold := env.engine(t, Options{Logger: quietLogger})
+		want := ends[0]
+		if p == 1 {
+			want = left[0].minOff
+		}
+		if f, err := cold.FirstOffset(ctx, id); err != nil || f != want {
+			t.Fatalf("partition %d: first %d, %v; want %d", p, f, err, want)
+		}
+	}
+}
+
+// tablePartitionOffsets reads both tables and returns, per partition, the
+// offsets they hold; it fails the test unless they hold the same rows,
+// each once.
+func tablePartitionOffsets(t *testing.T, env icebergEnv, tg Target) map[int32]map[int64]bool {
+	t.Helper()
+	ctx := ctxT(t)
+	out := map[int32]map[int64]bool{}
+	tbl, err := delta.Open(ctx, env.store, tg.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range snap.Files {
+		b, err := env.store.Get(ctx, tg.Root+"/"+f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := lakehouse.ReadParquet(ctx, bytes.NewReader(b), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rows {
+			if out[m.Partition] == nil {
+				out[m.Partition] = map[int64]bool{}
+			}
+			if out[m.Partition][m.Offset] {
+				t.Fatalf("partition %d offset %d twice in Delta", m.Partition, m.Offset)
+			}
+			out[m.Partition][m.Offset] = true
+		}
+	}
+	cat, err := iceberg.Open(ctx, env.catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	it, err := cat.Catalog().LoadTable(ctx, table.Identifier(tg.Ident))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, err := it.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rec, err := range recs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs := rec.Column(rec.Schema().FieldIndices(lakehouse.ColOffset)[0]).(*array.Int64)
+		parts := rec.Column(rec.Schema().FieldIndices(lakehouse.ColPartition)[0]).(*array.Int32)
+		for i := range int(rec.NumRows()) {
+			if !out[parts.Value(i)][offs.Value(i)] {
+				t.Fatalf("Iceberg row %d/%d not in Delta", parts.Value(i), offs.Value(i))
+			}
+			n++
+		}
+		rec.Release()
+	}
+	total := 0
+	for _, m := range out {
+		total += len(m)
+	}
+	if n != total {
+		t.Fatalf("Iceberg has %d rows, Delta %d", n, total)
+	}
+	return out
 }
