@@ -136,9 +136,15 @@ func (t *Tables) ApplyRetention(ctx context.Context, tg Target, logs []lakestrea
 	}
 	unlock := t.lockTable(tg.Root)
 	defer unlock()
-	files, err := t.retentionFiles(ctx, tg)
+	files, missing, err := t.retentionFiles(ctx, tg)
 	if err != nil {
 		return st, err
+	}
+	if missing {
+		// A table tg names does not exist (yet): what the tables hold
+		// then says nothing about what retention removed, and the logs
+		// could not be trimmed safely behind a removal. Wait for it.
+		return st, nil
 	}
 	lgs := make([]*retLog, len(logs))
 	for i, id := range logs {
@@ -417,8 +423,9 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 }
 
 // retentionFiles returns the live data files of tg's tables (a file live in
-// either), with their stats.
-func (t *Tables) retentionFiles(ctx context.Context, tg Target) ([]*retFile, error) {
+// either), with their stats; missing reports that a table tg names does
+// not exist.
+func (t *Tables) retentionFiles(ctx context.Context, tg Target) (_ []*retFile, missing bool, _ error) {
 	byPath := map[string]*retFile{}
 	var out []*retFile
 	get := func(p string) *retFile {
@@ -435,13 +442,14 @@ func (t *Tables) retentionFiles(ctx context.Context, tg Target) ([]*retFile, err
 	{
 		tbl, err := delta.Open(ctx, t.e.Store(), tg.Root, delta.WithClock(t.opts.Now))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		snap, err := tbl.Snapshot(ctx)
 		switch {
 		case errors.Is(err, delta.ErrNoTable):
+			missing = missing || tg.Delta
 		case err != nil:
-			return nil, fmt.Errorf("tables: retention of %s: %w", tg.Root, err)
+			return nil, false, fmt.Errorf("tables: retention of %s: %w", tg.Root, err)
 		default:
 			for _, a := range snap.Files {
 				f := get(a.Path)
@@ -453,11 +461,14 @@ func (t *Tables) retentionFiles(ctx context.Context, tg Target) ([]*retFile, err
 	if tg.Iceberg || (t.opts.IcebergCatalog.StoreURL != "" && len(tg.Ident) >= 2) {
 		cat, err := t.icebergCatalog(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		lfs, err := cat.LiveFiles(ctx, tg.Ident, tg.Root)
 		if err != nil && !isNoTable(err) {
-			return nil, fmt.Errorf("tables: retention of %s: %w", tg.Root, err)
+			return nil, false, fmt.Errorf("tables: retention of %s: %w", tg.Root, err)
+		}
+		if err != nil {
+			missing = missing || tg.Iceberg
 		}
 		for _, lf := range lfs {
 			f := get(lf.Path)
@@ -475,7 +486,7 @@ func (t *Tables) retentionFiles(ctx context.Context, tg Target) ([]*retFile, err
 		}
 	}
 	slices.SortFunc(out, func(a, b *retFile) int { return strings.Compare(a.path, b.path) })
-	return out, nil
+	return out, missing, nil
 }
 
 // icebergBound decodes a single-value bound: an int (4 bytes) or a long or

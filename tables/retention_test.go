@@ -76,7 +76,7 @@ func TestTableRetention(t *testing.T) {
 		t.Fatalf("table has %d rows, want %d", len(payloads), end)
 	}
 	files := func() []*retFile {
-		fs, err := e.tables.retentionFiles(ctx, tg)
+		fs, _, err := e.tables.retentionFiles(ctx, tg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -551,7 +551,7 @@ func TestTableRetentionPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left, err := e.tables.retentionFiles(ctx, tg)
+	left, _, err := e.tables.retentionFiles(ctx, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,4 +643,38 @@ func tablePartitionOffsets(t *testing.T, env icebergEnv, tg Target) map[int32]ma
 		t.Fatalf("Iceberg has %d rows, Delta %d", n, total)
 	}
 	return out
+}
+
+// TestTableRetentionMissingTable: a table the target names does not exist
+// (here the Iceberg one: the log was compacted into Delta only), so what
+// the tables hold says nothing about what retention removed: nothing is
+// removed and no log is trimmed until it exists.
+func TestTableRetentionMissingTable(t *testing.T) {
+	env := newIcebergEnv(t)
+	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	e := env.engine(t, env.opts(clk))
+	const id = 9
+	deltaOnly := metricsBoth
+	deltaOnly.Iceberg = false
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, age := range []time.Duration{2 * time.Hour, time.Hour} {
+		appendPulsar(t, e, id, r, 16, clk.now().UnixMilli()-age.Milliseconds())
+		clk.advance(time.Minute)
+		compactAllTo(t, e, id, deltaOnly)
+	}
+	st, err := e.tables.ApplyRetention(ctxT(t), metricsBoth, []lakestream.LogID{id}, Retention{Bytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := e.FirstOffset(ctxT(t), id); err != nil || first != 0 || st.Files != 0 || st.Trimmed != nil {
+		t.Fatalf("%+v, first %d, %v; want nothing done", st, first, err)
+	}
+	// With the target's formats as compacted, the same policy applies.
+	st, err = e.tables.ApplyRetention(ctxT(t), deltaOnly, []lakestream.LogID{id}, Retention{Bytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := e.FirstOffset(ctxT(t), id); err != nil || first == 0 || st.Files == 0 || st.Trimmed[id] != first {
+		t.Fatalf("%+v, first %d, %v; want files removed and a trim", st, first, err)
+	}
 }
