@@ -1,8 +1,8 @@
 package tables
 
 // Tests of table retention (docs/compaction.md, "Table retention"):
-// TestTableRetention runs ApplyRetention on a file:// store with an Iceberg
-// sqlite catalog over a log compacted in four batches of known publish
+// TestTableRetention runs ApplyRetention on a file:// store, embedded etcd
+// and an Iceberg sqlite catalog over a log compacted in four batches of known publish
 // times — held by a durable subscription, by time, after a crash between
 // the table commits and the trim, by size — checking after each step both
 // tables row by row, the log's first offset, the trimmed error below it,
@@ -39,6 +39,7 @@ import (
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta/metatest"
 	"github.com/lakegate/lakegate/objstore"
 )
 
@@ -48,6 +49,7 @@ var metricsBoth = Target{Root: "tables/public/default/metrics", Partition: -1, D
 
 func TestTableRetention(t *testing.T) {
 	env := newIcebergEnv(t)
+	env.meta = metatest.NewEtcdStore(t, metatest.Embedded(t)) // the metadata store of a node
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	opts := env.opts(clk)
 	opts.SnapshotsRetainLast, opts.SnapshotRetention = 1, time.Nanosecond // iceberg-go expires by the real clock
