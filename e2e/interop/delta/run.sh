@@ -11,3 +11,5 @@ cd "$repo"
 LAKEGATE_PYTHON="$py" go_test_pass ./lakehouse/delta/ TestDeltaRSReadsOurTable -- -p 1 -count=1
 # Compaction into a Delta table (WAL → Parquet → _delta_log), read by delta-rs.
 LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestCompactToTableDeltaRS -- -p 1 -count=1
+# Table retention (by time and size, held by a subscription), read by delta-rs after each step.
+LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestTableRetention -- -p 1 -count=1

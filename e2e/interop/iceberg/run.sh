@@ -10,3 +10,5 @@ py="$("$here/setup.sh" | tail -1)"
 cd "$repo"
 . "$repo/e2e/interop/gotest.sh"
 LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestCompactToTablePyIceberg -- -p 1 -count=1
+# Table retention (by time and size, held by a subscription), read by pyiceberg after each step.
+LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestTableRetention -- -p 1 -count=1
