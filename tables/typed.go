@@ -256,6 +256,28 @@ func (s *typedState) decoder() (*lakehouse.TypedSchema, error) {
 // typedStateAttempts bounds the compare-and-swap retries of an evolution.
 const typedStateAttempts = 16
 
+// loadTableDecoder returns a table's typed columns (nil: none yet) ready to
+// decode payloads with the definition they were derived from (Avro schema,
+// timestamp units); when that definition no longer maps to them, the bare
+// columns (Avro payloads then decode only through the writers' versions).
+func (t *Tables) loadTableDecoder(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {
+	kv, found, err := t.e.Meta().Get(ctx, t.tableSchemaKey(root))
+	if err != nil {
+		return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	var st typedState
+	if err := json.Unmarshal(kv.Value, &st); err != nil {
+		return nil, fmt.Errorf("%w: table schema of %s: %v", index.ErrCorrupt, root, err)
+	}
+	if ts, err := st.decoder(); err == nil {
+		return ts, nil
+	}
+	return st.schema(), nil
+}
+
 // loadTableSchema returns a table's typed columns (nil: none yet).
 func (t *Tables) loadTableSchema(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {
 	kv, found, err := t.e.Meta().Get(ctx, t.tableSchemaKey(root))
