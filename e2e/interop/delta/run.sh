@@ -10,4 +10,4 @@ cd "$repo"
 . "$repo/e2e/interop/gotest.sh"
 LAKEGATE_PYTHON="$py" go_test_pass ./lakehouse/delta/ TestDeltaRSReadsOurTable -- -p 1 -count=1
 # Compaction into a Delta table (WAL → Parquet → _delta_log), read by delta-rs.
-LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestCompactToTableDeltaRS -- -p 1 -count=1
+LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestCompactToTableDeltaRS TestCompactToTableNested -- -p 1 -count=1

@@ -9,4 +9,4 @@ repo="$(cd "$here/../../.." && pwd)"
 py="$("$here/setup.sh" | tail -1)"
 cd "$repo"
 . "$repo/e2e/interop/gotest.sh"
-LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestCompactToTablePyIceberg -- -p 1 -count=1
+LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestCompactToTablePyIceberg TestCompactToTableNested -- -p 1 -count=1
