@@ -5,8 +5,8 @@ package tables
 // record, an array of ints, an array of records, a map<string,long> and an
 // optional nested record is compacted into Delta and Iceberg, the schema
 // then gains a nested field, more is compacted, and every reader gets the
-// values back as structs, lists and maps: lakegate's own ScanTable,
-// iceberg-go, and, when their pythons are given, delta-rs and pyiceberg:
+// values back as structs, lists and maps: lakegate's own ScanTable (before
+// and after bin-packing) and table view Scan, iceberg-go, and, when their pythons are given, delta-rs and pyiceberg:
 //
 //	LAKEGATE_PYTHON=$(e2e/interop/delta/setup.sh | tail -1) \
 //	LAKEGATE_PYICEBERG=$(e2e/interop/iceberg/setup.sh | tail -1) \
@@ -30,6 +30,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/iceberg-go/table"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/proto"
@@ -417,6 +418,31 @@ func compactNested(t *testing.T, kind lakestream.SchemaType) {
 		t.Fatal(err)
 	}
 	sameRows(t, "ScanTable after bin-packing", withCountry(got), want)
+
+	// The stream's table view (Stream.Table().Scan(): Arrow IPC batches).
+	md := lakestream.StreamMetadata{ID: lakestream.StreamIdentifier{Namespace: "public/default", Name: "orders_nested"}, LogIDs: []lakestream.LogID{id}}
+	if TableRoot(md.ID) != target.Root {
+		t.Fatalf("table root %s", TableRoot(md.ID))
+	}
+	batches, err := e.tables.View(md, "file:///x").Scan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = map[int64]map[string]any{}
+	for _, b := range batches {
+		rd, err := ipc.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rd.Next() {
+			nestedRows(t, got, rd.RecordBatch())
+		}
+		if err := rd.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rd.Release()
+	}
+	sameRows(t, "View.Scan", withCountry(got), want)
 
 	script, err := filepath.Abs("../e2e/interop/nested_rows.py")
 	if err != nil {
