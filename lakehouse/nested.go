@@ -19,6 +19,13 @@ import (
 // 1) is a TypeJSON string field holding its value as JSON text.
 const MaxNestedDepth = 16
 
+// MaxTypedFields bounds the columns and nested fields one record schema
+// maps to: references to named types let a short definition expand to any
+// number of fields (a record with two fields of a record with two fields
+// of …). A definition that maps to more is ErrInvalidSchema (compaction
+// then keeps the table's columns, docs/compaction.md "Typed columns").
+const MaxTypedFields = 10_000
+
 // Names of the children of list and map fields.
 const (
 	ListElementName = "element"
@@ -56,6 +63,7 @@ type typeMapper struct {
 	names     map[string]namedDef // by full name, and by short name when unambiguous
 	short     map[string]int      // short name → definitions with it
 	expanding map[string]bool     // full names of the records being mapped
+	fields    int                 // fields mapped so far, bounded by MaxTypedFields
 }
 
 func newTypeMapper(definition []byte) *typeMapper {
@@ -154,6 +162,9 @@ func (m *typeMapper) lookup(name, ns string) (namedDef, bool) {
 // column maps one Avro type, used in namespace ns at nesting level depth
 // (0 for a top-level field's type), to a field without name or ids.
 func (m *typeMapper) column(raw json.RawMessage, ns string, depth int) TypedField {
+	if m.fields > MaxTypedFields {
+		return TypedField{Type: TypeJSON} // NewRecordSchema refuses the schema
+	}
 	raw = bytes.TrimSpace(raw)
 	var name string
 	if json.Unmarshal(raw, &name) == nil {
@@ -211,6 +222,7 @@ func (m *typeMapper) column(raw json.RawMessage, ns string, depth int) TypedFiel
 		}
 		m.expanding[full] = true
 		defer delete(m.expanding, full)
+		m.fields += len(o.Fields)
 		f := TypedField{Type: TypeStruct}
 		for _, fd := range o.Fields {
 			c := m.column(fd.Type, inner, depth+1)
@@ -222,6 +234,7 @@ func (m *typeMapper) column(raw json.RawMessage, ns string, depth int) TypedFiel
 		if depth >= MaxNestedDepth || len(o.Items) == 0 {
 			return TypedField{Type: TypeJSON}
 		}
+		m.fields++
 		e := m.column(o.Items, ns, depth+1)
 		e.Name = ListElementName
 		return TypedField{Type: TypeList, Children: []TypedField{e}}
@@ -229,6 +242,7 @@ func (m *typeMapper) column(raw json.RawMessage, ns string, depth int) TypedFiel
 		if depth >= MaxNestedDepth || len(o.Values) == 0 {
 			return TypedField{Type: TypeJSON}
 		}
+		m.fields += 2
 		v := m.column(o.Values, ns, depth+1)
 		v.Name = MapValueName
 		return TypedField{Type: TypeMap, Children: []TypedField{{Name: MapKeyName, Type: TypeString}, v}}

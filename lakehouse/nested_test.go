@@ -348,3 +348,50 @@ func FuzzNestedDecode(f *testing.F) {
 		rec.Release()
 	})
 }
+
+// TestNestedFieldBound: named types can make a short definition expand to
+// an exponential number of fields; past MaxTypedFields it is refused.
+func TestNestedFieldBound(t *testing.T) {
+	def := `{"type":"record","name":"T0","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}`
+	for i := 1; i <= 14; i++ { // 2^15 leaves
+		def = fmt.Sprintf(`{"type":"record","name":"T%d","fields":[{"name":"a","type":%s},{"name":"b","type":"T%d"}]}`, i, def, i-1)
+	}
+	top := `{"type":"record","name":"Top","fields":[{"name":"x","type":` + def + `}]}`
+	if _, err := NewRecordSchema(KindAvro, []byte(top), nil); !errors.Is(err, ErrInvalidSchema) {
+		t.Fatalf("2^15 fields: %v", err)
+	}
+	def = `{"type":"record","name":"T0","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}`
+	for i := 1; i <= 8; i++ { // 2^9 leaves: fine
+		def = fmt.Sprintf(`{"type":"record","name":"T%d","fields":[{"name":"a","type":%s},{"name":"b","type":"T%d"}]}`, i, def, i-1)
+	}
+	ts, err := NewRecordSchema(KindAvro, []byte(`{"type":"record","name":"Top","fields":[{"name":"x","type":`+def+`}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ts.NextFieldID - FirstTypedFieldID; n < 1000 || n > MaxTypedFields {
+		t.Fatalf("%d fields", n)
+	}
+}
+
+// TestNestedAvroLeaves: enum and fixed inside nested columns (string and
+// binary), a timestamp-millis in a list.
+func TestNestedAvroLeaves(t *testing.T) {
+	def := `{"type":"record","name":"R","fields":[{"name":"s","type":{"type":"record","name":"S","fields":[
+		{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}},
+		{"name":"f","type":["null",{"type":"fixed","name":"F","size":2}]},
+		{"name":"ts","type":{"type":"array","items":{"type":"long","logicalType":"timestamp-millis"}}}]}}]}`
+	ts, err := NewRecordSchema(KindAvro, []byte(def), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := shape(ts.Fields), "s:struct#1000(e:string#1001 f:binary#1002 ts:list#1003(element:timestamp#1004))"; got != want {
+		t.Fatalf("mapping %s, want %s", got, want)
+	}
+	// e = B (1), f = present (union index 1) [7 8], ts = [1 ms, 2 ms].
+	payload := []byte{2, 2, 7, 8, 4, 2, 4, 0}
+	got := typedRoundTrip(t, ts, [][]byte{payload})
+	want := map[string]any{"e": "B", "f": []byte{7, 8}, "ts": []any{int64(1000), int64(2000)}}
+	if !reflect.DeepEqual(got[0][0], want) {
+		t.Fatalf("got %#v, want %#v", got[0][0], want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -178,6 +179,7 @@ func NewRecordSchema(kind SchemaKind, definition []byte, prev *TypedSchema) (*Ty
 	_ = json.Unmarshal(definition, &top)
 	topName, topNS := fullName(&top, "")
 	m.expanding[topName] = true
+	m.fields = len(def.Fields)
 	if kind == KindAvro {
 		sc, err := avro.Parse(string(definition))
 		if err != nil {
@@ -214,6 +216,9 @@ func NewRecordSchema(kind SchemaKind, definition []byte, prev *TypedSchema) (*Ty
 			return nil, err
 		}
 		s.Fields = append(s.Fields, f)
+	}
+	if m.fields > MaxTypedFields {
+		return nil, fmt.Errorf("%w: maps to more than %d columns and nested fields", ErrInvalidSchema, MaxTypedFields)
 	}
 	if prev != nil {
 		for _, f := range prev.Fields {
@@ -454,6 +459,13 @@ func avroValue(f TypedField, v any) any {
 			return x.UnixMicro()
 		case TypeDate:
 			return int32(x.Unix() / 86400)
+		}
+	}
+	if f.Type == TypeBinary { // an Avro fixed decodes to a [size]byte
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array && rv.Type().Elem().Kind() == reflect.Uint8 {
+			b := make([]byte, rv.Len())
+			reflect.Copy(reflect.ValueOf(b), rv)
+			return b
 		}
 	}
 	if f.Type == TypeJSON {
