@@ -13,7 +13,7 @@ FUZZ_TARGETS := \
 	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead ./engine/index:FuzzDecodeRecord \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress ./protocol:FuzzEntryRecordKeys \
 	./actors:FuzzDecodeCompactedEntry \
-	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
+	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse:FuzzNestedDecode:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
 
 .PHONY: run build test test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean

@@ -118,10 +118,34 @@ func Schema(typed *TypedSchema) *arrow.Schema {
 	fields := append([]arrow.Field(nil), systemFields...)
 	if typed != nil {
 		for _, f := range typed.Fields {
-			fields = append(fields, sysField(f.Name, f.ID, arrowType(f.Type), true))
+			fields = append(fields, typedArrowField(f))
 		}
 	}
 	return arrow.NewSchema(fields, nil)
+}
+
+// typedArrowField is the Arrow field of a typed column or nested field:
+// nullable (a map key excepted), with its field id, and for nested types
+// the fields of its children.
+func typedArrowField(f TypedField) arrow.Field {
+	af := arrow.Field{Name: f.Name, Nullable: true, Metadata: fieldID(f.ID)}
+	switch f.Type {
+	case TypeStruct:
+		cs := make([]arrow.Field, len(f.Children))
+		for i, c := range f.Children {
+			cs[i] = typedArrowField(c)
+		}
+		af.Type = arrow.StructOf(cs...)
+	case TypeList:
+		af.Type = arrow.ListOfField(typedArrowField(f.Children[0]))
+	case TypeMap:
+		k := typedArrowField(f.Children[0])
+		k.Nullable = false
+		af.Type = arrow.MapOfFields(k, typedArrowField(f.Children[1]))
+	default:
+		af.Type = arrowType(f.Type)
+	}
+	return af
 }
 
 func arrowType(t ValueType) arrow.DataType {
@@ -376,6 +400,32 @@ func appendTyped(b array.Builder, v any) int64 {
 		b.Append(arrow.Timestamp(v.(int64)))
 	case *array.Date32Builder:
 		b.Append(arrow.Date32(v.(int32)))
+	case *array.StructBuilder:
+		sv := v.(structValue)
+		b.Append(true)
+		n := int64(1)
+		for i := range b.NumField() {
+			n += appendTyped(b.FieldBuilder(i), sv[i])
+		}
+		return n
+	case *array.MapBuilder:
+		mv := v.(mapValue)
+		b.Append(true)
+		kb, ib := b.KeyBuilder().(*array.StringBuilder), b.ItemBuilder()
+		n := int64(4)
+		for _, e := range mv {
+			kb.Append(e.key)
+			n += int64(len(e.key)) + appendTyped(ib, e.value)
+		}
+		return n
+	case *array.ListBuilder:
+		lv := v.(listValue)
+		b.Append(true)
+		n := int64(4)
+		for _, e := range lv {
+			n += appendTyped(b.ValueBuilder(), e)
+		}
+		return n
 	default:
 		panic(fmt.Sprintf("lakehouse: no typed append for %T", b)) // schema and decoder disagree: a bug
 	}

@@ -21,6 +21,9 @@
 //     and bytes).
 //   - typed.go: TypedSchema — typed value columns for primitive, JSON and
 //     AVRO topic schemas, with stable field ids across evolution.
+//   - nested.go: nested typed columns — Avro records, arrays and maps as
+//     structs, lists and maps (to MaxNestedDepth levels), their field ids
+//     and evolution, and JSON/Avro values decoded into them.
 //   - parquet.go: WriteParquet (zstd, row groups cut by bytes, bounded
 //     files, one table partition per file), FooterStats (Delta stats and
 //     Iceberg metrics), ReadParquet and MessagesFromRecord.

@@ -633,38 +633,67 @@ func typedRoundTrip(t *testing.T, ts *TypedSchema, payloads [][]byte) [][]any {
 	for j := range ts.Fields {
 		col := tbl.Column(len(systemFields) + j).Data().Chunk(0)
 		for i := range payloads {
-			if col.IsNull(i) {
-				continue
-			}
-			switch a := col.(type) {
-			case *array.String:
-				out[i][j] = a.Value(i)
-			case *array.Binary:
-				out[i][j] = bytes.Clone(a.Value(i))
-			case *array.Int8:
-				out[i][j] = a.Value(i)
-			case *array.Int16:
-				out[i][j] = a.Value(i)
-			case *array.Int32:
-				out[i][j] = a.Value(i)
-			case *array.Int64:
-				out[i][j] = a.Value(i)
-			case *array.Float32:
-				out[i][j] = a.Value(i)
-			case *array.Float64:
-				out[i][j] = a.Value(i)
-			case *array.Boolean:
-				out[i][j] = a.Value(i)
-			case *array.Timestamp:
-				out[i][j] = int64(a.Value(i))
-			case *array.Date32:
-				out[i][j] = int32(a.Value(i))
-			default:
-				t.Fatalf("column type %s", col.DataType())
-			}
+			out[i][j] = arrowValue(t, col, i)
 		}
 	}
 	return out
+}
+
+// arrowValue is row i of a typed column as a Go value: nil for null, a
+// struct as map[string]any by field name, a list as []any, a map as
+// map[string]any.
+func arrowValue(t *testing.T, col arrow.Array, i int) any {
+	t.Helper()
+	if col.IsNull(i) {
+		return nil
+	}
+	switch a := col.(type) {
+	case *array.String:
+		return a.Value(i)
+	case *array.Binary:
+		return bytes.Clone(a.Value(i))
+	case *array.Int8:
+		return a.Value(i)
+	case *array.Int16:
+		return a.Value(i)
+	case *array.Int32:
+		return a.Value(i)
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Float32:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Timestamp:
+		return int64(a.Value(i))
+	case *array.Date32:
+		return int32(a.Value(i))
+	case *array.Struct:
+		st := a.DataType().(*arrow.StructType)
+		m := map[string]any{}
+		for k := range a.NumField() {
+			m[st.Field(k).Name] = arrowValue(t, a.Field(k), i)
+		}
+		return m
+	case *array.Map:
+		start, end := a.ValueOffsets(i)
+		m := map[string]any{}
+		for k := start; k < end; k++ {
+			m[a.Keys().(*array.String).Value(int(k))] = arrowValue(t, a.Items(), int(k))
+		}
+		return m
+	case *array.List:
+		start, end := a.ValueOffsets(i)
+		l := []any{}
+		for k := start; k < end; k++ {
+			l = append(l, arrowValue(t, a.ListValues(), int(k)))
+		}
+		return l
+	}
+	t.Fatalf("column type %s", col.DataType())
+	return nil
 }
 
 const recordDef = `{"type":"record","name":"Order","fields":[
@@ -689,7 +718,7 @@ func TestTypedJSON(t *testing.T) {
 		[]byte(`{"id":1,"qty":3000000000}`),
 	})
 	want := [][]any{
-		{int64(9007199254740993), "book", int32(2), 9.5, true, int64(1764460800000000), `["a","b"]`, []byte{0, 1, 2}},
+		{int64(9007199254740993), "book", int32(2), 9.5, true, int64(1764460800000000), []any{"a", "b"}, []byte{0, 1, 2}},
 		{int64(1), nil, nil, 1.0, false, nil, nil, nil},
 		{nil, nil, nil, nil, nil, nil, nil, nil},
 		{int64(1), nil, nil, nil, nil, nil, nil, nil},
@@ -697,10 +726,15 @@ func TestTypedJSON(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("typed JSON:\n got %#v\nwant %#v", got, want)
 	}
+	// Ids in definition order, a nested field's children right after it.
+	wantIDs := []int32{1000, 1001, 1002, 1003, 1004, 1005, 1006, 1008}
 	for i, f := range ts.Fields {
-		if f.ID != FirstTypedFieldID+int32(i) {
-			t.Fatalf("field %s id %d", f.Name, f.ID)
+		if f.ID != wantIDs[i] {
+			t.Fatalf("field %s id %d, want %d", f.Name, f.ID, wantIDs[i])
 		}
+	}
+	if el := ts.Fields[6].Children; len(el) != 1 || el[0].ID != 1007 || el[0].Name != ListElementName || ts.NextFieldID != 1009 {
+		t.Fatalf("tags element %+v, next id %d", el, ts.NextFieldID)
 	}
 }
 
@@ -731,8 +765,8 @@ func TestTypedAvro(t *testing.T) {
 	}
 	got := typedRoundTrip(t, ts, [][]byte{p1, p2, {0xff}})
 	want := [][]any{
-		{int64(7), "pen", int32(3), 2.5, true, int64(1764460800123000), `["x"]`, []byte{9}},
-		{int64(8), nil, int32(0), 0.0, false, int64(0), `[]`, []byte{}},
+		{int64(7), "pen", int32(3), 2.5, true, int64(1764460800123000), []any{"x"}, []byte{9}},
+		{int64(8), nil, int32(0), 0.0, false, int64(0), []any{}, []byte{}},
 		{nil, nil, nil, nil, nil, nil, nil, nil},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -58,12 +59,16 @@ const (
 	TypeTimestamp ValueType = "timestamp" // µs, UTC
 	TypeDate      ValueType = "date"      // days since the epoch
 	TypeJSON      ValueType = "json"      // nested value as JSON text (string column)
+	TypeStruct    ValueType = "struct"    // an Avro record: Children are its fields
+	TypeList      ValueType = "list"      // an Avro array: Children is its element
+	TypeMap       ValueType = "map"       // an Avro map: Children are its string key and its value
 )
 
 // FirstTypedFieldID is the field id of the first typed column.
 const FirstTypedFieldID = 1000
 
-// TypedField is one typed column. All typed columns are nullable.
+// TypedField is one typed column, or a field nested in one. All typed
+// columns and nested fields are nullable (map keys excepted).
 type TypedField struct {
 	Name string
 	ID   int32
@@ -73,6 +78,11 @@ type TypedField struct {
 	// Retired fields were removed from the schema; they stay as columns
 	// (always null in new rows) so older files keep one table schema.
 	Retired bool
+	// Children of a TypeStruct are its fields in definition order, then
+	// the retired ones; of a TypeList its element (ListElementName); of a
+	// TypeMap its key (MapKeyName, TypeString) and value (MapValueName).
+	// Each has its own id from the schema's NextFieldID.
+	Children []TypedField
 }
 
 // TypedSchema describes the typed columns of a topic (docs/table-schema.md,
@@ -112,6 +122,16 @@ func (s *TypedSchema) WithWriters(writers map[string][]byte) *TypedSchema {
 	}
 	return &c
 }
+
+// avroSliceElemsMax bounds the elements of one Avro array a payload may
+// claim: items that take no bytes (nulls, empty records) let a few bytes
+// claim any count, and the decoder allocates the count up front. A payload
+// with a longer array does not decode (its typed columns are null).
+const avroSliceElemsMax = 1 << 20
+
+// avroDecoding is hamba/avro's default configuration with arrays bounded
+// (avroSliceElemsMax); strings and bytes keep its default bound (1 MiB).
+var avroDecoding = avro.Config{MaxSliceAllocSize: avroSliceElemsMax}.Freeze()
 
 // NewPrimitiveSchema returns the one-column ("value") schema of a primitive
 // Pulsar schema kind.
@@ -154,6 +174,12 @@ func NewRecordSchema(kind SchemaKind, definition []byte, prev *TypedSchema) (*Ty
 		return nil, fmt.Errorf("%w: definition type %v, want record", ErrInvalidSchema, def.Type)
 	}
 	s := &TypedSchema{Kind: kind, NextFieldID: FirstTypedFieldID}
+	m := newTypeMapper(definition)
+	var top avroTypeObj
+	_ = json.Unmarshal(definition, &top)
+	topName, topNS := fullName(&top, "")
+	m.expanding[topName] = true
+	m.fields = len(def.Fields)
 	if kind == KindAvro {
 		sc, err := avro.Parse(string(definition))
 		if err != nil {
@@ -180,18 +206,19 @@ func NewRecordSchema(kind SchemaKind, definition []byte, prev *TypedSchema) (*Ty
 			return nil, fmt.Errorf("%w: duplicate field %q", ErrInvalidSchema, fd.Name)
 		}
 		seen[fd.Name] = true
-		t, scale := avroColumnType(fd.Type)
-		f := TypedField{Name: fd.Name, Type: t, timeScale: scale}
-		if old, ok := byName[fd.Name]; ok {
-			if old.Type != t {
-				return nil, fmt.Errorf("%w: field %q changes from %s to %s", ErrIncompatibleSchema, fd.Name, old.Type, t)
-			}
-			f.ID = old.ID
-		} else {
-			f.ID = s.NextFieldID
-			s.NextFieldID++
+		f := m.column(fd.Type, topNS, 0)
+		f.Name = fd.Name
+		var old *TypedField
+		if o, ok := byName[fd.Name]; ok {
+			old = &o
+		}
+		if err := evolve(&f, old, &s.NextFieldID, fd.Name); err != nil {
+			return nil, err
 		}
 		s.Fields = append(s.Fields, f)
+	}
+	if m.fields > MaxTypedFields {
+		return nil, fmt.Errorf("%w: maps to more than %d columns and nested fields", ErrInvalidSchema, MaxTypedFields)
 	}
 	if prev != nil {
 		for _, f := range prev.Fields {
@@ -202,51 +229,6 @@ func NewRecordSchema(kind SchemaKind, definition []byte, prev *TypedSchema) (*Ty
 		}
 	}
 	return s, nil
-}
-
-// avroColumnType maps one Avro field type to a column type and, for
-// timestamps, the factor to µs.
-func avroColumnType(raw json.RawMessage) (ValueType, int64) {
-	var name string
-	if json.Unmarshal(raw, &name) == nil {
-		return avroPrimitive(name), 0
-	}
-	var union []json.RawMessage
-	if json.Unmarshal(raw, &union) == nil {
-		var rest []json.RawMessage
-		for _, u := range union {
-			if string(bytes.TrimSpace(u)) != `"null"` {
-				rest = append(rest, u)
-			}
-		}
-		if len(rest) == 1 {
-			return avroColumnType(rest[0])
-		}
-		return TypeJSON, 0
-	}
-	var obj struct {
-		Type        string `json:"type"`
-		LogicalType string `json:"logicalType"`
-	}
-	if json.Unmarshal(raw, &obj) == nil {
-		switch {
-		case obj.LogicalType == "timestamp-millis" && obj.Type == "long":
-			return TypeTimestamp, 1000
-		case obj.LogicalType == "timestamp-micros" && obj.Type == "long":
-			return TypeTimestamp, 1
-		case obj.LogicalType == "date" && obj.Type == "int":
-			return TypeDate, 0
-		case obj.Type == "enum":
-			return TypeString, 0
-		case obj.Type == "fixed":
-			return TypeBinary, 0
-		case obj.Type == "record" || obj.Type == "array" || obj.Type == "map":
-			return TypeJSON, 0
-		case obj.LogicalType == "":
-			return avroPrimitive(obj.Type), 0
-		}
-	}
-	return TypeJSON, 0
 }
 
 func avroPrimitive(name string) ValueType {
@@ -272,8 +254,10 @@ func avroPrimitive(name string) ValueType {
 // decodeValues decodes one payload, written with schema version (nil:
 // none), into one value per field (nil = null). Values have the Go type of
 // their column: string, int8…int64, float32, float64, bool, []byte;
-// TypeTimestamp is int64 µs, TypeDate int32 days, TypeJSON a string. A
-// payload that does not decode yields all nil.
+// TypeTimestamp is int64 µs, TypeDate int32 days, TypeJSON a string,
+// TypeStruct a structValue, TypeList a listValue, TypeMap a mapValue. A
+// payload that does not decode yields all nil; a value (or nested value)
+// that does not match its field's type is nil.
 func (s *TypedSchema) decodeValues(payload, version []byte, out []any) {
 	clear(out)
 	switch s.Kind {
@@ -295,11 +279,24 @@ func (s *TypedSchema) decodeValues(payload, version []byte, out []any) {
 		if w, ok := s.writers[string(version)]; ok {
 			sc = w
 		}
-		if sc == nil || avro.Unmarshal(sc, payload, &obj) != nil {
+		if sc == nil {
+			return
+		}
+		// Not avro.Unmarshal: it takes running out of bytes for success,
+		// and a truncated payload is one that does not decode.
+		r := avro.NewReader(nil, 0, avro.WithReaderConfig(avroDecoding)).Reset(payload)
+		if r.ReadVal(sc, &obj); r.Error != nil {
 			return
 		}
 		for i, f := range s.Fields {
-			if v, ok := obj[f.Name]; ok && !f.Retired {
+			v, ok := obj[f.Name]
+			switch {
+			case !ok || f.Retired:
+			case IsNested(f.Type):
+				if ws := writerField(sc, f.Name); ws != nil {
+					out[i] = avroTree(&s.Fields[i], ws, v)
+				}
+			default:
 				out[i] = avroValue(f, v)
 			}
 		}
@@ -364,22 +361,7 @@ func jsonValue(f TypedField, raw json.RawMessage) any {
 	if d.Decode(&v) != nil {
 		return nil
 	}
-	switch x := v.(type) {
-	case string:
-		switch f.Type {
-		case TypeString:
-			return x
-		case TypeBinary: // Jackson writes bytes as base64
-			return decodeBase64(x)
-		}
-	case bool:
-		if f.Type == TypeBool {
-			return x
-		}
-	case json.Number:
-		return numberValue(f, x)
-	}
-	return nil
+	return jsonTree(&f, v) // Jackson writes bytes as base64
 }
 
 func numberValue(f TypedField, n json.Number) any {
@@ -477,6 +459,13 @@ func avroValue(f TypedField, v any) any {
 			return x.UnixMicro()
 		case TypeDate:
 			return int32(x.Unix() / 86400)
+		}
+	}
+	if f.Type == TypeBinary { // an Avro fixed decodes to a [size]byte
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array && rv.Type().Elem().Kind() == reflect.Uint8 {
+			b := make([]byte, rv.Len())
+			reflect.Copy(reflect.ValueOf(b), rv)
+			return b
 		}
 	}
 	if f.Type == TypeJSON {

@@ -162,7 +162,7 @@ func (t *Tables) repackOnce(ctx context.Context, id lakestream.LogID, tg Target,
 	if err != nil {
 		return err
 	}
-	typed, err := t.loadTableSchema(ctx, tg.Root)
+	typed, err := t.loadTableDecoder(ctx, tg.Root)
 	if err != nil {
 		return err
 	}

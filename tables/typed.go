@@ -25,6 +25,10 @@ const (
 	typedMetaID      = "lakegate.fieldId"
 	typedMetaRetired = "lakegate.retired"
 	typedMetaKind    = "lakegate.schemaKind"
+	// typedMetaNested is a nested column's children (names, ids, types) as
+	// JSON text: the ids of list elements and map keys and values have no
+	// other place in a Delta schema.
+	typedMetaNested = "lakegate.nested"
 )
 
 // schemaKind maps a stream's schema type to the typed-column kind; ok is
@@ -57,8 +61,15 @@ func typedFromDelta(s delta.Schema) (*lakehouse.TypedSchema, error) {
 			return nil, fmt.Errorf("tables: typed column %s: field id: %w", f.Name, err)
 		}
 		retired, _ := f.Metadata[typedMetaRetired].(bool)
-		ts.Fields = append(ts.Fields, lakehouse.TypedField{Name: f.Name, ID: int32(id), Type: lakehouse.ValueType(vt), Retired: retired})
-		ts.NextFieldID = max(ts.NextFieldID, int32(id)+1)
+		var children []typedField
+		if nested, ok := f.Metadata[typedMetaNested].(string); ok {
+			if err := json.Unmarshal([]byte(nested), &children); err != nil {
+				return nil, fmt.Errorf("tables: typed column %s: nested fields: %w", f.Name, err)
+			}
+		}
+		tf := fieldOf(typedField{Name: f.Name, ID: int32(id), Type: lakehouse.ValueType(vt), Retired: retired, Children: children})
+		ts.Fields = append(ts.Fields, tf)
+		ts.NextFieldID = max(ts.NextFieldID, maxID(tf)+1)
 	}
 	return ts, nil
 }
@@ -120,7 +131,7 @@ func sameColumns(a, b *lakehouse.TypedSchema) bool {
 			return false
 		}
 	}
-	return true
+	return lakehouse.SameFields(a.Fields, b.Fields)
 }
 
 // deltaSchemaOf is the Delta schema of table files with typed columns ts,
@@ -145,6 +156,13 @@ func deltaSchemaOf(ts *lakehouse.TypedSchema) (delta.Schema, error) {
 		s.Fields[i].Metadata = map[string]any{
 			typedMetaType: string(tf.Type), typedMetaID: int64(tf.ID), typedMetaRetired: tf.Retired, typedMetaKind: string(ts.Kind),
 		}
+		if len(tf.Children) > 0 {
+			nested, err := json.Marshal(typedFieldOf(tf).Children)
+			if err != nil {
+				return s, fmt.Errorf("tables: typed column %s: %w", tf.Name, err)
+			}
+			s.Fields[i].Metadata[typedMetaNested] = string(nested)
+		}
 	}
 	return s, nil
 }
@@ -166,17 +184,45 @@ type typedState struct {
 	Next       int32        `json:"next"`
 }
 
+// typedField is a column, or a nested field (Children: a struct's fields,
+// a list's element, a map's key and value; docs/table-schema.md).
 type typedField struct {
-	Name    string              `json:"name"`
-	ID      int32               `json:"id"`
-	Type    lakehouse.ValueType `json:"type"`
-	Retired bool                `json:"retired,omitempty"`
+	Name     string              `json:"name"`
+	ID       int32               `json:"id"`
+	Type     lakehouse.ValueType `json:"type"`
+	Retired  bool                `json:"retired,omitempty"`
+	Children []typedField        `json:"children,omitempty"`
+}
+
+func fieldOf(f typedField) lakehouse.TypedField {
+	out := lakehouse.TypedField{Name: f.Name, ID: f.ID, Type: f.Type, Retired: f.Retired}
+	for _, c := range f.Children {
+		out.Children = append(out.Children, fieldOf(c))
+	}
+	return out
+}
+
+func typedFieldOf(f lakehouse.TypedField) typedField {
+	out := typedField{Name: f.Name, ID: f.ID, Type: f.Type, Retired: f.Retired}
+	for _, c := range f.Children {
+		out.Children = append(out.Children, typedFieldOf(c))
+	}
+	return out
+}
+
+// maxID is the largest field id of f and its children.
+func maxID(f lakehouse.TypedField) int32 {
+	id := f.ID
+	for _, c := range f.Children {
+		id = max(id, maxID(c))
+	}
+	return id
 }
 
 func (s *typedState) schema() *lakehouse.TypedSchema {
 	ts := &lakehouse.TypedSchema{Kind: s.Kind, NextFieldID: s.Next}
 	for _, f := range s.Fields {
-		ts.Fields = append(ts.Fields, lakehouse.TypedField{Name: f.Name, ID: f.ID, Type: f.Type, Retired: f.Retired})
+		ts.Fields = append(ts.Fields, fieldOf(f))
 	}
 	return ts
 }
@@ -184,7 +230,7 @@ func (s *typedState) schema() *lakehouse.TypedSchema {
 func stateOf(ts *lakehouse.TypedSchema, def []byte) typedState {
 	s := typedState{Kind: ts.Kind, Definition: def, Next: ts.NextFieldID}
 	for _, f := range ts.Fields {
-		s.Fields = append(s.Fields, typedField{Name: f.Name, ID: f.ID, Type: f.Type, Retired: f.Retired})
+		s.Fields = append(s.Fields, typedFieldOf(f))
 	}
 	return s
 }
@@ -209,6 +255,28 @@ func (s *typedState) decoder() (*lakehouse.TypedSchema, error) {
 
 // typedStateAttempts bounds the compare-and-swap retries of an evolution.
 const typedStateAttempts = 16
+
+// loadTableDecoder returns a table's typed columns (nil: none yet) ready to
+// decode payloads with the definition they were derived from (Avro schema,
+// timestamp units); when that definition no longer maps to them, the bare
+// columns (Avro payloads then decode only through the writers' versions).
+func (t *Tables) loadTableDecoder(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {
+	kv, found, err := t.e.Meta().Get(ctx, t.tableSchemaKey(root))
+	if err != nil {
+		return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	var st typedState
+	if err := json.Unmarshal(kv.Value, &st); err != nil {
+		return nil, fmt.Errorf("%w: table schema of %s: %v", index.ErrCorrupt, root, err)
+	}
+	if ts, err := st.decoder(); err == nil {
+		return ts, nil
+	}
+	return st.schema(), nil
+}
 
 // loadTableSchema returns a table's typed columns (nil: none yet).
 func (t *Tables) loadTableSchema(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {

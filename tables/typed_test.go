@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -96,5 +97,46 @@ func TestTypedSchemaEvolvesThroughTheDeltaSchema(t *testing.T) {
 	// The system-only schema has no typed metadata.
 	if s := roundTrip(t, nil); s != nil {
 		t.Fatalf("nil round trip: %+v", s)
+	}
+}
+
+// TestNestedTypedSchemaThroughDeltaAndState: the ids of nested fields
+// (list elements and map keys and values included) survive the Delta
+// schema metadata and the etcd state, and evolve from there.
+func TestNestedTypedSchemaThroughDeltaAndState(t *testing.T) {
+	v1, err := nextTypedSchema(nil, lakestream.SchemaConfig{Type: lakestream.SchemaAvro, Definition: []byte(nestedV1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := roundTrip(t, v1); !sameColumns(got, v1) || got.NextFieldID != v1.NextFieldID {
+		t.Fatalf("Delta round trip: %+v, want %+v", got, v1)
+	}
+	st := stateOf(v1, []byte(nestedV1))
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back typedState
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !sameColumns(back.schema(), v1) {
+		t.Fatalf("state round trip: %s", b)
+	}
+	dec, err := back.decoder()
+	if err != nil || !sameColumns(dec, v1) {
+		t.Fatalf("decoder from state: %v", err)
+	}
+	v2, err := nextTypedSchema(back.schema(), lakestream.SchemaConfig{Type: lakestream.SchemaAvro, Definition: []byte(nestedV2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2.NextFieldID != v1.NextFieldID+2 || sameColumns(v1, v2) {
+		t.Fatalf("v2 next id %d (v1 %d)", v2.NextFieldID, v1.NextFieldID)
+	}
+	for i, f := range v1.Fields {
+		if v2.Fields[i].ID != f.ID {
+			t.Fatalf("v2 field %s id %d, was %d", f.Name, v2.Fields[i].ID, f.ID)
+		}
 	}
 }

@@ -133,3 +133,30 @@ func FuzzParseCommit(f *testing.F) {
 		}
 	})
 }
+
+// TestMergeType: struct fields missing at any depth (through arrays and
+// maps) are added; existing fields are never dropped or retyped.
+func TestMergeType(t *testing.T) {
+	f := func(name string, dt DataType) Field { return Field{Name: name, Type: dt, Nullable: true} }
+	addr := func(fs ...Field) DataType {
+		return StructOf(append([]Field{f("city", Primitive(TypeString))}, fs...)...)
+	}
+	cur := StructOf(f("a", addr()), f("l", ArrayOf(addr(), true)), f("m", MapOf(Primitive(TypeString), addr(), true)))
+	add := StructOf(f("a", addr(f("zip", Primitive(TypeInteger)))), f("l", ArrayOf(addr(f("zip", Primitive(TypeInteger))), true)),
+		f("m", MapOf(Primitive(TypeString), addr(f("zip", Primitive(TypeInteger))), true)))
+	got, grown := mergeType(cur, add)
+	if !grown {
+		t.Fatal("nothing added")
+	}
+	if s, w := (Schema{Fields: got.Fields}).JSON(), (Schema{Fields: add.Fields}).JSON(); s != w {
+		t.Fatalf("merged\n %s\nwant\n %s", s, w)
+	}
+	// Merging the older type into the newer adds nothing.
+	if _, grown := mergeType(add, cur); grown {
+		t.Fatal("older type grew the newer")
+	}
+	// A type conflict keeps the current type.
+	if got, grown := mergeType(Primitive(TypeLong), Primitive(TypeString)); grown || got.Name != TypeLong {
+		t.Fatalf("conflict: %+v %v", got, grown)
+	}
+}

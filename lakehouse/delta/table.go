@@ -229,7 +229,9 @@ type CommitRequest struct {
 	// streaming readers skip the commit.
 	NoDataChange bool
 	// AddColumns, when set, are top-level fields added to the current
-	// schema unless a field of that name exists: merged against the table
+	// schema unless a field of that name exists, in which case the nested
+	// struct fields the existing one lacks (at any depth, through arrays
+	// and maps) are added to it (mergeType): merged against the table
 	// state of each attempt, so concurrent writers adding columns never
 	// drop each other's. Ignored when NewSchema is set.
 	AddColumns []Field
@@ -333,12 +335,20 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 	newSchema := req.NewSchema
 	if newSchema == nil && len(req.AddColumns) > 0 {
 		merged := Schema{Fields: append([]Field(nil), s.schema.Fields...)}
+		changed := false
 		for _, f := range req.AddColumns {
-			if _, ok := merged.Field(f.Name); !ok {
+			i := slices.IndexFunc(merged.Fields, func(g Field) bool { return g.Name == f.Name })
+			if i < 0 {
 				merged.Fields = append(merged.Fields, f)
+				changed = true
+				continue
+			}
+			if t, grown := mergeType(merged.Fields[i].Type, f.Type); grown {
+				merged.Fields[i].Type, merged.Fields[i].Metadata = t, f.Metadata
+				changed = true
 			}
 		}
-		if len(merged.Fields) > len(s.schema.Fields) {
+		if changed {
 			if err := merged.Validate(); err != nil {
 				return nil, err
 			}
@@ -432,4 +442,52 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// mergeType returns cur with the struct fields of add that it lacks
+// appended, at any depth through structs, arrays and maps, and whether
+// anything was added. Fields of cur are never removed or retyped: where the
+// two disagree on a type, cur's stays.
+func mergeType(cur, add DataType) (DataType, bool) {
+	if cur.Name != add.Name {
+		return cur, false
+	}
+	switch cur.Name {
+	case "struct":
+		out := cur
+		out.Fields = append([]Field(nil), cur.Fields...)
+		grown := false
+		for _, af := range add.Fields {
+			i := slices.IndexFunc(out.Fields, func(g Field) bool { return g.Name == af.Name })
+			if i < 0 {
+				out.Fields = append(out.Fields, af)
+				grown = true
+				continue
+			}
+			if t, ok := mergeType(out.Fields[i].Type, af.Type); ok {
+				out.Fields[i].Type = t
+				grown = true
+			}
+		}
+		return out, grown
+	case "array":
+		if cur.Element == nil || add.Element == nil {
+			return cur, false
+		}
+		if t, ok := mergeType(*cur.Element, *add.Element); ok {
+			out := cur
+			out.Element = &t
+			return out, true
+		}
+	case "map":
+		if cur.Value == nil || add.Value == nil {
+			return cur, false
+		}
+		if t, ok := mergeType(*cur.Value, *add.Value); ok {
+			out := cur
+			out.Value = &t
+			return out, true
+		}
+	}
+	return cur, false
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegate/lakegate/lakehouse"
@@ -456,5 +457,30 @@ func TestCommitManyRanges(t *testing.T) {
 	t.Logf("%d manifests, %d metadata files after %d commits", len(mfs), len(metas), ranges)
 	if len(mfs) >= ranges/2 || len(metas) > 102 {
 		t.Fatalf("%d manifests, %d metadata files after %d commits", len(mfs), len(metas), ranges)
+	}
+}
+
+// TestMergeType: nested fields missing (by id) at any depth are added as
+// optional; existing ones stay.
+func TestMergeType(t *testing.T) {
+	addr := func(extra ...ice.NestedField) *ice.StructType {
+		return &ice.StructType{FieldList: append([]ice.NestedField{{ID: 2, Name: "city", Type: ice.PrimitiveTypes.String}}, extra...)}
+	}
+	zip := ice.NestedField{ID: 9, Name: "zip", Type: ice.PrimitiveTypes.Int32, Required: true}
+	cur := &ice.ListType{ElementID: 1, Element: &ice.MapType{KeyID: 3, KeyType: ice.PrimitiveTypes.String, ValueID: 4, ValueType: addr()}}
+	add := &ice.ListType{ElementID: 1, Element: &ice.MapType{KeyID: 3, KeyType: ice.PrimitiveTypes.String, ValueID: 4, ValueType: addr(zip)}}
+	got, grown := mergeType(cur, add)
+	if !grown {
+		t.Fatal("nothing added")
+	}
+	st := got.(*ice.ListType).Element.(*ice.MapType).ValueType.(*ice.StructType)
+	if len(st.FieldList) != 2 || st.FieldList[1].ID != 9 || st.FieldList[1].Required {
+		t.Fatalf("merged %s", got)
+	}
+	if len(addr().FieldList) != 1 || len(cur.Element.(*ice.MapType).ValueType.(*ice.StructType).FieldList) != 1 {
+		t.Fatal("merge changed its input")
+	}
+	if _, grown := mergeType(add, cur); grown {
+		t.Fatal("older type grew the newer")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -327,7 +328,8 @@ func (c *Catalog) create(ctx context.Context, ident table.Identifier, loc string
 }
 
 // addColumns adds the typed columns missing from tbl's current schema, as
-// optional fields with their own ids, in one schema commit guarded by the
+// optional fields with their own ids, and the nested fields missing from
+// its struct columns (mergeType), in one schema commit guarded by the
 // current schema id (a concurrent change makes it fail: the caller
 // reloads and tries again). It returns the reloaded table, or tbl when
 // nothing was missing.
@@ -349,6 +351,14 @@ func (c *Catalog) addColumns(ctx context.Context, ident table.Identifier, tbl *t
 		if got, ok := cur.FindFieldByID(f.ID); ok {
 			if got.Name != f.Name {
 				return nil, fmt.Errorf("%w: %s: field id %d is %q, want %q", ErrTableMismatch, ident, f.ID, got.Name, f.Name)
+			}
+			if t, grown := mergeType(got.Type, f.Type); grown {
+				for i := range fields {
+					if fields[i].ID == got.ID {
+						fields[i].Type = t
+					}
+				}
+				added++
 			}
 			continue
 		}
@@ -374,4 +384,55 @@ func (c *Catalog) addColumns(ctx context.Context, ident table.Identifier, tbl *t
 		return nil, fmt.Errorf("iceberg: load %s: %w", ident, err)
 	}
 	return tbl, nil
+}
+
+// mergeType returns cur with the optional struct fields of add that it
+// lacks (by field id) appended, at any depth through structs, lists and
+// maps, and whether anything was added. Fields of cur are never removed or
+// retyped: where the two disagree, cur's type stays.
+func mergeType(cur, add ice.Type) (ice.Type, bool) {
+	switch c := cur.(type) {
+	case *ice.StructType:
+		a, ok := add.(*ice.StructType)
+		if !ok {
+			return cur, false
+		}
+		out := &ice.StructType{FieldList: append([]ice.NestedField(nil), c.FieldList...)}
+		grown := false
+		for _, af := range a.FieldList {
+			i := slices.IndexFunc(out.FieldList, func(f ice.NestedField) bool { return f.ID == af.ID })
+			if i < 0 {
+				af.Required = false
+				out.FieldList = append(out.FieldList, af)
+				grown = true
+				continue
+			}
+			if t, ok := mergeType(out.FieldList[i].Type, af.Type); ok {
+				out.FieldList[i].Type = t
+				grown = true
+			}
+		}
+		return out, grown
+	case *ice.ListType:
+		a, ok := add.(*ice.ListType)
+		if !ok || a.ElementID != c.ElementID {
+			return cur, false
+		}
+		if t, ok := mergeType(c.Element, a.Element); ok {
+			out := *c
+			out.Element = t
+			return &out, true
+		}
+	case *ice.MapType:
+		a, ok := add.(*ice.MapType)
+		if !ok || a.ValueID != c.ValueID {
+			return cur, false
+		}
+		if t, ok := mergeType(c.ValueType, a.ValueType); ok {
+			out := *c
+			out.ValueType = t
+			return &out, true
+		}
+	}
+	return cur, false
 }

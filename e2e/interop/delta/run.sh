@@ -10,6 +10,6 @@ cd "$repo"
 . "$repo/e2e/interop/gotest.sh"
 LAKEGATE_PYTHON="$py" go_test_pass ./lakehouse/delta/ TestDeltaRSReadsOurTable -- -p 1 -count=1
 # Compaction into a Delta table (WAL → Parquet → _delta_log), read by delta-rs.
-LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestCompactToTableDeltaRS -- -p 1 -count=1
+LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestCompactToTableDeltaRS TestCompactToTableNested -- -p 1 -count=1
 # Table retention (by time and size, held by a subscription), read by delta-rs after each step.
 LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestTableRetention -- -p 1 -count=1

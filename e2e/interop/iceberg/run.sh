@@ -9,6 +9,6 @@ repo="$(cd "$here/../../.." && pwd)"
 py="$("$here/setup.sh" | tail -1)"
 cd "$repo"
 . "$repo/e2e/interop/gotest.sh"
-LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestCompactToTablePyIceberg -- -p 1 -count=1
+LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestCompactToTablePyIceberg TestCompactToTableNested -- -p 1 -count=1
 # Table retention (by time and size, held by a subscription), read by pyiceberg after each step.
 LAKEGATE_PYICEBERG="$py" go_test_pass ./tables/ TestTableRetention -- -p 1 -count=1
