@@ -162,6 +162,10 @@ func TestPortReplaceTableChunks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The chunks in the index (ReplaceChunks replaces folded chunks only).
+	if err := e.clog.foldNow(ctx); err != nil {
+		t.Fatal(err)
+	}
 	want, err := e.ReadEntries(ctx, id, 0, 100, 1<<20)
 	if err != nil || len(want) != 4 {
 		t.Fatal(len(want), err)
