@@ -13,6 +13,9 @@ package tables
 //	go test -p 1 -run Nested ./tables/
 //
 // Without them those two readers are skipped (logged; a skip is not a pass).
+// TestSparkReadsNestedTable has Spark 3.5 + delta-spark read the same Delta
+// tables (needs LAKEGATE_SPARK_PYTHON and LAKEGATE_SPARK_JARS, skipped
+// without them; e2e/interop/spark/run.sh sets them and fails on a skip).
 
 import (
 	"bytes"
@@ -24,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -292,7 +296,21 @@ func TestCompactToTableNested(t *testing.T) {
 	}
 }
 
-func compactNested(t *testing.T, kind lakestream.SchemaType) {
+// nestedTable is a stream of one kind compacted into Delta and Iceberg
+// with the nested columns, in two schema versions: rows 0-29 with
+// nestedV1, then rows 30-59 with nestedV2 (country added to Address), so
+// the files of the first compactions lack country. want holds every row
+// by id as every reader must return it.
+type nestedTable struct {
+	env    icebergEnv
+	e      testNode
+	id     lakestream.LogID
+	target Target
+	want   map[int64]map[string]any
+}
+
+func newNestedTable(t *testing.T, kind lakestream.SchemaType) nestedTable {
+	t.Helper()
 	env := newIcebergEnv(t)
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	e := env.engine(t, repackOpts(env, clk)) // small files, to bin-pack
@@ -342,6 +360,13 @@ func compactNested(t *testing.T, kind lakestream.SchemaType) {
 	target.Schema.Definition = []byte(nestedV2)
 	produce(30, 60, 1, nestedV2)
 	compactAllTo(t, e, id, target)
+	return nestedTable{env: env, e: e, id: id, target: target, want: want}
+}
+
+func compactNested(t *testing.T, kind lakestream.SchemaType) {
+	nt := newNestedTable(t, kind)
+	env, e, id, target, want := nt.env, nt.e, nt.id, nt.target, nt.want
+	ctx := ctxT(t)
 
 	// The table's typed schema: nested ids, country added to both Address uses.
 	ts, err := e.tables.loadTableSchema(ctx, target.Root)
@@ -492,4 +517,138 @@ func compactNested(t *testing.T, kind lakestream.SchemaType) {
 		}
 		sameRows(t, rd.name, got, want)
 	}
+}
+
+// TestSparkReadsNestedTable has Spark 3.5 + delta-spark (the local
+// stand-in for Databricks) read the nested columns of the Delta tables of
+// newNestedTable, an Avro and a JSON stream, through
+// e2e/interop/spark/check_nested.py (one Spark session for all reads):
+// each table at the version before bin-packing (the files of the first
+// schema version lack country: Spark must read it as null there) and at
+// the latest one (after bin-packing). The columns must be Spark's
+// StructType, ArrayType and MapType with the fields of the table schema,
+// and every row must hold the values produced. Needs the python and jars
+// of e2e/interop/spark/setup.sh:
+//
+//	e2e/interop/spark/run.sh
+//	# or by hand:
+//	out=$(e2e/interop/spark/setup.sh)
+//	LAKEGATE_SPARK_PYTHON=$(tail -2 <<<"$out" | head -1) LAKEGATE_SPARK_JARS=$(tail -1 <<<"$out") \
+//	  go test -p 1 -count=1 -run TestSparkReadsNestedTable -v ./tables/
+//
+// Without both variables the test is skipped (a skip is not a pass: run.sh
+// fails on it). It starts one JVM: ~1-2 min on a busy 2-core machine.
+func TestSparkReadsNestedTable(t *testing.T) {
+	python, jars := os.Getenv("LAKEGATE_SPARK_PYTHON"), os.Getenv("LAKEGATE_SPARK_JARS")
+	if python == "" || jars == "" {
+		t.Skip("LAKEGATE_SPARK_PYTHON and LAKEGATE_SPARK_JARS not set: Spark/delta-spark nested columns not checked (run e2e/interop/spark/run.sh)")
+	}
+	script, err := filepath.Abs("../e2e/interop/spark/check_nested.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	wants := map[string]map[int64]map[string]any{} // by table spec
+	labels := map[string]string{}
+	var specs []string
+	for _, kind := range []lakestream.SchemaType{lakestream.SchemaAvro, lakestream.SchemaJSON} {
+		nt := newNestedTable(t, kind)
+		tbl, err := delta.Open(ctx, nt.env.store, nt.target.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := tbl.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := nt.e.tables.Repack(ctx, nt.id, nt.target); err != nil || st.Groups == 0 {
+			t.Fatalf("%s: repack: %+v %v", kind, st, err)
+		}
+		dir := filepath.Join(nt.env.dir, nt.target.Root)
+		before := fmt.Sprintf("%s@%d", dir, snap.Version)
+		specs = append(specs, before, dir)
+		wants[before], wants[dir] = nt.want, nt.want
+		labels[before] = fmt.Sprintf("%s table at version %d (before bin-packing)", kind, snap.Version)
+		labels[dir] = fmt.Sprintf("%s table (latest, after bin-packing)", kind)
+	}
+
+	args := append([]string{script, "--columns", strings.Join(nestedColumns, ",")}, specs...)
+	cmd := exec.CommandContext(ctx, python, args...)
+	cmd.Env = append(os.Environ(), "LAKEGATE_SPARK_JARS="+jars)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	out := bytes.TrimSpace(stdout.Bytes())
+	out = out[bytes.LastIndexByte(out, '\n')+1:]
+	if err != nil {
+		tail := stderr.String()
+		tail = tail[max(0, len(tail)-4000):]
+		t.Fatalf("check_nested.py: %v: %s\nstderr (tail):\n%s", err, out, tail)
+	}
+	var doc struct {
+		Spark  string `json:"spark"`
+		Tables []struct {
+			Table string           `json:"table"`
+			Types map[string]any   `json:"types"`
+			Rows  []map[string]any `json:"rows"`
+		} `json:"tables"`
+	}
+	d := json.NewDecoder(bytes.NewReader(out))
+	d.UseNumber()
+	if err := d.Decode(&doc); err != nil {
+		t.Fatalf("check_nested.py output: %v: %s", err, out)
+	}
+	if len(doc.Tables) != len(specs) {
+		t.Fatalf("Spark %s read %d tables, want %d", doc.Spark, len(doc.Tables), len(specs))
+	}
+	// Spark's types, struct fields sorted by name (Delta appends a field
+	// added by evolution at the end; readers match fields by name).
+	wantTypes := map[string]string{
+		"id":       "long",
+		"customer": "struct<address:struct<city:string,country:string,zip:integer>,name:string>",
+		"qty":      "array<integer>",
+		"lines":    "array<struct<price:double,sku:string>>",
+		"counts":   "map<string,long>",
+		"ship":     "struct<city:string,country:string,zip:integer>",
+	}
+	for _, tb := range doc.Tables {
+		name := "Spark " + doc.Spark + ", " + labels[tb.Table]
+		for c, w := range wantTypes {
+			if got := sparkTypeString(tb.Types[c]); got != w {
+				t.Fatalf("%s: column %s is %s (%v), want %s", name, c, got, tb.Types[c], w)
+			}
+		}
+		got := map[int64]map[string]any{}
+		for _, row := range tb.Rows {
+			row := canonNumbers(row).(map[string]any)
+			got[row["id"].(int64)] = row
+		}
+		sameRows(t, name, got, wants[tb.Table])
+	}
+}
+
+// sparkTypeString renders a Spark type as DataType.jsonValue() gives it
+// (check_nested.py) like simpleString, with struct fields sorted by name:
+// "long", "array<integer>", "map<string,long>", "struct<a:string,b:long>".
+func sparkTypeString(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	switch m["type"] {
+	case "struct":
+		fs, _ := m["fields"].([]any)
+		var parts []string
+		for _, f := range fs {
+			f, _ := f.(map[string]any)
+			parts = append(parts, fmt.Sprintf("%v:%s", f["name"], sparkTypeString(f["type"])))
+		}
+		slices.Sort(parts)
+		return "struct<" + strings.Join(parts, ",") + ">"
+	case "array":
+		return "array<" + sparkTypeString(m["elementType"]) + ">"
+	case "map":
+		return "map<" + sparkTypeString(m["keyType"]) + "," + sparkTypeString(m["valueType"]) + ">"
+	}
+	return fmt.Sprint(m)
 }

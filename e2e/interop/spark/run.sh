@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Runs the Spark interop check: prepares pyspark + the Delta jars (setup.sh),
-# then the Go test that writes a lakegate Delta table and reads it back with
-# Spark 3.5 + delta-spark (full log, and our checkpoint alone).
-# Exits non-zero if Spark cannot read the table or a check fails.
+# Runs the Spark interop checks: prepares pyspark + the Delta jars (setup.sh),
+# then the Go tests that write lakegate Delta tables and read them back with
+# Spark 3.5 + delta-spark: TestSparkReadsOurTable (full log, JSON commits
+# alone, our checkpoint alone) and TestSparkReadsNestedTable (compacted
+# nested columns as structs, arrays and maps, before and after evolution and
+# bin-packing). Exits non-zero if Spark cannot read a table, a check fails,
+# or a test skipped or did not run (go_test_pass).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
@@ -13,3 +16,5 @@ cd "$repo"
 . "$repo/e2e/interop/gotest.sh"
 LAKEGATE_SPARK_PYTHON="$py" LAKEGATE_SPARK_JARS="$jars" \
   go_test_pass ./lakehouse/delta/ TestSparkReadsOurTable -- -p 1 -count=1 -timeout 15m
+LAKEGATE_SPARK_PYTHON="$py" LAKEGATE_SPARK_JARS="$jars" \
+  go_test_pass ./tables/ TestSparkReadsNestedTable -- -p 1 -count=1 -timeout 15m

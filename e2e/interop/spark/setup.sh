@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares the Spark + Delta reader used by check_delta.py:
+# Prepares the Spark + Delta reader used by check_delta.py and check_nested.py:
 #  - <repo>/.cache/venv-spark: a venv with the pinned pyspark (requirements.txt);
 #    kept apart from .cache/venv (delta-rs) so neither setup disturbs the other;
 #  - <repo>/.cache/jars: io.delta:delta-spark_2.12 and io.delta:delta-storage
