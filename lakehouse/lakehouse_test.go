@@ -23,7 +23,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -37,6 +36,8 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
+
+	"github.com/lakegate/lakegate/lakehouse/lakehousetest"
 )
 
 const (
@@ -639,61 +640,14 @@ func typedRoundTrip(t *testing.T, ts *TypedSchema, payloads [][]byte) [][]any {
 	return out
 }
 
-// arrowValue is row i of a typed column as a Go value: nil for null, a
-// struct as map[string]any by field name, a list as []any, a map as
-// map[string]any.
+// arrowValue is row i of col as lakehousetest.ArrowValue returns it.
 func arrowValue(t *testing.T, col arrow.Array, i int) any {
 	t.Helper()
-	if col.IsNull(i) {
-		return nil
+	v, err := lakehousetest.ArrowValue(col, i)
+	if err != nil {
+		t.Fatal(err)
 	}
-	switch a := col.(type) {
-	case *array.String:
-		return a.Value(i)
-	case *array.Binary:
-		return bytes.Clone(a.Value(i))
-	case *array.Int8:
-		return a.Value(i)
-	case *array.Int16:
-		return a.Value(i)
-	case *array.Int32:
-		return a.Value(i)
-	case *array.Int64:
-		return a.Value(i)
-	case *array.Float32:
-		return a.Value(i)
-	case *array.Float64:
-		return a.Value(i)
-	case *array.Boolean:
-		return a.Value(i)
-	case *array.Timestamp:
-		return int64(a.Value(i))
-	case *array.Date32:
-		return int32(a.Value(i))
-	case *array.Struct:
-		st := a.DataType().(*arrow.StructType)
-		m := map[string]any{}
-		for k := range a.NumField() {
-			m[st.Field(k).Name] = arrowValue(t, a.Field(k), i)
-		}
-		return m
-	case *array.Map:
-		start, end := a.ValueOffsets(i)
-		m := map[string]any{}
-		for k := start; k < end; k++ {
-			m[a.Keys().(*array.String).Value(int(k))] = arrowValue(t, a.Items(), int(k))
-		}
-		return m
-	case *array.List:
-		start, end := a.ValueOffsets(i)
-		l := []any{}
-		for k := start; k < end; k++ {
-			l = append(l, arrowValue(t, a.ListValues(), int(k)))
-		}
-		return l
-	}
-	t.Fatalf("column type %s", col.DataType())
-	return nil
+	return v
 }
 
 const recordDef = `{"type":"record","name":"Order","fields":[

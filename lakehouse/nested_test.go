@@ -18,24 +18,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hamba/avro/v2"
+
+	"github.com/lakegate/lakegate/lakehouse/lakehousetest"
 )
 
-// nestedDef has a nested record, an array of ints, an array of records, a
-// map<string,long> and an optional nested record (a reference to a named
-// type defined earlier).
-const nestedDef = `{"type":"record","name":"Order","namespace":"shop","fields":[
-	{"name":"id","type":"long"},
-	{"name":"customer","type":{"type":"record","name":"Customer","fields":[
-		{"name":"name","type":"string"},
-		{"name":"address","type":{"type":"record","name":"Address","fields":[
-			{"name":"city","type":"string"},
-			{"name":"zip","type":["null","int"],"default":null}]}}]}},
-	{"name":"qty","type":{"type":"array","items":"int"}},
-	{"name":"lines","type":{"type":"array","items":{"type":"record","name":"Line","fields":[
-		{"name":"sku","type":"string"},
-		{"name":"price","type":"double"}]}}},
-	{"name":"counts","type":{"type":"map","values":"long"}},
-	{"name":"ship","type":["null","Address"],"default":null}]}`
+// nestedDef: the five nested shapes (lakehousetest.NestedOrderV1).
+const nestedDef = lakehousetest.NestedOrderV1
 
 type nAddress struct {
 	City string `avro:"city" json:"city"`
@@ -277,8 +265,7 @@ func TestNestedValues(t *testing.T) {
 // a nested field added since) decodes with its own definition; the new
 // nested field is null in its row.
 func TestNestedSchemaVersions(t *testing.T) {
-	v2def := strings.Replace(nestedDef, `{"name":"zip","type":["null","int"],"default":null}`,
-		`{"name":"country","type":["null","string"],"default":null},{"name":"zip","type":["null","int"],"default":null}`, 1)
+	v2def := lakehousetest.NestedOrderV2
 	v1, err := NewRecordSchema(KindAvro, []byte(nestedDef), nil)
 	if err != nil {
 		t.Fatal(err)

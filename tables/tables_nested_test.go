@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/iceberg-go/table"
 	"github.com/hamba/avro/v2"
@@ -42,32 +41,15 @@ import (
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
+	"github.com/lakegate/lakegate/lakehouse/lakehousetest"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-// nestedV1 has the five nested shapes; ship references the named type
-// Address defined in customer.
-const nestedV1 = `{"type":"record","name":"Order","namespace":"shop","fields":[
-	{"name":"id","type":"long"},
-	{"name":"customer","type":{"type":"record","name":"Customer","fields":[
-		{"name":"name","type":"string"},
-		{"name":"address","type":{"type":"record","name":"Address","fields":[
-			{"name":"city","type":"string"},
-			{"name":"zip","type":["null","int"],"default":null}]}}]}},
-	{"name":"qty","type":{"type":"array","items":"int"}},
-	{"name":"lines","type":{"type":"array","items":{"type":"record","name":"Line","fields":[
-		{"name":"sku","type":"string"},
-		{"name":"price","type":"double"}]}}},
-	{"name":"counts","type":{"type":"map","values":"long"}},
-	{"name":"ship","type":["null","Address"],"default":null}]}`
-
-// nestedV2 adds country to Address, before zip (Avro binary is
-// positional: version-1 payloads only decode right with their own
-// definition).
-var nestedV2 = strings.Replace(nestedV1, `{"name":"zip","type":["null","int"],"default":null}`,
-	`{"name":"country","type":["null","string"],"default":null},{"name":"zip","type":["null","int"],"default":null}`, 1)
+// nestedV1 has the five nested shapes; nestedV2 adds country to Address
+// (lakehousetest).
+var nestedV1, nestedV2 = lakehousetest.NestedOrderV1, lakehousetest.NestedOrderV2
 
 var nestedColumns = []string{"id", "customer", "qty", "lines", "counts", "ship"}
 
@@ -188,46 +170,14 @@ func canonNumbers(v any) any {
 	return v
 }
 
-// arrowGo is row i of an Arrow column as a Go value: structs and maps as
-// map[string]any, lists as []any.
+// arrowGo is row i of col as lakehousetest.ArrowValue returns it.
 func arrowGo(t *testing.T, col arrow.Array, i int) any {
 	t.Helper()
-	if col.IsNull(i) {
-		return nil
+	v, err := lakehousetest.ArrowValue(col, i)
+	if err != nil {
+		t.Fatal(err)
 	}
-	switch a := col.(type) {
-	case *array.String:
-		return a.Value(i)
-	case *array.Int32:
-		return a.Value(i)
-	case *array.Int64:
-		return a.Value(i)
-	case *array.Float64:
-		return a.Value(i)
-	case *array.Struct:
-		st := a.DataType().(*arrow.StructType)
-		m := map[string]any{}
-		for k := range a.NumField() {
-			m[st.Field(k).Name] = arrowGo(t, a.Field(k), i)
-		}
-		return m
-	case *array.Map:
-		start, end := a.ValueOffsets(i)
-		m := map[string]any{}
-		for k := start; k < end; k++ {
-			m[a.Keys().(*array.String).Value(int(k))] = arrowGo(t, a.Items(), int(k))
-		}
-		return m
-	case *array.List:
-		start, end := a.ValueOffsets(i)
-		l := []any{}
-		for k := start; k < end; k++ {
-			l = append(l, arrowGo(t, a.ListValues(), int(k)))
-		}
-		return l
-	}
-	t.Fatalf("column type %s", col.DataType())
-	return nil
+	return v
 }
 
 // nestedRows collects the nested columns of record batches by id.
