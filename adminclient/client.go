@@ -497,6 +497,17 @@ type adminTableInfo struct {
 		LogEnd       int64 `json:"logEndOffset"`
 		Lag          int64 `json:"lag"`
 	} `json:"partitions"`
+	Retention struct {
+		RetentionMs    int64 `json:"retentionMs"`
+		RetentionBytes int64 `json:"retentionBytes"`
+		LastRun        *struct {
+			TimestampMs  int64 `json:"timestamp"`
+			FilesRemoved int   `json:"filesRemoved"`
+			BytesRemoved int64 `json:"bytesRemoved"`
+			FilesHeld    int   `json:"filesHeld"`
+			LiveBytes    int64 `json:"liveBytes"`
+		} `json:"lastRun"`
+	} `json:"retention"`
 }
 
 // Tables prints a topic's table: location, each format's state and each
@@ -547,5 +558,22 @@ func (c *Client) Tables(ctx context.Context, o Options, name string, out io.Writ
 		rows = append(rows, []string{part, strconv.FormatInt(p.Log, 10), strconv.FormatInt(p.CompactedEnd, 10),
 			strconv.FormatInt(p.LogEnd, 10), strconv.FormatInt(p.Lag, 10)})
 	}
-	return table(out, rows)
+	if err := table(out, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	limit := func(v int64, unit string) string {
+		if v <= 0 {
+			return "none"
+		}
+		return strconv.FormatInt(v, 10) + unit
+	}
+	ret := info.Retention
+	run := "never"
+	if lr := ret.LastRun; lr != nil {
+		run = fmt.Sprintf("%s: %d files (%d bytes) removed, %d held, %d bytes live",
+			time.UnixMilli(lr.TimestampMs).UTC().Format(time.RFC3339), lr.FilesRemoved, lr.BytesRemoved, lr.FilesHeld, lr.LiveBytes)
+	}
+	return table(out, [][]string{{"RETENTION", "time " + limit(ret.RetentionMs, " ms") + ", size " + limit(ret.RetentionBytes, " bytes")},
+		{"LAST RUN", run}})
 }

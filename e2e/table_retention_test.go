@@ -6,6 +6,8 @@ package e2e
 // but the newest goes — and a durable subscription that holds the files
 // until it acknowledges them; then both tables hold only the newest file's
 // rows and a reader from the earliest position starts exactly there.
+// GET …/{topic}/table shows the resolved policy and the last run (files
+// held while the subscription has not acknowledged them, then none).
 // Run: go test -count=1 -run TestTableRetentionAdmin ./e2e/
 
 import (
@@ -78,6 +80,15 @@ func TestTableRetentionAdmin(t *testing.T) {
 	// Every row reaches both tables: the subscription holds them all.
 	waitForTable(t, ctx, node.httpURL, "public/default/retained", n, "DELTA", "ICEBERG")
 
+	// GET …/table shows the resolved policy and the last run: it held
+	// the files the subscription still needs and removed none.
+	start := time.Now().UnixMilli()
+	waitRetentionRun(t, ctx, node.httpURL, "public/default/retained", "files held by the subscription",
+		func(tj tableJSON) bool {
+			lr := tj.Retention.LastRun
+			return lr.FilesHeld > 0 && lr.FilesRemoved == 0 && lr.LiveBytes > 0 && lr.TimestampMs >= start
+		})
+
 	// Once it acknowledged everything, retention drops every file but
 	// the newest from both tables and trims the topic behind them.
 	for i := range n {
@@ -136,11 +147,44 @@ func TestTableRetentionAdmin(t *testing.T) {
 		case <-tick.C:
 		}
 	}
+	// Later runs find nothing left to remove or hold: one file live.
+	waitRetentionRun(t, ctx, node.httpURL, "public/default/retained", "nothing held",
+		func(tj tableJSON) bool {
+			lr := tj.Retention.LastRun
+			return lr.FilesHeld == 0 && lr.FilesRemoved == 0 && lr.LiveBytes > 0
+		})
 	fams := scrape(t, node.httpURL+"/metrics")
 	if v, _ := familyValue(fams["lakegate_table_retention_files_removed_total"], nil); v < 1 {
 		t.Fatalf("lakegate_table_retention_files_removed_total = %v", v)
 	}
 	t.Logf("%d rows left in the newest file, of %d", left, n)
+}
+
+// waitRetentionRun polls GET …/{topic}/table until its retention shows the
+// policy of the test (retentionBytes 1, no time limit) and a last run for
+// which ok holds.
+func waitRetentionRun(t *testing.T, ctx context.Context, httpURL, topic, what string, ok func(tableJSON) bool) {
+	t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		tj, status, err := getTable(ctx, httpURL, topic)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("GET table: %d %v", status, err)
+		}
+		ret := tj.Retention
+		if ret.RetentionBytes != 1 || ret.RetentionMs != 0 {
+			t.Fatalf("table retention %+v, want the policy's retentionBytes 1", ret)
+		}
+		if ret.LastRun != nil && ret.LastRun.RetentionBytes == 1 && ok(tj) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no retention run with %s: last run %+v", what, ret.LastRun)
+		case <-tick.C:
+		}
+	}
 }
 
 // httpDo sends a request and returns the status and body.

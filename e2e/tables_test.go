@@ -34,6 +34,17 @@ type tableJSON struct {
 		LogEnd       int64 `json:"logEndOffset"`
 		Lag          int64 `json:"lag"`
 	} `json:"partitions"`
+	Retention struct {
+		RetentionMs    int64 `json:"retentionMs"`
+		RetentionBytes int64 `json:"retentionBytes"`
+		LastRun        *struct {
+			TimestampMs    int64 `json:"timestamp"`
+			RetentionBytes int64 `json:"retentionBytes"`
+			FilesRemoved   int   `json:"filesRemoved"`
+			FilesHeld      int   `json:"filesHeld"`
+			LiveBytes      int64 `json:"liveBytes"`
+		} `json:"lastRun"`
+	} `json:"retention"`
 }
 
 // getTable fetches a topic's table description; status 404 means none yet.

@@ -18,6 +18,29 @@ type tableInfoJSON struct {
 	Location   string               `json:"location"`
 	Formats    []tableFormatJSON    `json:"formats"`
 	Partitions []tablePartitionJSON `json:"partitions"`
+	// Retention is the table retention: the resolved policy and the last
+	// run its compaction owner recorded.
+	Retention tableRetentionJSON `json:"retention"`
+}
+
+// tableRetentionJSON is the table retention of GET …/{topic}/table
+// (docs/compaction.md, "Table retention"): the policy resolved stream →
+// namespace → cluster default (0: no limit) and the last run, null when
+// none ran yet.
+type tableRetentionJSON struct {
+	RetentionMs    int64                  `json:"retentionMs"`
+	RetentionBytes int64                  `json:"retentionBytes"`
+	LastRun        *tableRetentionRunJSON `json:"lastRun"`
+}
+
+type tableRetentionRunJSON struct {
+	TimestampMs    int64 `json:"timestamp"`
+	RetentionMs    int64 `json:"retentionMs"`
+	RetentionBytes int64 `json:"retentionBytes"`
+	FilesRemoved   int   `json:"filesRemoved"`
+	BytesRemoved   int64 `json:"bytesRemoved"`
+	FilesHeld      int   `json:"filesHeld"`
+	LiveBytes      int64 `json:"liveBytes"`
 }
 
 type tableFormatJSON struct {
@@ -69,6 +92,22 @@ func (a *admin) tableInfo(w http.ResponseWriter, r *http.Request) {
 	for _, p := range info.Partitions {
 		out.Partitions = append(out.Partitions, tablePartitionJSON{Partition: p.Partition, Log: int64(p.Log),
 			CompactedEnd: p.CompactedEnd, LogEnd: p.LogEnd, Lag: max(0, p.LogEnd-p.CompactedEnd)})
+	}
+	pol, err := a.cat.ResolveMaterialization(ctx, id)
+	if err != nil {
+		writeAdminError(w, err)
+		return
+	}
+	if pol.RetentionMs != nil {
+		out.Retention.RetentionMs = *pol.RetentionMs
+	}
+	if pol.RetentionBytes != nil {
+		out.Retention.RetentionBytes = *pol.RetentionBytes
+	}
+	if lr := info.LastRetention; lr != nil {
+		out.Retention.LastRun = &tableRetentionRunJSON{TimestampMs: lr.AtMs, RetentionMs: lr.RetentionMs,
+			RetentionBytes: lr.RetentionBytes, FilesRemoved: lr.FilesRemoved, BytesRemoved: lr.BytesRemoved,
+			FilesHeld: lr.FilesHeld, LiveBytes: lr.LiveBytes}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -265,6 +265,30 @@ type TableInfo struct {
 	Formats  []TableFormatInfo
 	// Partitions are the stream's logs with their compacted position.
 	Partitions []TablePartitionInfo
+	// LastRetention is the last table retention run of the stream's
+	// tables, as its compaction owner recorded it; nil when none ran
+	// (no retention policy yet, or no maintenance since it was set).
+	LastRetention *TableRetentionRun
+}
+
+// TableRetentionRun is the outcome of one table retention run
+// (docs/compaction.md, "Table retention").
+type TableRetentionRun struct {
+	// AtMs is when the run finished (Unix ms, the compaction owner's
+	// clock).
+	AtMs int64
+	// RetentionMs and RetentionBytes are the policy the run applied
+	// (0: no limit).
+	RetentionMs, RetentionBytes int64
+	// FilesRemoved and BytesRemoved are the data files the run removed
+	// from the tables and their bytes.
+	FilesRemoved int
+	BytesRemoved int64
+	// FilesHeld are the files the run would have removed but kept (a
+	// durable subscription, an unfinished claim, an older file kept).
+	FilesHeld int
+	// LiveBytes is the live data files' total after the run.
+	LiveBytes int64
 }
 
 // TableFormatInfo is one format's view of a stream's table.

@@ -19,8 +19,8 @@
 // PUT its files under pending intents (PutPending), to replace index
 // entries atomically with its claim (ReplaceChunks, ReplaceTableChunks)
 // and to advance the compaction cursor. It owns its metadata keys — the
-// claims at logs/<log>/table and logs/<log>/repack and typed schemas at
-// table-schemas/<root>
+// claims at logs/<log>/table and logs/<log>/repack, typed schemas at
+// table-schemas/<root> and the last retention run at table-retention/<root>
 // (docs/index-format.md) — and the table files under tables/ in the
 // object store. It never touches WAL objects or writes heads or cursors:
 // table retention only reads the logs' durable cursors and hard-trims a

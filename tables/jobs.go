@@ -58,6 +58,10 @@ func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (acto
 		// its removals.
 		if ret := (Retention{Ms: j.RetentionMs, Bytes: j.RetentionBytes}); ret.on() && len(j.Logs) > 0 {
 			rst, rerr := r.t.ApplyRetention(ctx, tg, j.Logs, ret)
+			if rerr == nil {
+				// What GET …/{topic}/table shows as lastRetention.
+				rerr = r.t.RecordRetention(ctx, tg.Root, ret, rst)
+			}
 			if rerr != nil {
 				r.t.opts.Logger.Warn("tables: retention failed", "table", tg.Root, "err", rerr)
 			} else if rst.Files+rst.Held+len(rst.Trimmed) > 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 )
 
 // retentionFilesMax bounds the files one ApplyRetention removes (one Delta
@@ -55,6 +56,55 @@ type RetentionStats struct {
 	LiveBytes int64
 	// Trimmed maps each log trimmed by this run to its new first offset.
 	Trimmed map[lakestream.LogID]int64
+}
+
+// retentionRunKey is the key of the last retention run of the table at
+// root: a retentionRunJSON (docs/compaction.md, "Table retention").
+func (t *Tables) retentionRunKey(root string) string {
+	return t.e.MetaRoot() + "table-retention/" + root
+}
+
+// retentionRunJSON is the value of retentionRunKey (v 1).
+type retentionRunJSON struct {
+	V              int   `json:"v"`
+	AtMs           int64 `json:"atMs"`
+	RetentionMs    int64 `json:"retentionMs"`
+	RetentionBytes int64 `json:"retentionBytes"`
+	FilesRemoved   int   `json:"filesRemoved"`
+	BytesRemoved   int64 `json:"bytesRemoved"`
+	FilesHeld      int   `json:"filesHeld"`
+	LiveBytes      int64 `json:"liveBytes"`
+}
+
+// RecordRetention stores st, the outcome of an ApplyRetention of r on the
+// table at root, as the table's last retention run (one put, overwriting
+// the previous run's): what Info reports to operators. The compaction
+// owner calls it after each successful run.
+func (t *Tables) RecordRetention(ctx context.Context, root string, r Retention, st RetentionStats) error {
+	b, err := json.Marshal(retentionRunJSON{V: 1, AtMs: t.opts.Now().UnixMilli(), RetentionMs: r.Ms, RetentionBytes: r.Bytes,
+		FilesRemoved: st.Files, BytesRemoved: st.Bytes, FilesHeld: st.Held, LiveBytes: st.LiveBytes})
+	if err != nil {
+		return err
+	}
+	if _, _, err := t.e.Meta().Txn(ctx, nil, []meta.Op{meta.Put(t.retentionRunKey(root), b)}); err != nil {
+		return fmt.Errorf("tables: record retention run of %s: %w", root, err)
+	}
+	return nil
+}
+
+// lastRetention returns the last retention run recorded for the table at
+// root, or nil.
+func (t *Tables) lastRetention(ctx context.Context, root string) (*lakestream.TableRetentionRun, error) {
+	kv, found, err := t.e.Meta().Get(ctx, t.retentionRunKey(root))
+	if err != nil || !found {
+		return nil, err
+	}
+	var v retentionRunJSON
+	if err := json.Unmarshal(kv.Value, &v); err != nil || v.V != 1 {
+		return nil, fmt.Errorf("tables: retention run of %s: version %d, %v", root, v.V, err)
+	}
+	return &lakestream.TableRetentionRun{AtMs: v.AtMs, RetentionMs: v.RetentionMs, RetentionBytes: v.RetentionBytes,
+		FilesRemoved: v.FilesRemoved, BytesRemoved: v.BytesRemoved, FilesHeld: v.FilesHeld, LiveBytes: v.LiveBytes}, nil
 }
 
 // retFile is one live data file of a stream's tables, as retention sees

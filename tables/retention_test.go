@@ -2,7 +2,11 @@ package tables
 
 // Tests of table retention (docs/compaction.md, "Table retention"):
 // TestTableRetention runs ApplyRetention on a file:// store, embedded etcd
-// and an Iceberg sqlite catalog over a log compacted in four batches of known publish
+// and each Iceberg catalog a node commits to in process — "sql" (sqlite)
+// and "lakegate" (metacat in the same etcd, the cluster default, also read
+// back through the Iceberg REST API it is served with: the live data files
+// equal the Delta table's, the current snapshot is retention's overwrite) —
+// over a log compacted in four batches of known publish
 // times — held by a durable subscription, by time, after a crash between
 // the table commits and the trim, by size — checking after each step both
 // tables row by row, the log's first offset, the trimmed error below it,
@@ -21,8 +25,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,9 +39,11 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegate/lakegate/engine/index"
+	"github.com/lakegate/lakegate/icebergrest"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
@@ -48,8 +57,17 @@ var metricsBoth = Target{Root: "tables/public/default/metrics", Partition: -1, D
 	Ident: []string{"public", "default", "metrics"}}
 
 func TestTableRetention(t *testing.T) {
+	for _, kind := range []string{iceberg.KindSQL, iceberg.KindLakegate} {
+		t.Run(kind, func(t *testing.T) { testTableRetention(t, kind) })
+	}
+}
+
+func testTableRetention(t *testing.T, kind string) {
 	env := newIcebergEnv(t)
 	env.meta = metatest.NewEtcdStore(t, metatest.Embedded(t)) // the metadata store of a node
+	if kind == iceberg.KindLakegate {
+		env = withLakegateCatalog(t, env)
+	}
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	opts := env.opts(clk)
 	opts.SnapshotsRetainLast, opts.SnapshotRetention = 1, time.Nanosecond // iceberg-go expires by the real clock
@@ -269,12 +287,17 @@ func checkReaders(t *testing.T, env icebergEnv, tg Target, first, end int64, all
 	}
 	if python := os.Getenv("LAKEGATE_PYICEBERG"); python != "" {
 		script, _ := filepath.Abs("../e2e/interop/iceberg/check_table.py")
+		catalogArgs := []string{"--catalog-db", env.catalog.URI}
+		if env.rest != "" { // the lakegate catalog, through its REST API
+			script, _ = filepath.Abs("../e2e/interop/iceberg-rest/check_table_rest.py")
+			catalogArgs = []string{"--uri", env.rest}
+		}
 		h := sha256.New()
 		for o := first; o < end; o++ {
 			h.Write(all[o])
 		}
 		wantLine := fmt.Sprintf("rows=%d payload_sha256=%x", rows, h.Sum(nil))
-		out, err := exec.CommandContext(ctx, python, script, "--catalog-db", env.catalog.URI, "--table", strings.Join(tg.Ident, ".")).CombinedOutput()
+		out, err := exec.CommandContext(ctx, python, append(append([]string{script}, catalogArgs...), "--table", strings.Join(tg.Ident, "."))...).CombinedOutput()
 		t.Logf("pyiceberg: %s", out)
 		if err != nil || !strings.Contains(string(out), wantLine) {
 			t.Fatalf("pyiceberg: %v; want %q", err, wantLine)
@@ -345,6 +368,9 @@ func checkRetained(t *testing.T, env icebergEnv, e testNode, tg Target, id lakes
 	for _, f := range snap.Files {
 		live[tg.Root+"/"+f.Path] = true
 	}
+	if env.rest != "" {
+		checkIcebergREST(t, env, tg, live, first, end)
+	}
 	cs, err := cold.Chunks(ctx, id, 0, 100000)
 	if err != nil {
 		t.Fatal(err)
@@ -352,6 +378,92 @@ func checkRetained(t *testing.T, env icebergEnv, e testNode, tg Target, id lakes
 	for _, c := range cs {
 		if c.Kind == index.KindParquet && !live[c.Object] {
 			t.Fatalf("the index names %s, which the table no longer has", c.Object)
+		}
+	}
+}
+
+// withLakegateCatalog points env at the cluster's Iceberg catalog: metacat
+// in env.meta under the key root a node gives it (KindLakegate), served over
+// the Iceberg REST API in process (env.rest) as a node serves it at
+// /iceberg.
+func withLakegateCatalog(t *testing.T, env icebergEnv) icebergEnv {
+	t.Helper()
+	env.catalog = iceberg.CatalogConfig{Kind: iceberg.KindLakegate, StoreURL: env.catalog.StoreURL,
+		Meta: env.meta, MetaRoot: "/lakegate/iceberg/"}
+	cat, err := iceberg.Open(ctxT(t), env.catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	srv := httptest.NewServer(http.StripPrefix("/iceberg", icebergrest.Handler(icebergrest.Options{
+		Catalog: cat.Catalog(), ReadOnly: iceberg.IsStreamTable})))
+	t.Cleanup(srv.Close)
+	env.rest = srv.URL + "/iceberg"
+	return env
+}
+
+// checkIcebergREST loads the table through the REST API at env.rest
+// (iceberg-go's REST client): its current snapshot's data files are
+// exactly the Delta table's live files (paths relative to the store),
+// its rows exactly the offsets [first, end), each once, and, once
+// retention removed something (first > 0 or nothing left), the current
+// snapshot is retention's overwrite.
+func checkIcebergREST(t *testing.T, env icebergEnv, tg Target, deltaLive map[string]bool, first, end int64) {
+	t.Helper()
+	ctx := ctxT(t)
+	rc, err := rest.NewCatalog(ctx, "lakegate", env.rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := rc.LoadTable(ctx, table.Identifier(tg.Ident))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var iceLive []string
+	for _, task := range tasks {
+		p := task.File.FilePath()
+		i := strings.Index(p, "/"+tg.Root+"/")
+		if i < 0 {
+			t.Fatalf("Iceberg data file %s outside the table root %s", p, tg.Root)
+		}
+		iceLive = append(iceLive, p[i+1:])
+	}
+	slices.Sort(iceLive)
+	want := slices.Sorted(maps.Keys(deltaLive))
+	if !slices.Equal(iceLive, want) {
+		t.Fatalf("REST: Iceberg live files %v, Delta live files %v", iceLive, want)
+	}
+	if first > 0 || first == end {
+		snap := tbl.CurrentSnapshot()
+		if snap == nil || snap.Summary == nil || snap.Summary.Operation != table.OpOverwrite || snap.Summary.Properties["lakegate.retention"] == "" {
+			t.Fatalf("REST: current snapshot %+v, want retention's overwrite", snap)
+		}
+	}
+	_, recs, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for rec, err := range recs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs := rec.Column(rec.Schema().FieldIndices(lakehouse.ColOffset)[0]).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			seen[offs.Value(i)]++
+		}
+		rec.Release()
+	}
+	if int64(len(seen)) != end-first {
+		t.Fatalf("REST: Iceberg table has %d offsets, want %d", len(seen), end-first)
+	}
+	for o := first; o < end; o++ {
+		if seen[o] != 1 {
+			t.Fatalf("REST: offset %d %d times", o, seen[o])
 		}
 	}
 }

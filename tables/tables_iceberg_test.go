@@ -43,6 +43,9 @@ type icebergEnv struct {
 	*testEnv
 	dir     string // the store's directory
 	catalog iceberg.CatalogConfig
+	// rest is the base URL of an in-process Iceberg REST server over
+	// the catalog (withLakegateCatalog), or "".
+	rest string
 }
 
 func newIcebergEnv(t testing.TB) icebergEnv {

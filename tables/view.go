@@ -129,8 +129,9 @@ func (v *tableView) Scan(ctx context.Context) ([][]byte, error) {
 	return out, err
 }
 
-// Info reports the stream's Delta table (and Iceberg, when committed) and
-// each log's compacted position.
+// Info reports the stream's Delta table (and Iceberg, when committed),
+// each log's compacted position and the last table retention run
+// (RecordRetention).
 func (v *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
 	root := TableRoot(v.md.ID)
 	info := lakestream.TableInfo{Location: StoreURI(v.storeURL, root)}
@@ -180,6 +181,9 @@ func (v *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
 			p.LogEnd = last + 1
 		}
 		info.Partitions = append(info.Partitions, p)
+	}
+	if info.LastRetention, err = v.t.lastRetention(ctx, root); err != nil {
+		return info, err
 	}
 	return info, nil
 }

@@ -206,8 +206,24 @@ func TestAdminCLI(t *testing.T) {
 	if got := row(t, out, "-"); got[2] != "10" || got[3] != "10" || got[4] != "0" {
 		t.Fatalf("partition row %q, want compacted end 10, log end 10, lag 0", got)
 	}
+	// Table retention: no policy and no run yet; then a run as the
+	// compaction owner records it after ApplyRetention.
+	if got := row(t, out, "RETENTION"); got[1] != "time none, size none" {
+		t.Fatalf("RETENTION row %q", got)
+	}
+	if got := row(t, out, "LAST RUN"); got[1] != "never" {
+		t.Fatalf("LAST RUN row %q", got)
+	}
+	if err := eng.RecordRetention(ctx, tables.TableRoot(id), tables.Retention{Bytes: 1000},
+		tables.RetentionStats{Files: 2, Bytes: 300, Held: 1, LiveBytes: 900}); err != nil {
+		t.Fatal(err)
+	}
+	out = mustAdmin(t, url, "tables", "events")
+	if got := row(t, out, "LAST RUN"); !strings.HasSuffix(got[1], ": 2 files (300 bytes) removed, 1 held, 900 bytes live") {
+		t.Fatalf("LAST RUN row %q", got)
+	}
 	out = mustAdmin(t, url, "--json", "tables", "events")
-	if !strings.Contains(out, `"rows": 10`) {
+	if !strings.Contains(out, `"rows": 10`) || !strings.Contains(out, `"filesRemoved": 2`) || !strings.Contains(out, `"retentionBytes": 1000`) {
 		t.Fatalf("--json tables: %s", out)
 	}
 
