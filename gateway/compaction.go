@@ -154,9 +154,10 @@ func (t *topic) startCompaction() bool {
 		err := t.compact(ctx, start)
 		switch {
 		case err == nil:
-		case ctx.Err() != nil:
-			// Interrupted by an unload or a shutdown: the next owner
-			// reports the last compaction that ended, and runs the next.
+		case ctx.Err() != nil || t.closing.Load() || errors.Is(err, lakestream.ErrGuardLost):
+			// Interrupted by an unload, a shutdown or the loss of the
+			// topic: the next owner reports the last compaction that
+			// ended, and runs the next.
 			t.srv.cfg.Logger.Info("topic compaction interrupted", "topic", t.name.String(), "err", err)
 		default:
 			t.srv.cfg.Logger.Warn("topic compaction failed", "topic", t.name.String(), "err", err)
