@@ -12,7 +12,7 @@ FUZZ_TARGETS := \
 	./engine/wal:FuzzDecodeChunk ./engine/wal:FuzzDecodeObject \
 	./engine/cursor:FuzzDecode ./engine/index:FuzzDecodeEntry ./engine/index:FuzzDecodeHead ./engine/index:FuzzDecodeRecord \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress ./protocol:FuzzEntryRecordKeys \
-	./actors:FuzzDecodeCompactedEntry \
+	./actors:FuzzDecodeCompactedEntry ./actors:FuzzDecodeCompactionRecord \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse:FuzzNestedDecode:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
 

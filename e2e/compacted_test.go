@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/lakegate/lakegate/internal/testnode"
+	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/node"
 )
 
@@ -52,14 +56,34 @@ func compactAndWait(t *testing.T, ctx context.Context, a pulsaradmin.Client, tn 
 	})
 }
 
+// compactionStatsJSON is the compaction record of Pulsar's topic stats.
+type compactionStatsJSON struct {
+	LastCompactionRemovedEventCount   int64 `json:"lastCompactionRemovedEventCount"`
+	LastCompactionSucceedTimestamp    int64 `json:"lastCompactionSucceedTimestamp"`
+	LastCompactionFailedTimestamp     int64 `json:"lastCompactionFailedTimestamp"`
+	LastCompactionDurationTimeInMills int64 `json:"lastCompactionDurationTimeInMills"`
+}
+
+// compactionStats reads the compaction record of the topic stats at url.
+func compactionStats(t *testing.T, url string) compactionStatsJSON {
+	t.Helper()
+	var ts struct {
+		Compaction compactionStatsJSON `json:"compaction"`
+	}
+	if code := httpJSON(t, "GET", url, &ts); code != 200 {
+		t.Fatalf("GET %s: HTTP %d", url, code)
+	}
+	return ts.Compaction
+}
+
 // TestCompactedTopic: after `topics compact`, a readCompacted reader or
 // consumer sees the latest message of each key up to the compaction
 // horizon — tombstoned and keyless messages gone, batches thinned to their
 // surviving messages, each message at its original record offset — then
 // the tail; a reader
 // without readCompacted sees everything. A second compaction builds on the
-// first; the compacted view survives a restart; the compaction threshold
-// policy compacts by itself.
+// first; the compacted view, the compaction status and stats survive a
+// restart; the compaction threshold policy compacts by itself.
 func TestCompactedTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -165,20 +189,25 @@ func TestCompactedTopic(t *testing.T) {
 
 	// A second compaction takes in what came after the first.
 	compactAndWait(t, ctx, a, tn)
-	var ts struct {
-		Compaction struct {
-			LastCompactionSucceedTimestamp int64 `json:"lastCompactionSucceedTimestamp"`
-		} `json:"compaction"`
-	}
-	if code := admDo(t, "GET", c.tn.HTTP.URL+"/admin/v2/persistent/public/default/compacted/stats", "", "", &ts); code != 200 || ts.Compaction.LastCompactionSucceedTimestamp == 0 {
-		t.Fatalf("compaction stats %d %+v", code, ts)
+	statsURL := c.tn.HTTP.URL + "/admin/v2/persistent/public/default/compacted/stats"
+	before := compactionStats(t, statsURL)
+	if before.LastCompactionSucceedTimestamp == 0 {
+		t.Fatalf("compaction stats %+v", before)
 	}
 	c.stop()
 
-	// The compacted view survives a restart (any owner reads it).
+	// The compacted view, the status and the stats survive a restart (any
+	// owner reads them).
 	c = startPolicyNode(t, testnode.Config{Node: node.Config{DataDir: dir}})
 	a = admClient(t, admServer(t, c))
 	cl = c.client()
+	if st, err := a.Topics().CompactStatus(tn); err != nil || st.Status != utils.SUCCESS {
+		t.Fatalf("status after a restart: %+v, %v", st, err)
+	}
+	statsURL = c.tn.HTTP.URL + "/admin/v2/persistent/public/default/compacted/stats"
+	if after := compactionStats(t, statsURL); after != before {
+		t.Fatalf("compaction stats after a restart %+v, before %+v", after, before)
+	}
 	r, err = cl.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID(), ReadCompacted: true})
 	if err != nil {
 		t.Fatal(err)
@@ -199,8 +228,7 @@ func TestCompactedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "a compaction started by the threshold", func() bool {
-		st, err := a.Topics().CompactStatus(tn)
-		return err == nil && st.Status == utils.SUCCESS
+		return compactionStats(t, statsURL).LastCompactionSucceedTimestamp > before.LastCompactionSucceedTimestamp
 	})
 	r, err = cl.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID(), ReadCompacted: true})
 	if err != nil {
@@ -214,5 +242,167 @@ func TestCompactedTopic(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"k4=v2", "k2=v9", "k3=v2", "k1=v4"}) {
 		t.Fatalf("after the threshold compaction: %v", keys)
+	}
+}
+
+// sendKeyed sends n messages keyed k0…k(keys-1) in turn and closes the
+// producer.
+func sendKeyed(t *testing.T, ctx context.Context, cl pulsar.Client, topic string, n, keys int) {
+	t.Helper()
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range n {
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: fmt.Sprintf("k%d", i%keys), Payload: fmt.Appendf(nil, "v%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCompactionFailureRecorded: a failed compaction reports ERROR with its
+// reason, and still does after a restart (the next owner reads the
+// compaction record); the next compaction succeeds — above the generations
+// the failed one tried, whose names stay taken — and the stats keep the
+// failure's time.
+func TestCompactionFailureRecorded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c := startPolicyNode(t, testnode.Config{Node: node.Config{DataDir: dir}})
+	a := admClient(t, admServer(t, c))
+	const topic = "persistent://public/default/compaction-fails"
+	tn := admTopic(t, topic)
+	sendKeyed(t, ctx, c.client(), topic, 6, 2)
+
+	// Streams in the place of the next 8 compacted logs (as many as a
+	// compaction tries) make the compaction fail.
+	lg, err := c.catalog.OpenLog(ctx, lakestream.MustParseStreamID("public/default/compaction-fails"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.catalog.CreateNamespace(ctx, "__lakegate/compacted", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
+		t.Fatal(err)
+	}
+	var blockers []lakestream.StreamIdentifier
+	disabled := false
+	for gen := 1; gen <= 8; gen++ {
+		id := lakestream.StreamIdentifier{Namespace: "__lakegate/compacted", Name: fmt.Sprintf("%d-%d", lg.ID(), gen)}
+		if _, err := c.catalog.CreateStream(ctx, id, lakestream.StreamConfig{}, lakestream.Partitioning{},
+			lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, &lakestream.TableMaterializationPolicy{Enabled: &disabled}); err != nil {
+			t.Fatal(err)
+		}
+		blockers = append(blockers, id)
+	}
+	if err := a.Topics().Compact(tn); err != nil {
+		t.Fatal(err)
+	}
+	var failed utils.LongRunningProcessStatus
+	waitFor(t, ctx, "the compaction to fail", func() bool {
+		st, err := a.Topics().CompactStatus(tn)
+		failed = st
+		return err == nil && st.Status == utils.ERROR
+	})
+	if !strings.Contains(failed.LastError, "already exists") {
+		t.Fatalf("reason of the failure: %q", failed.LastError)
+	}
+	statsURL := func() string { return c.tn.HTTP.URL + "/admin/v2/persistent/public/default/compaction-fails/stats" }
+	before := compactionStats(t, statsURL())
+	if before.LastCompactionFailedTimestamp == 0 || before.LastCompactionSucceedTimestamp != 0 {
+		t.Fatalf("stats after a failure: %+v", before)
+	}
+	c.stop()
+
+	c = startPolicyNode(t, testnode.Config{Node: node.Config{DataDir: dir}})
+	a = admClient(t, admServer(t, c))
+	if st, err := a.Topics().CompactStatus(tn); err != nil || st != failed {
+		t.Fatalf("status after a restart: %+v, %v; before %+v", st, err, failed)
+	}
+	if after := compactionStats(t, statsURL()); after != before {
+		t.Fatalf("stats after a restart %+v, before %+v", after, before)
+	}
+
+	// Dropped, their names stay taken: the next compaction starts above
+	// the generations the failed one tried (its record says which).
+	for _, id := range blockers {
+		if err := c.catalog.DropStream(ctx, id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compactAndWait(t, ctx, a, tn)
+	if st, err := a.Topics().CompactStatus(tn); err != nil || st.LastError != "" {
+		t.Fatalf("status after a success: %+v, %v", st, err)
+	}
+	st := compactionStats(t, statsURL())
+	if st.LastCompactionSucceedTimestamp == 0 || st.LastCompactionFailedTimestamp != before.LastCompactionFailedTimestamp || st.LastCompactionRemovedEventCount != 4 {
+		t.Fatalf("stats after a success: %+v (after a failure %+v)", st, before)
+	}
+}
+
+// TestClusterCompactionStatusMoves: the compaction status and stats of a
+// topic come from its compaction record, so every owner reports the same:
+// after an unload to another node, and after that node is killed, the next
+// owner answers SUCCESS with the same stats, without compacting again.
+func TestClusterCompactionStatusMoves(t *testing.T) {
+	c := startLGCluster(t, 2, "file://"+filepath.ToSlash(t.TempDir()))
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic = "persistent://public/default/c-compacted"
+	tn := admTopic(t, topic)
+	adms := make([]pulsaradmin.Client, len(c.nodes))
+	for i, n := range c.nodes {
+		a, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: n.httpURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adms[i] = a
+	}
+	sendKeyed(t, ctx, c.client(c.serviceURL()), topic, 20, 4)
+	compactAndWait(t, ctx, adms[0], tn)
+	const statsPath = "/admin/v2/persistent/public/default/c-compacted/stats"
+	before := compactionStats(t, c.nodes[0].httpURL+statsPath)
+	if before.LastCompactionSucceedTimestamp == 0 || before.LastCompactionRemovedEventCount != 16 {
+		t.Fatalf("stats after the compaction: %+v", before)
+	}
+	// Through every node (each forwards to the owner), SUCCESS and the same
+	// stats.
+	same := func(what string) {
+		t.Helper()
+		for i, n := range c.nodes {
+			if st, err := adms[i].Topics().CompactStatus(tn); err != nil || st.Status != utils.SUCCESS {
+				t.Fatalf("%s: status through %s: %+v, %v", what, n.name, st, err)
+			}
+			if got := compactionStats(t, n.httpURL+statsPath); got != before {
+				t.Fatalf("%s: stats through %s %+v, want %+v", what, n.name, got, before)
+			}
+		}
+	}
+
+	owner := c.nodeByURL(c.lookup(c.nodes[0], topic))
+	dest := c.nodes[0]
+	if dest == owner {
+		dest = c.nodes[1]
+	}
+	if code := httpJSON(t, "PUT", c.nodes[0].httpURL+"/admin/v2/persistent/public/default/c-compacted/unload?destinationBroker="+dest.name, nil); code != 204 {
+		t.Fatalf("unload: HTTP %d", code)
+	}
+	if got := c.lookup(c.nodes[0], topic); got != dest.pulsarURL {
+		t.Fatalf("after an unload to %s, the topic is at %s", dest.pulsarURL, got)
+	}
+	same("after an unload")
+
+	// The owner dies: the other node takes the topic over when the
+	// session ends, and reads the same record.
+	dest.kill(t)
+	alive := slices.Index(c.nodes, owner)
+	waitFor(t, ctx, "the other node to answer for the topic", func() bool {
+		st, err := adms[alive].Topics().CompactStatus(tn)
+		if err == nil && st.Status != utils.SUCCESS {
+			t.Fatalf("status after the owner died: %+v", st)
+		}
+		return err == nil
+	})
+	if got := compactionStats(t, owner.httpURL+statsPath); got != before {
+		t.Fatalf("stats after the owner died %+v, want %+v", got, before)
 	}
 }

@@ -4,6 +4,8 @@ package gateway
 //
 //	PUT    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           start a compaction (204; 409 while one runs)
 //	GET    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           its status: {"status": NOT_RUN|RUNNING|SUCCESS|ERROR, "lastError"}
+//	                                                                  (RUNNING on the owner running it; else the last
+//	                                                                  one that ended, from the compaction record)
 //	GET|POST|DELETE /admin/v2/persistent/{t}/{ns}/{topic}/compactionThreshold   the threshold policy (bytes)
 //	GET|PUT|DELETE  /admin/v2/namespaces/{t}/{ns}/compactionThreshold
 //
@@ -67,15 +69,20 @@ func (a *admin) compactionStatus(w http.ResponseWriter, r *http.Request) {
 	if err == nil && ref.partitioned() {
 		err = fmt.Errorf("%w: %s is a partitioned topic: ask one of its partitions", errAdminMethodNotAllowed, ref.name)
 	}
-	var t *topic
+	var (
+		t                 *topic
+		status, lastError string
+	)
 	if err == nil {
 		t, err = a.compactionTopic(r)
+	}
+	if err == nil {
+		status, lastError, _, err = t.compactionStatus(r.Context())
 	}
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
-	status, lastError, _, _, _, _ := t.compactionStatus()
 	writeJSON(w, http.StatusOK, compactionStatusJSON{Status: status, LastError: lastError})
 }
 

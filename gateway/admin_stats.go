@@ -98,8 +98,8 @@ type topicStatsJSON struct {
 	Compaction             compactionStatsJSON              `json:"compaction"`
 }
 
-// compactionStatsJSON is Pulsar's CompactionStats (compactions run by this
-// node since it loaded the topic).
+// compactionStatsJSON is Pulsar's CompactionStats, from the topic's
+// compaction record (whichever node ran the compactions).
 type compactionStatsJSON struct {
 	LastCompactionRemovedEventCount   int64 `json:"lastCompactionRemovedEventCount"`
 	LastCompactionSucceedTimestamp    int64 `json:"lastCompactionSucceedTimestamp"`
@@ -185,9 +185,12 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 		st.LastPublishTimestamp = last.PublishTimeMs
 	}
 	st.BacklogSize = st.StorageSize
-	_, _, removed, succeeded, failed, took := t.compactionStatus()
-	st.Compaction = compactionStatsJSON{LastCompactionRemovedEventCount: removed, LastCompactionSucceedTimestamp: succeeded,
-		LastCompactionFailedTimestamp: failed, LastCompactionDurationTimeInMills: took}
+	_, _, rec, err := t.compactionStatus(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Compaction = compactionStatsJSON{LastCompactionRemovedEventCount: rec.Removed, LastCompactionSucceedTimestamp: rec.SucceededMs,
+		LastCompactionFailedTimestamp: rec.FailedMs, LastCompactionDurationTimeInMills: rec.DurationMs}
 
 	now := time.Now()
 	t.mu.Lock()

@@ -7,11 +7,14 @@ package gateway
 // __lakegate/compacted/<log id>-<generation>, never materialized as a
 // table — in offset order (actors/compacted.go gives the entry format). It
 // then records the new generation and horizon in the log's internal
-// durable cursor __lakegate.compaction (mark-delete = horizon − 1,
-// properties generation, kept, removed) under the topic's ownership, and
-// drops the previous compacted stream. A compaction starts from the
-// previous compacted log and the log after its horizon, so each one reads
-// what is new once.
+// durable cursor __lakegate.compaction — the compaction record
+// (actors/compacted_record.go: mark-delete = horizon − 1, properties
+// generation, kept, removed and the last outcome: status, times, reason) —
+// under the topic's ownership, and drops the previous compacted stream. A
+// failed compaction records its failure there too, so the status and
+// stats move with the topic; only RUNNING is this owner's alone. A
+// compaction starts from the previous compacted log and the log after its
+// horizon, so each one reads what is new once.
 //
 // readCompacted subscriptions (Exclusive, Failover, readers) read the
 // compacted log below the horizon and the log from it (actors.CompactedView,
@@ -47,6 +50,10 @@ const (
 	compactedNamespace = adminHiddenTenant + "/compacted"
 	// compactionKeysMax bounds the keys one compaction holds in memory.
 	compactionKeysMax = 1_000_000
+	// compactionGenerationTriesMax bounds the generations one compaction
+	// tries when the names above the record's are taken (each by a
+	// compaction that an unload or a crash interrupted).
+	compactionGenerationTriesMax = 8
 	// compactionReadRecords and compactionReadBytes bound one read of a
 	// compaction.
 	compactionReadRecords = 1000
@@ -56,27 +63,26 @@ const (
 	compactionThresholdProperty = "lakegate.compactionThreshold"
 )
 
-// compactedState is a partition's compacted view.
+// compactedState is a partition's compaction record and the compacted
+// log it names.
 type compactedState struct {
 	gen     int64 // 0: never compacted
 	horizon int64
 	log     lakestream.Log
+	rec     actors.CompactionRecord
 }
 
-// compaction is what a topic keeps of its compactions.
+// compaction is what a topic keeps of its compactions: the record (read
+// from the compaction cursor, replaced by each compaction that ends) and
+// whether one runs here now — RUNNING is known only to this owner; a
+// compaction an unload interrupts records nothing, and the next owner
+// reports the last one that ended.
 type compaction struct {
 	running atomic.Bool
-	// state is the current compacted view; nil until loaded.
+	// state is the current compacted view and record; nil until loaded.
 	state atomic.Pointer[compactedState]
-	mu    struct {
-		sync.Mutex
-		status      string // NOT_RUN, RUNNING, SUCCESS, ERROR (Pulsar's LongRunningProcessStatus)
-		lastError   string
-		removed     int64
-		succeededMs int64
-		failedMs    int64
-		durationMs  int64
-	}
+	// tried is the highest generation a compaction run here tried.
+	tried atomic.Int64
 }
 
 // compactedStreamID is the internal stream of log's compacted log gen.
@@ -111,8 +117,12 @@ func (t *topic) loadCompactedState(ctx context.Context) (*compactedState, error)
 	case err != nil:
 		return nil, err
 	default:
-		st.gen, st.horizon = c.Properties()["generation"], c.MarkDeleteOffset()+1
+		st.rec, err = actors.DecodeCompactionRecord(c.MarkDeleteOffset(), c.Properties())
 		c.Close(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("compaction record of %s: %w", t.name, err)
+		}
+		st.gen, st.horizon = st.rec.Generation, st.rec.Horizon
 		if st.gen > 0 {
 			if st.log, err = t.srv.cfg.Catalog.OpenLog(ctx, compactedStreamID(t.log.ID(), st.gen), 0); err != nil {
 				return nil, fmt.Errorf("compacted log of %s: %w", t.name, err)
@@ -129,7 +139,6 @@ func (t *topic) startCompaction() bool {
 	if !t.compaction.running.CompareAndSwap(false, true) {
 		return false
 	}
-	t.setCompactionStatus("RUNNING", "", 0, 0)
 	go func() {
 		defer t.compaction.running.Store(false)
 		start := time.Now()
@@ -142,41 +151,69 @@ func (t *topic) startCompaction() bool {
 			case <-ctx.Done():
 			}
 		}()
-		removed, err := t.compact(ctx)
-		if err != nil {
+		err := t.compact(ctx, start)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil || t.closing.Load() || errors.Is(err, lakestream.ErrGuardLost):
+			// Interrupted by an unload, a shutdown or the loss of the
+			// topic: the next owner reports the last compaction that
+			// ended, and runs the next.
+			t.srv.cfg.Logger.Info("topic compaction interrupted", "topic", t.name.String(), "err", err)
+		default:
 			t.srv.cfg.Logger.Warn("topic compaction failed", "topic", t.name.String(), "err", err)
-			t.setCompactionStatus("ERROR", err.Error(), 0, time.Since(start))
-			return
+			t.recordCompactionFailure(ctx, err)
 		}
-		t.setCompactionStatus("SUCCESS", "", removed, time.Since(start))
 	}()
 	return true
 }
 
-func (t *topic) setCompactionStatus(status, lastError string, removed int64, took time.Duration) {
-	t.compaction.mu.Lock()
-	defer t.compaction.mu.Unlock()
-	c := &t.compaction.mu
-	c.status, c.lastError = status, lastError
-	switch status {
-	case "SUCCESS":
-		c.removed, c.succeededMs, c.durationMs = removed, time.Now().UnixMilli(), took.Milliseconds()
-	case "ERROR":
-		c.failedMs = time.Now().UnixMilli()
+// recordCompaction writes rec to the compaction cursor under the topic's
+// ownership, then makes it (with log, the compacted log it names) the
+// current state.
+func (t *topic) recordCompaction(ctx context.Context, rec actors.CompactionRecord, log lakestream.Log) error {
+	c, err := t.log.OpenCursor(ctx, compactionCursor, -1, t.guardOpts()...)
+	if err != nil {
+		return err
+	}
+	err = c.MarkDelete(ctx, rec.MarkDelete(), rec.Properties())
+	c.Close(ctx)
+	if err != nil {
+		return err
+	}
+	t.compaction.state.Store(&compactedState{gen: rec.Generation, horizon: rec.Horizon, log: log, rec: rec})
+	return nil
+}
+
+// recordCompactionFailure records that a compaction failed with cause: the
+// compacted view stays. The record is written under the ownership; if that
+// write fails, this node still reports the failure.
+func (t *topic) recordCompactionFailure(ctx context.Context, cause error) {
+	st, err := t.loadCompactedState(ctx)
+	if err != nil {
+		t.srv.cfg.Logger.Warn("recording a failed compaction", "topic", t.name.String(), "err", err)
+		return
+	}
+	rec := st.rec
+	rec.Fail(time.Now().UnixMilli(), t.compaction.tried.Load(), cause.Error())
+	if err := t.recordCompaction(ctx, rec, st.log); err != nil {
+		t.srv.cfg.Logger.Warn("recording a failed compaction", "topic", t.name.String(), "err", err)
+		t.compaction.state.Store(&compactedState{gen: st.gen, horizon: st.horizon, log: st.log, rec: rec})
 	}
 }
 
-// compactionStatus is Pulsar's LongRunningProcessStatus and the stats'
-// compaction record.
-func (t *topic) compactionStatus() (status, lastError string, removed, succeededMs, failedMs, durationMs int64) {
-	t.compaction.mu.Lock()
-	defer t.compaction.mu.Unlock()
-	c := &t.compaction.mu
-	status = c.status
-	if status == "" {
-		status = "NOT_RUN"
+// compactionStatus is Pulsar's LongRunningProcessStatus (status, lastError)
+// and the stats' compaction record: RUNNING while a compaction runs here,
+// else the outcome of the last one that ended, from its record.
+func (t *topic) compactionStatus(ctx context.Context) (status, lastError string, rec actors.CompactionRecord, err error) {
+	running := t.compaction.running.Load()
+	st, err := t.loadCompactedState(ctx)
+	if err != nil {
+		return "", "", rec, err
 	}
-	return status, c.lastError, c.removed, c.succeededMs, c.failedMs, c.durationMs
+	if running {
+		return "RUNNING", "", st.rec, nil
+	}
+	return st.rec.Outcome.String(), st.rec.Error, st.rec, nil
 }
 
 // compactedSource is one source of entries a compaction reads, in offset
@@ -233,36 +270,42 @@ func (src compactedSource) each(ctx context.Context, f func(off int64, records i
 	return nil
 }
 
-// compact runs one compaction of t (see the file comment) and returns how
-// many records it removed.
-func (t *topic) compact(ctx context.Context) (int64, error) {
+// compact runs one compaction of t (see the file comment), started at
+// start, and records its success.
+func (t *topic) compact(ctx context.Context, start time.Time) error {
 	s := t.srv
 	old, err := t.loadCompactedState(ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	horizon, err := t.log.NextOffset(ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if old.gen > 0 && horizon == old.horizon {
-		return 0, nil // nothing new
+		// Nothing new: a success that removed nothing.
+		rec := old.rec
+		rec.Succeed(old.gen, old.horizon, old.rec.Kept, 0, time.Now().UnixMilli(), time.Since(start).Milliseconds())
+		if err := t.recordCompaction(ctx, rec, old.log); err != nil {
+			return fmt.Errorf("recording the compaction: %w", err)
+		}
+		return nil
 	}
 	var sources []compactedSource
 	if old.gen > 0 {
 		first, err := old.log.FirstOffset(ctx)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		next, err := old.log.NextOffset(ctx)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		sources = append(sources, compactedSource{log: old.log, compacted: true, clogFirst: first, clogNext: next})
 	}
 	from := old.horizon
 	if first, err := t.log.FirstOffset(ctx); err != nil {
-		return 0, err
+		return err
 	} else if first > from {
 		from = first
 	}
@@ -280,22 +323,32 @@ func (t *topic) compact(ctx context.Context) (int64, error) {
 			return kc.Add(off, records, keys)
 		})
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
 	survivors, removed := kc.Survivors()
 
 	// Pass 2: the surviving entries into a new compacted log.
-	gen := old.gen + 1
-	id := compactedStreamID(t.log.ID(), gen)
+	// The new generation: above every one tried before (a dropped stream's
+	// name is never reused; a node that died mid-compaction leaves its log).
+	gen := max(old.gen, old.rec.Tried, t.compaction.tried.Load()) + 1
 	if _, err := s.cfg.Catalog.CreateNamespace(ctx, compactedNamespace, nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		return 0, err
+		return err
 	}
 	disabled := false
-	if _, err := s.cfg.Catalog.CreateStream(ctx, id, lakestream.StreamConfig{}, lakestream.Partitioning{},
-		lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, &lakestream.TableMaterializationPolicy{Enabled: &disabled}); err != nil {
-		return 0, fmt.Errorf("creating the compacted log: %w", err)
+	for tries := 1; ; tries++ {
+		t.compaction.tried.Store(gen)
+		_, err := s.cfg.Catalog.CreateStream(ctx, compactedStreamID(t.log.ID(), gen), lakestream.StreamConfig{}, lakestream.Partitioning{},
+			lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, &lakestream.TableMaterializationPolicy{Enabled: &disabled})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, lakestream.ErrAlreadyExists) || tries == compactionGenerationTriesMax {
+			return fmt.Errorf("creating the compacted log: %w", err)
+		}
+		gen++
 	}
+	id := compactedStreamID(t.log.ID(), gen)
 	done := false
 	defer func() {
 		if !done {
@@ -306,7 +359,7 @@ func (t *topic) compact(ctx context.Context) (int64, error) {
 	}()
 	clog, err := s.cfg.Catalog.OpenLog(ctx, id, 0)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var (
 		wg      sync.WaitGroup
@@ -353,33 +406,28 @@ func (t *topic) compact(ctx context.Context) (int64, error) {
 		})
 		if err != nil {
 			wg.Wait()
-			return 0, err
+			return err
 		}
 	}
 	wg.Wait()
 	if appendE != nil {
-		return 0, fmt.Errorf("writing the compacted log: %w", appendE)
+		return fmt.Errorf("writing the compacted log: %w", appendE)
 	}
 
-	// Switch: the cursor names the new generation, under the ownership.
-	c, err := t.log.OpenCursor(ctx, compactionCursor, -1, t.guardOpts()...)
-	if err != nil {
-		return 0, err
-	}
-	err = c.MarkDelete(ctx, horizon-1, map[string]int64{"generation": gen, "removed": removed, "kept": kc.Records() - removed})
-	c.Close(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("recording the compaction: %w", err)
+	// Switch: the record names the new generation, under the ownership.
+	rec := old.rec
+	rec.Succeed(gen, horizon, kc.Records()-removed, removed, time.Now().UnixMilli(), time.Since(start).Milliseconds())
+	if err := t.recordCompaction(ctx, rec, clog); err != nil {
+		return fmt.Errorf("recording the compaction: %w", err)
 	}
 	done = true
-	t.compaction.state.Store(&compactedState{gen: gen, horizon: horizon, log: clog})
 	if old.gen > 0 {
 		if err := s.cfg.Catalog.DropStream(ctx, compactedStreamID(t.log.ID(), old.gen), true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
 			s.cfg.Logger.Warn("dropping a replaced compacted log", "topic", t.name.String(), "generation", old.gen, "err", err)
 		}
 	}
 	s.cfg.Logger.Info("topic compacted", "topic", t.name.String(), "horizon", horizon, "generation", gen, "removed", removed, "keys", kc.Keys())
-	return removed, nil
+	return nil
 }
 
 // compactionThreshold is the compaction threshold policy that applies to
