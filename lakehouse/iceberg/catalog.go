@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -46,6 +47,9 @@ const WarehouseDir = "warehouse"
 const DefaultCatalogName = "lakegate"
 
 // Errors. They surface from Open and Catalog.Commit.
+// sqlCreateMu serialises the creation of SQL catalogs in this process.
+var sqlCreateMu sync.Mutex
+
 var (
 	// ErrInvalid: a configuration, identifier, URL or request is malformed.
 	ErrInvalid = errors.New("iceberg: invalid argument")
@@ -125,7 +129,12 @@ func Open(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: open %s: %w", path, err)
 		}
+		// Creating the catalog's tables (and switching a new file to WAL)
+		// can answer SQLITE_BUSY at once, without the busy timeout, when
+		// another catalog of this process does the same: one at a time.
+		sqlCreateMu.Lock()
 		cat, err := sqlcat.NewCatalog(cfg.Name, db, sqlcat.SQLite, ice.Properties(props))
+		sqlCreateMu.Unlock()
 		if err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("iceberg: sql catalog %s: %w", path, err)
