@@ -30,7 +30,15 @@ type fakeOwnership struct {
 }
 
 func (o *fakeOwnership) Lost() <-chan struct{} { return o.lost }
-func (o *fakeOwnership) Unit() string          { return o.unit }
+func (o *fakeOwnership) Held() bool {
+	select {
+	case <-o.lost:
+		return false
+	default:
+		return true
+	}
+}
+func (o *fakeOwnership) Unit() string { return o.unit }
 func (o *fakeOwnership) Release(context.Context) error {
 	o.m.c.mu.Lock()
 	defer o.m.c.mu.Unlock()

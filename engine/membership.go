@@ -481,6 +481,26 @@ var _ lakestream.Ownership = (*ownership)(nil)
 func (o *ownership) Unit() string          { return o.unit }
 func (o *ownership) Lost() <-chan struct{} { return o.lost }
 
+// Held implements lakestream.Guard. Past the session's deadline it also
+// has the session given up (in the background), so Lost follows.
+func (o *ownership) Held() bool {
+	if o.held() != nil {
+		return false
+	}
+	m := o.m
+	m.mu.Lock()
+	lease, deadline := m.mu.lease, m.mu.deadline
+	m.mu.Unlock()
+	if lease != o.lease {
+		return false
+	}
+	if time.Now().After(deadline) {
+		go m.loseSession(lease, "no keep-alive succeeded before the session could expire")
+		return false
+	}
+	return true
+}
+
 func (o *ownership) markLost() {
 	o.lostOnce.Do(func() { close(o.lost) })
 }

@@ -59,6 +59,13 @@ type consumer struct {
 
 // Deliver implements actors.ConsumerSink (runs on the actor's goroutine).
 func (c *consumer) Deliver(d actors.Deliver) {
+	if o := c.t.owner; o != nil && !o.Held() {
+		// This node may no longer own the topic (its session outlived its
+		// renewals: a pause past the lease): another owner may be serving
+		// the subscription already. Nothing is sent; the topic unloads
+		// when Lost closes, and the owner redelivers from the cursor.
+		return
+	}
 	id := protocol.NewMessageID(int64(c.t.log.ID()), d.Entry.Offset, -1, c.t.partition)
 	f := protocol.Frame{
 		Cmd:   protocol.Message(c.id, id, d.RedeliveryCount, d.AckSet),

@@ -55,6 +55,12 @@ type Membership interface {
 type Guard interface {
 	// Lost is closed once the guard no longer holds.
 	Lost() <-chan struct{}
+	// Held reports whether the guard holds now: false once Lost is
+	// closed, and as soon as the node cannot be sure any more that its
+	// session is alive (its last renewal is older than the session allows:
+	// a process paused past its lease, say), even before Lost is closed.
+	// What is served to clients under the guard checks it first.
+	Held() bool
 }
 
 // Ownership is this node's ownership of one unit.
