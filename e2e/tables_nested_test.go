@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"reflect"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,28 +107,12 @@ func TestTablesNestedAvro(t *testing.T) {
 	defer p.Close()
 	const n = 200
 	sent := make([]nestedOrder, n)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var sendErr error
+	msgs := make([]*pulsar.ProducerMessage, n)
 	for i := range n {
 		sent[i] = makeNestedOrder(i)
-		wg.Add(1)
-		p.SendAsync(ctx, &pulsar.ProducerMessage{Value: sent[i]}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-			defer wg.Done()
-			if err != nil {
-				mu.Lock()
-				sendErr = err
-				mu.Unlock()
-			}
-		})
+		msgs[i] = &pulsar.ProducerMessage{Value: sent[i]}
 	}
-	if err := p.FlushWithCtx(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	if sendErr != nil {
-		t.Fatalf("send: %v", sendErr)
-	}
+	sendAllAsync(t, ctx, p, msgs)
 	waitForTable(t, ctx, node.httpURL, "public/default/nested_orders", n, "DELTA", "ICEBERG")
 
 	// The table, read from the object store by the CLI.

@@ -188,9 +188,7 @@ func TestTablesCompactByAge(t *testing.T) {
 	const n = 3000
 	sent := make([]sentMsg, n)
 	base := time.UnixMilli(1_700_000_000_000)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var sendErr error
+	msgs := make([]*pulsar.ProducerMessage, n)
 	for i := range n {
 		sent[i] = sentMsg{
 			key:     "k" + strconv.Itoa(i%37),
@@ -198,25 +196,9 @@ func TestTablesCompactByAge(t *testing.T) {
 			props:   map[string]string{"i": strconv.Itoa(i), "src": "e2e"},
 			event:   base.Add(time.Duration(i) * time.Millisecond),
 		}
-		wg.Add(1)
-		p.SendAsync(ctx, &pulsar.ProducerMessage{
-			Key: sent[i].key, Payload: sent[i].payload, Properties: sent[i].props, EventTime: sent[i].event,
-		}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-			defer wg.Done()
-			if err != nil {
-				mu.Lock()
-				sendErr = err
-				mu.Unlock()
-			}
-		})
+		msgs[i] = &pulsar.ProducerMessage{Key: sent[i].key, Payload: sent[i].payload, Properties: sent[i].props, EventTime: sent[i].event}
 	}
-	if err := p.FlushWithCtx(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	if sendErr != nil {
-		t.Fatalf("send: %v", sendErr)
-	}
+	sendAllAsync(t, ctx, p, msgs)
 
 	tj := waitForTable(t, ctx, node.httpURL, "public/default/orders", n, "DELTA", "ICEBERG")
 	if len(tj.Partitions) != 4 {
@@ -315,5 +297,32 @@ func TestTablesCompactByAge(t *testing.T) {
 			t.Fatalf("message %d differs: key %q payload %q event %v", i, m.Key(), m.Payload(), m.EventTime())
 		}
 		cons.Ack(m)
+	}
+}
+
+// sendAllAsync sends msgs with SendAsync, flushes, and fails the test on
+// the first send error once every callback has run.
+func sendAllAsync(t *testing.T, ctx context.Context, p pulsar.Producer, msgs []*pulsar.ProducerMessage) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var sendErr error
+	for _, m := range msgs {
+		wg.Add(1)
+		p.SendAsync(ctx, m, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				sendErr = err
+				mu.Unlock()
+			}
+		})
+	}
+	if err := p.FlushWithCtx(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if sendErr != nil {
+		t.Fatalf("send: %v", sendErr)
 	}
 }
