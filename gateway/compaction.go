@@ -54,6 +54,9 @@ const (
 	// tries when the names above the record's are taken (each by a
 	// compaction that an unload or a crash interrupted).
 	compactionGenerationTriesMax = 8
+	// compactionLeftoversMax bounds the abandoned generations below a new
+	// one that its compaction drops (one DropStream each).
+	compactionLeftoversMax = 64
 	// compactionReadRecords and compactionReadBytes bound one read of a
 	// compaction.
 	compactionReadRecords = 1000
@@ -421,9 +424,17 @@ func (t *topic) compact(ctx context.Context, start time.Time) error {
 		return fmt.Errorf("recording the compaction: %w", err)
 	}
 	done = true
-	if old.gen > 0 {
-		if err := s.cfg.Catalog.DropStream(ctx, compactedStreamID(t.log.ID(), old.gen), true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
-			s.cfg.Logger.Warn("dropping a replaced compacted log", "topic", t.name.String(), "generation", old.gen, "err", err)
+	// The replaced generation goes, and so do the ones between it and the
+	// new one: each was created by a compaction that failed or whose node
+	// died before recording it, and none can become current any more (a
+	// compaction still running elsewhere lost the ownership its record
+	// needs).
+	for g := max(old.gen, gen-compactionLeftoversMax); g < gen; g++ {
+		if g == 0 {
+			continue
+		}
+		if err := s.cfg.Catalog.DropStream(ctx, compactedStreamID(t.log.ID(), g), true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
+			s.cfg.Logger.Warn("dropping a replaced or abandoned compacted log", "topic", t.name.String(), "generation", g, "err", err)
 		}
 	}
 	s.cfg.Logger.Info("topic compacted", "topic", t.name.String(), "horizon", horizon, "generation", gen, "removed", removed, "keys", kc.Keys())
