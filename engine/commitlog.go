@@ -60,6 +60,17 @@ type commitLog struct {
 		loads    int                       // log loads in flight: record deletions wait
 		deferred []string                  // keys deleted while loads were in flight
 		epoch    int64                     // incremented by every resync
+		// lastRec is the revision of the last chunk or control record
+		// applied here, by the watch or by applyOwn, when every record
+		// below it is applied too (0: unknown, after a resync). Every such
+		// record writes commits/sync in its transaction, so a commit whose
+		// transaction found commits/sync still at lastRec follows it with
+		// no record in between (applyOwn).
+		lastRec int64
+		// ahead counts the records applyOwn applied that the watch has
+		// not delivered yet (bounded by maxOwnAhead: a stalled watch stops
+		// the appends it would stop without applyOwn).
+		ahead int
 	}
 	started chan struct{}
 	kick    chan struct{} // asks the fold loop for a fold now
@@ -139,6 +150,8 @@ func (c *commitLog) resyncRead(ctx context.Context) (int64, error) {
 		c.mu.byKey[hr.key] = hr
 	}
 	c.mu.applied = max(c.mu.applied, rev)
+	c.mu.lastRec = 0
+	c.mu.ahead = 0
 	c.mu.epoch++
 	c.wakeLocked()
 	c.mu.Unlock()
@@ -195,16 +208,21 @@ func (c *commitLog) apply(ev meta.Event) {
 	switch {
 	case ev.Kind == meta.EventPut && strings.HasPrefix(ev.KV.Key, rp):
 		if _, ok := c.mu.byKey[ev.KV.Key]; ok || ev.KV.ModRevision <= c.mu.applied {
-			break // seen (a resync read it)
+			if ok && ev.KV.ModRevision > c.mu.applied && c.mu.ahead > 0 {
+				c.mu.ahead-- // applied by applyOwn
+			}
+			break // seen (a resync read it, or applyOwn applied it)
 		}
 		hr, err := decodeHeld(ev.KV)
 		if err != nil {
 			c.e.opts.Logger.Error("engine: undecodable commit record ignored", "key", ev.KV.Key, "err", err)
 			break
 		}
-		c.mu.held = append(c.mu.held, hr)
-		c.mu.byKey[hr.key] = hr
+		c.holdLocked(hr)
 		results := c.applyRecordLocked(hr)
+		if hr.rec.Kind != 0 {
+			c.mu.lastRec = max(c.mu.lastRec, hr.rev)
+		}
 		if pr := c.mu.pending[hr.key]; pr != nil {
 			delete(c.mu.pending, hr.key)
 			if !pr.at.IsZero() {
@@ -251,6 +269,60 @@ func (c *commitLog) applyRecordLocked(hr *heldRecord) map[lakestream.LogID]chunk
 		}
 	}
 	return results
+}
+
+// maxOwnAhead bounds the records applyOwn applies ahead of the watch.
+const maxOwnAhead = 256
+
+// holdLocked adds hr to the held records, in revision order: a void key
+// the watch delivers can be older than a record applyOwn applied first.
+func (c *commitLog) holdLocked(hr *heldRecord) {
+	i := len(c.mu.held)
+	for i > 0 && c.mu.held[i-1].rev > hr.rev {
+		i--
+	}
+	c.mu.held = slices.Insert(c.mu.held, i, hr)
+	c.mu.byKey[hr.key] = hr
+}
+
+// lastRecord returns lastRec (see commitLog.mu).
+func (c *commitLog) lastRecord() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.lastRec
+}
+
+// applyOwn applies this engine's record rec, committed at rev by a
+// transaction that compared commits/sync to after (a lastRecord value):
+// no chunk or control record lies between after and rev, and every record
+// up to after is applied here, so applying rec now gives the offsets the
+// watch would give — without waiting for it. The watch skips the record
+// when it arrives (byKey). It reports false, leaving the record to the
+// watch, when the state moved on (a resync) since after was read.
+func (c *commitLog) applyOwn(key string, rev, after int64, rec index.Record) bool {
+	c.mu.Lock()
+	if _, ok := c.mu.byKey[key]; ok {
+		c.mu.Unlock()
+		return true // the watch was first; it answered
+	}
+	if c.mu.lastRec != after || rev <= c.mu.applied || c.mu.ahead >= maxOwnAhead {
+		c.mu.Unlock()
+		return false
+	}
+	hr := &heldRecord{key: key, rev: rev, rec: rec, appliedAt: time.Now()}
+	c.holdLocked(hr)
+	results := c.applyRecordLocked(hr)
+	c.mu.lastRec = rev
+	c.mu.ahead++
+	pr := c.mu.pending[key]
+	delete(c.mu.pending, key)
+	c.mu.Unlock()
+	c.e.metrics.ownApplies.Add(1)
+	if pr != nil {
+		// Answered off the commit loop, which sends the next record now.
+		go pr.done(rev, results)
+	}
+	return true
 }
 
 // dropLocked forgets a deleted (folded) record and its chunks in the open
@@ -496,6 +568,16 @@ func (c *commitLog) foldLoop() {
 
 // foldNow folds every record applied so far (the port, compaction, trims).
 func (c *commitLog) foldNow(ctx context.Context) error {
+	// Records applyOwn applied are folded once the watch has passed them.
+	c.mu.Lock()
+	var last int64
+	if n := len(c.mu.held); n > 0 {
+		last = c.mu.held[n-1].rev
+	}
+	c.mu.Unlock()
+	if err := c.waitApplied(ctx, last); err != nil {
+		return err
+	}
 	return c.fold(ctx, time.Now().Add(time.Hour))
 }
 
@@ -507,7 +589,10 @@ func (c *commitLog) fold(ctx context.Context, cutoff time.Time) error {
 	c.mu.Lock()
 	var recs []*heldRecord
 	for _, hr := range c.mu.held {
-		if hr.appliedAt.After(cutoff) {
+		// A record applyOwn applied before the watch delivered it waits
+		// for the watch: deleting it first would let the watch apply it
+		// a second time.
+		if hr.appliedAt.After(cutoff) || hr.rev > c.mu.applied {
 			break
 		}
 		recs = append(recs, hr)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -212,7 +211,11 @@ func (l *logHandle) dropTail(rev int64) {
 		i++
 	}
 	if i > 0 {
-		l.mu.tail = slices.Delete(l.mu.tail, 0, i)
+		// Resliced, not shifted: a tail of many small chunks is dropped
+		// from the front at every fold, and append reallocates it to its
+		// live part when it grows.
+		clear(l.mu.tail[:i])
+		l.mu.tail = l.mu.tail[i:]
 	}
 }
 

@@ -31,6 +31,7 @@ type Metrics struct {
 	TxnNanos         int64
 	ApplyWaits       int64 // commit records of this engine applied by its watch
 	ApplyWaitNanos   int64 // total time from their transaction's reply to their application
+	OwnApplies       int64 // commit records of this engine applied on their transaction's reply (no record between them and the previous one)
 	Folds            int64 // folds of the commit log into heads and index keys
 	FoldTxns         int64 // transactions of those folds
 	CursorPersists   int64
@@ -57,6 +58,7 @@ type metrics struct {
 	txns, txnConflicts, txnErrors atomic.Int64
 	folds, foldTxns               atomic.Int64
 	applyWaits, applyWaitNanos    atomic.Int64
+	ownApplies                    atomic.Int64
 	txnNanos                      atomic.Int64
 	cursorPersists, gcDeleted     atomic.Int64
 
@@ -271,7 +273,7 @@ func (m *metrics) snapshot() Metrics {
 		ObjectGets: m.gets.Load(), ObjectGetBytes: m.getBytes.Load(), CacheHits: m.cacheHits.Load(),
 		Txns: m.txns.Load(), TxnConflicts: m.txnConflicts.Load(), TxnErrors: m.txnErrors.Load(), TxnNanos: m.txnNanos.Load(),
 		Folds: m.folds.Load(), FoldTxns: m.foldTxns.Load(),
-		ApplyWaits: m.applyWaits.Load(), ApplyWaitNanos: m.applyWaitNanos.Load(),
+		ApplyWaits: m.applyWaits.Load(), ApplyWaitNanos: m.applyWaitNanos.Load(), OwnApplies: m.ownApplies.Load(),
 		CursorPersists: m.cursorPersists.Load(), GCDeletedObjects: m.gcDeleted.Load(),
 		CompactionRuns: m.compactRuns.Load(), CompactedRecords: m.compactRecords.Load(), CompactedBytes: m.compactBytes.Load(),
 	}
@@ -391,6 +393,7 @@ func (c engineCollector) counters() []counterValue {
 		{"txn_seconds_total", "Time spent in WAL commit transactions.", float64(m.TxnNanos) / 1e9},
 		{"commit_log_apply_waits_total", "Commit records of this engine applied by its watch.", float64(m.ApplyWaits)},
 		{"commit_log_apply_wait_seconds_total", "Time from those records' transaction replies to their application.", float64(m.ApplyWaitNanos) / 1e9},
+		{"commit_log_own_applies_total", "Commit records of this engine applied on their transaction's reply, without waiting for the watch.", float64(m.OwnApplies)},
 		{"commit_log_folds_total", "Folds of the commit log into the logs' heads and index keys.", float64(m.Folds)},
 		{"commit_log_fold_txns_total", "Transactions of those folds.", float64(m.FoldTxns)},
 		{"cursor_persists_total", "Cursor states written.", float64(m.CursorPersists)},

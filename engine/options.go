@@ -27,11 +27,12 @@ type Options struct {
 	Linger time.Duration
 	// NoIdleFlush turns off the local store's idle flush: by default (local
 	// stores with the default Linger only) a WAL object is cut at once when
-	// no other flush is being PUT or committed, so an idle node adds no
-	// linger to an append and a busy one batches what arrives while its
-	// flushes are in flight (Linger still bounds the wait). Remote stores,
-	// and an explicit Linger, always wait for Linger or FlushBytes (PUTs
-	// cost money). Default false.
+	// no other flush is being PUT or waiting for the commit loop, so an
+	// idle node adds no linger to an append and a busy one batches what
+	// arrives while its flushes are in flight; Linger bounds the wait only
+	// while no flush waits for the commit loop (one cut then would queue
+	// behind it). Remote stores, and an explicit Linger, always wait for
+	// Linger or FlushBytes (PUTs cost money). Default false.
 	NoIdleFlush bool
 	// MaxPendingBytes bounds payload bytes accepted but not yet acknowledged
 	// (in batches and in flight); Append blocks beyond it (backpressure).

@@ -29,7 +29,9 @@ import (
 //
 // Goroutines: batch (owns the open batch), one PUT goroutine per in-flight
 // flush, commit (sends the commit transactions), window (writes and drops
-// the window intents). Appends are answered by the commit log's watch.
+// the window intents). Appends are answered when the commit log applies
+// their record: on the transaction's reply when no other record came
+// between (commitLog.applyOwn), else by its watch.
 type walWriter struct {
 	e        *Engine
 	opts     Options
@@ -38,7 +40,8 @@ type walWriter struct {
 	commitCh chan *flush // flushes in seq order; cap MaxInflightFlushes
 	inflight chan struct{}
 	putting  atomic.Int32  // flushes being PUT (the idle flush cuts when none is)
-	idle     chan struct{} // a PUT ended: the batch loop may cut
+	waiting  atomic.Int32  // flushes cut whose commit has not started (the idle flush cuts when none is)
+	idleCh   chan struct{} // a PUT ended or a commit started: the batch loop may cut
 	stop     chan struct{}
 	done     sync.WaitGroup
 
@@ -53,6 +56,10 @@ type walWriter struct {
 	// recordID names this writer's commit records: unique per engine start.
 	recordID  string
 	recordSeq atomic.Uint64
+
+	// ownOff: until this time (Unix ns) commits go without the commits/sync
+	// compare of applyOwn (set when one missed).
+	ownOff atomic.Int64
 
 	windows windowIntents
 	// committed is the seq of the last flush whose commit transactions are
@@ -96,6 +103,10 @@ type flush struct {
 	parts   atomic.Int32 // commit records of this flush not answered yet
 }
 
+// ownApplyPause is how long commits go without the commits/sync compare
+// after it failed: while other engines commit too, most compares would.
+const ownApplyPause = time.Second
+
 func newWALWriter(e *Engine) *walWriter {
 	o := e.opts
 	var rnd [6]byte
@@ -107,7 +118,7 @@ func newWALWriter(e *Engine) *walWriter {
 		pending:  semaphore.NewWeighted(o.MaxPendingBytes),
 		commitCh: make(chan *flush, o.MaxInflightFlushes),
 		inflight: make(chan struct{}, o.MaxInflightFlushes),
-		idle:     make(chan struct{}, 1),
+		idleCh:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		recordID: hex.EncodeToString(rnd[:]),
 	}
@@ -211,6 +222,20 @@ func (w *walWriter) idleFlush() bool {
 	return !w.opts.RemoteStore && !w.opts.NoIdleFlush && w.opts.lingerDefault
 }
 
+// idle: no flush is being PUT and none waits for the commit loop, so a
+// flush cut now is PUT while the commit loop sends the previous one's
+// record, and committed next.
+func (w *walWriter) idle() bool {
+	return w.putting.Load() == 0 && w.waiting.Load() == 0
+}
+
+func (w *walWriter) signalIdle() {
+	select {
+	case w.idleCh <- struct{}{}:
+	default:
+	}
+}
+
 func (w *walWriter) batchLoop() {
 	defer w.done.Done()
 	defer close(w.commitCh)
@@ -229,6 +254,7 @@ func (w *walWriter) batchLoop() {
 		f := cur
 		cur = nil
 		w.putting.Add(1)
+		w.waiting.Add(1)
 		go w.put(f)
 		w.commitCh <- f
 	}
@@ -264,8 +290,9 @@ func (w *walWriter) batchLoop() {
 		select {
 		case r := <-w.reqs:
 			add(r)
-			// Take what is queued already, then cut at once if nothing is
-			// in flight (idle flush): an idle writer adds no linger.
+			// Take what is queued already, then cut at once if no flush
+			// is being PUT or waits for the commit loop (idle flush): an
+			// idle writer adds no linger.
 			for more := true; more; {
 				select {
 				case r := <-w.reqs:
@@ -274,14 +301,20 @@ func (w *walWriter) batchLoop() {
 					more = false
 				}
 			}
-			if cur != nil && w.idleFlush() && w.putting.Load() == 0 {
+			if cur != nil && w.idleFlush() && w.idle() {
 				cut()
 			}
-		case <-w.idle:
-			if cur != nil && w.idleFlush() && w.putting.Load() == 0 {
+		case <-w.idleCh:
+			if cur != nil && w.idleFlush() && w.idle() {
 				cut()
 			}
 		case <-timer.C:
+			if w.idleFlush() && w.waiting.Load() > 0 {
+				// The commit loop has a flush waiting already: this one
+				// would only queue behind it. It grows until the commit
+				// loop takes that one (idleCh), then goes.
+				continue
+			}
 			cut()
 		case <-w.stop:
 			// Take what is already queued, flush it, and stop.
@@ -306,10 +339,7 @@ func (w *walWriter) put(f *flush) {
 	defer func() {
 		close(f.putDone)
 		if w.putting.Add(-1) == 0 {
-			select {
-			case w.idle <- struct{}{}:
-			default:
-			}
+			w.signalIdle()
 		}
 	}()
 	f.started = time.Now()
@@ -361,6 +391,9 @@ func (w *walWriter) commitLoop() {
 	defer w.done.Done()
 	for f := range w.commitCh {
 		<-f.putDone
+		if w.waiting.Add(-1) == 0 {
+			w.signalIdle()
+		}
 		w.commitFlush(f)
 		w.committed.Store(f.seq)
 		f.data = nil
@@ -436,7 +469,8 @@ func (w *walWriter) commitFlush(f *flush) {
 }
 
 // splitByGuards splits ids into records whose transactions carry at most
-// MaxTxnOps compares (one for the record key, one per distinct guard).
+// MaxTxnOps compares (one for the record key, one for commits/sync when the
+// record is to be applied on its reply, one per distinct guard).
 func (w *walWriter) splitByGuards(f *flush, ids []lakestream.LogID) [][]lakestream.LogID {
 	var out [][]lakestream.LogID
 	var cur []lakestream.LogID
@@ -449,7 +483,7 @@ func (w *walWriter) splitByGuards(f *flush, ids []lakestream.LogID) [][]lakestre
 				add = append(add, g)
 			}
 		}
-		if len(cur) > 0 && 1+len(guards)+len(add) > maxCmps {
+		if len(cur) > 0 && 2+len(guards)+len(add) > maxCmps {
 			out = append(out, cur)
 			cur, guards = nil, nil
 			add = guardsOf(f.byLog[id])
@@ -467,8 +501,9 @@ func (w *walWriter) splitByGuards(f *flush, ids []lakestream.LogID) [][]lakestre
 // guards fail their logs and the rest is retried; an unknown outcome is
 // resolved by voiding the key.
 func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream.LogID, refs map[lakestream.LogID]wal.ChunkRef) {
+	var noOwn, again bool
 	for attempt := 0; len(ids) > 0; attempt++ {
-		if attempt > 0 {
+		if attempt > 0 && !again {
 			if err := backoff(ctx, attempt); err != nil {
 				w.partFailed(f, ids, fmt.Errorf("%w: commit %s: %w", lakestream.ErrUnavailable, f.object, err))
 				return
@@ -494,9 +529,22 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 			defer w.records.Done()
 			w.recordApplied(f, part, rev, results)
 		}})
+		again = false
 		cmps := []meta.Cmp{{Key: key}}
 		for _, g := range guards {
 			cmps = g.cmps(cmps...)
+		}
+		// Applied on its reply (commitLog.applyOwn) when commits/sync is
+		// still where the last record applied here left it: no record of
+		// any engine lies between, so the watch is not waited for. After
+		// a miss (another engine committed in between) the compare is left
+		// out for ownApplyPause: a failed compare costs a round trip.
+		var after int64
+		if !noOwn && time.Now().UnixNano() >= w.ownOff.Load() {
+			after = w.e.clog.lastRecord()
+		}
+		if after > 0 {
+			cmps = append(cmps, meta.Cmp{Key: w.e.keys.commitSync(), ModRevision: after})
 		}
 		ops := []meta.Op{meta.Put(key, rec.Encode()), meta.Put(w.e.keys.commitSync(), []byte(key))}
 		start := time.Now()
@@ -505,8 +553,20 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 		w.e.metrics.observeTxn(time.Since(start), ok, err)
 		switch {
 		case err == nil && ok:
+			if after > 0 && w.e.clog.applyOwn(key, rev, after, rec) {
+				return // answered
+			}
 			w.e.clog.setRev(key, rev)
 			return // answered when the commit log applies it
+		case err == nil && after > 0:
+			// commits/sync moved (or a guard was lost; the retry finds
+			// out): nothing was written, the same record goes again at
+			// once without the compare.
+			w.ownOff.Store(time.Now().Add(ownApplyPause).UnixNano())
+			if !w.forget(key) {
+				return
+			}
+			noOwn, again = true, true
 		case err == nil:
 			// A guard was lost (the key is new): fail its logs, retry the rest.
 			if !w.forget(key) {
