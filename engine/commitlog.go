@@ -319,8 +319,8 @@ func (c *commitLog) applyOwn(key string, rev, after int64, rec index.Record) boo
 	c.mu.Unlock()
 	c.e.metrics.ownApplies.Add(1)
 	if pr != nil {
-		// Answered off the commit loop, which sends the next record now.
-		go pr.done(rev, results)
+		// On the commit loop: appends are answered in commit order.
+		pr.done(rev, results)
 	}
 	return true
 }

@@ -76,6 +76,14 @@ func TestApplyOwn(t *testing.T) {
 			t.Fatalf("concurrent appends: offset #%d is %d, want %d (offsets %v)", i, o, next+2*int64(i), offs)
 		}
 	}
+	// A read from below the head an engine knows is not linearizable;
+	// NextOffset is (it waits until the engine's watch has applied the
+	// newest record).
+	for _, l := range []lakestream.Log{l1, l2} {
+		if n, err := l.NextOffset(ctx); err != nil || n != next+400 {
+			t.Fatalf("NextOffset: %d, %v; want %d", n, err, next+400)
+		}
+	}
 	r1, err := l1.ReadEntries(ctx, 0, 10000, 1<<24)
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +109,9 @@ func TestApplyOwn(t *testing.T) {
 	e3 := env.engine(t, Options{Logger: quietLogger})
 	l3, err := e3.Log(ctx, id)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l3.NextOffset(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r3, err := l3.ReadEntries(ctx, 0, 10000, 1<<24)
