@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,37 +147,18 @@ func TestTablesInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var sendErr error
 	base := time.Now().Add(-time.Hour)
+	msgs := make([]*pulsar.ProducerMessage, 0, n)
 	for i := range n {
 		payload := fmt.Appendf(nil, `{"order":%d,"customer":"c%d","amount":%d.%02d}`, i, i%997, i%500, i%100)
 		want.add(payload)
-		wg.Add(1)
-		p.SendAsync(ctx, &pulsar.ProducerMessage{
+		msgs = append(msgs, &pulsar.ProducerMessage{
 			Key: "c" + strconv.Itoa(i%997), Payload: payload,
 			Properties: map[string]string{"i": strconv.Itoa(i), "kind": "order"},
 			EventTime:  base.Add(time.Duration(i) * time.Microsecond),
-		}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-			defer wg.Done()
-			if err != nil {
-				mu.Lock()
-				sendErr = err
-				mu.Unlock()
-			}
 		})
-		if i%20000 == 19999 {
-			t.Logf("produced %d/%d", i+1, n)
-		}
 	}
-	if err := p.FlushWithCtx(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	if sendErr != nil {
-		t.Fatalf("send: %v", sendErr)
-	}
+	sendAllAsync(t, ctx, p, msgs)
 	t.Logf("produced %d messages in %v", n, time.Since(start).Round(time.Millisecond))
 
 	// The typed topics.
@@ -206,27 +186,17 @@ func TestTablesInterop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		msgs := make([]*pulsar.ProducerMessage, 0, typedN)
 		for i := range typedN {
 			v := price{ID: int64(i), Price: float64(i) / 4}
 			if i%3 != 0 {
 				s := "item-" + strconv.Itoa(i)
 				v.Name = &s
 			}
-			tp.SendAsync(ctx, &pulsar.ProducerMessage{Value: v}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-				if err != nil {
-					mu.Lock()
-					sendErr = err
-					mu.Unlock()
-				}
-			})
+			msgs = append(msgs, &pulsar.ProducerMessage{Value: v})
 		}
-		if err := tp.FlushWithCtx(ctx); err != nil {
-			t.Fatal(err)
-		}
+		sendAllAsync(t, ctx, tp, msgs)
 		tp.Close()
-	}
-	if sendErr != nil {
-		t.Fatalf("send: %v", sendErr)
 	}
 
 	// Compaction by age, on the node's own schedule.
