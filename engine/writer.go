@@ -39,9 +39,8 @@ type walWriter struct {
 	pending  *semaphore.Weighted
 	commitCh chan *flush // flushes in seq order; cap MaxInflightFlushes
 	inflight chan struct{}
-	putting  atomic.Int32  // flushes being PUT (the idle flush cuts when none is)
-	waiting  atomic.Int32  // flushes cut whose commit has not started (the idle flush cuts when none is)
-	idleCh   chan struct{} // a PUT ended or a commit started: the batch loop may cut
+	waiting  atomic.Int32  // flushes cut whose commit has not started, PUT or not (the idle flush cuts when none is)
+	idleCh   chan struct{} // a commit started: the batch loop may cut
 	stop     chan struct{}
 	done     sync.WaitGroup
 
@@ -222,11 +221,11 @@ func (w *walWriter) idleFlush() bool {
 	return !w.opts.RemoteStore && !w.opts.NoIdleFlush && w.opts.lingerDefault
 }
 
-// idle: no flush is being PUT and none waits for the commit loop, so a
-// flush cut now is PUT while the commit loop sends the previous one's
-// record, and committed next.
+// idle: no flush is being PUT or waits for the commit loop, so a flush cut
+// now is PUT while the commit loop sends the previous one's record, and
+// committed next.
 func (w *walWriter) idle() bool {
-	return w.putting.Load() == 0 && w.waiting.Load() == 0
+	return w.waiting.Load() == 0
 }
 
 func (w *walWriter) signalIdle() {
@@ -253,7 +252,6 @@ func (w *walWriter) batchLoop() {
 		w.inflight <- struct{}{} // bounded in-flight flushes: backpressure
 		f := cur
 		cur = nil
-		w.putting.Add(1)
 		w.waiting.Add(1)
 		go w.put(f)
 		w.commitCh <- f
@@ -336,12 +334,7 @@ func (w *walWriter) batchLoop() {
 // put writes the object under its window intent. It runs concurrently with
 // other puts; the commit loop waits for putDone.
 func (w *walWriter) put(f *flush) {
-	defer func() {
-		close(f.putDone)
-		if w.putting.Add(-1) == 0 {
-			w.signalIdle()
-		}
-	}()
+	defer close(f.putDone)
 	f.started = time.Now()
 	f.writeMs = w.opts.Now().UnixMilli()
 	b := wal.NewBuilder()
