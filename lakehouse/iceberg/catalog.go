@@ -46,10 +46,10 @@ const WarehouseDir = "warehouse"
 // must open the catalog under the same name.
 const DefaultCatalogName = "lakegate"
 
-// Errors. They surface from Open and Catalog.Commit.
 // sqlCreateMu serialises the creation of SQL catalogs in this process.
 var sqlCreateMu sync.Mutex
 
+// Errors. They surface from Open and Catalog.Commit.
 var (
 	// ErrInvalid: a configuration, identifier, URL or request is malformed.
 	ErrInvalid = errors.New("iceberg: invalid argument")
