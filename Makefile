@@ -72,7 +72,7 @@ interop:
 ## upstream Go Pulsar perf tool against a standalone node (bench/pulsar-perf.sh); ~3–6 min
 bench: build
 	$(BIN)/lakegate bench engine $(BENCH_FLAGS)
-	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/ ./tables/
+	$(GO) test -p 1 -count 1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./engine/ ./tables/ ./objstore/
 	./bench/pulsar-perf.sh
 	./bench/pulsar-perf-java.sh
 

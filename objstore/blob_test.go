@@ -48,6 +48,16 @@ func TestFile(t *testing.T) {
 	objstoretest.Run(t, func(t *testing.T) objstore.Store { return open(t, fileURL(t.TempDir())) })
 }
 
+// The same suite where creates go through named temporary files (the path
+// without O_TMPFILE).
+func TestFileNamedTemp(t *testing.T) {
+	objstoretest.Run(t, func(t *testing.T) objstore.Store {
+		s := open(t, fileURL(t.TempDir()))
+		objstore.NamedTempOnly(s)
+		return s
+	})
+}
+
 func TestFileNoFsyncPrefix(t *testing.T) {
 	objstoretest.Run(t, func(t *testing.T) objstore.Store {
 		return open(t, fileURL(t.TempDir())+"?fsync=false&prefix=tenant/a/")
@@ -139,8 +149,12 @@ func putIfAbsentNoPanic(t *testing.T, s objstore.Store, key string, data []byte)
 func TestFilePutIfAbsentRacingStores(t *testing.T) {
 	dir := t.TempDir()
 	var stores []objstore.Store
-	for range 4 {
-		stores = append(stores, open(t, fileURL(dir)))
+	for i := range 4 {
+		s := open(t, fileURL(dir))
+		if i%2 == 1 {
+			objstore.NamedTempOnly(s) // both create paths race each other
+		}
+		stores = append(stores, s)
 	}
 	objstoretest.RacePutIfAbsent(t, stores, 8, 32)
 	assertNoTempFiles(t, dir)

@@ -10,7 +10,8 @@
 //     ErrClosed) and the key rules (ValidKey), identical on every backend.
 //   - Open: mem://, file://, s3://, gs://, azblob:// (see docs/storage.md for
 //     URL forms, credentials and what conditional create means on each).
-//   - The file:// write path (file.go): put-if-absent by link(2), atomic
+//   - The file:// write path (file.go): put-if-absent by link(2) (of an
+//     O_TMPFILE file on Linux, file_linux.go), atomic
 //     across processes, with fsync of data and directories; fileblob's own
 //     IfNotExist is check-then-rename and is not used.
 //   - Instrument: counters of operations, errors and bytes (Stats), read by

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -25,16 +26,20 @@ import (
 // two racing creators can both pass the stat and both "win", the second
 // silently replacing the first. Here a create is "write temp file, fsync,
 // link(2) it to the target": link fails with EEXIST if the target exists,
-// atomically, also across processes. Put is the same with rename(2).
+// atomically, also across processes. Put is the same with rename(2). On
+// Linux a create writes an unnamed file instead (createAnon: O_TMPFILE,
+// then linkat), the same guarantee without creating and removing a
+// temporary name.
 //
 // Temporary files are named ".lakegate-*.tmp" next to their target (so that
 // link and rename never cross a mount point); ValidKey reserves the
 // ".lakegate" prefix and list skips such names. A crash can leave one
 // behind; it is never visible as an object.
 type fileBackend struct {
-	root   string // absolute directory of the bucket
-	prefix string // prepended to every key (Open's prefix= parameter)
-	fsync  bool   // fsync data and directories before a write returns
+	root   string      // absolute directory of the bucket
+	prefix string      // prepended to every key (Open's prefix= parameter)
+	fsync  bool        // fsync data and directories before a write returns
+	noAnon atomic.Bool // createAnon is not available here: use named temporary files
 }
 
 const (
@@ -89,6 +94,19 @@ func (f *fileBackend) put(ctx context.Context, key string, data []byte, exclusiv
 	dir := filepath.Dir(path)
 	if err := f.mkdirs(dir); err != nil {
 		return err
+	}
+	if exclusive && !f.noAnon.Load() {
+		ok, err := createAnon(dir, path, data, f.fsync)
+		if ok {
+			if errors.Is(err, ErrExists) {
+				return fmt.Errorf("objstore: %s %q: %w", op, key, ErrExists)
+			}
+			if err == nil && f.fsync {
+				err = syncDir(dir)
+			}
+			return err
+		}
+		f.noAnon.Store(true)
 	}
 	tmp, err := createTemp(dir)
 	if err != nil {
