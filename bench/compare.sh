@@ -12,6 +12,9 @@
 #   fixed20k pulsar-perf produce, 1 partition, 20 000 msg/s (publish latency)
 #   e2e10k   pulsar-perf consume + produce, 1 partition, 10 000 msg/s
 #            (end-to-end latency: publish time to receive)
+#   goe2e10k the same with the Go client (bench/tools/e2e, lakegate-e2e): a
+#            producer and a consumer in one process, latency on one clock,
+#            no client JIT warming up inside the measured window
 #   drain    pulsar-perf produce 1 000 000 messages (a subscription exists
 #            first, so they are backlog), then a consumer reads them from the
 #            start: the catch-up read path
@@ -31,7 +34,7 @@
 # Environment:
 #   COMPARE_REPEATS   repeats of every (load, target) pair (default 2); the
 #                     order of targets alternates between repeats
-#   COMPARE_LOADS     loads to run (default "max1 max8 max100 fixed20k e2e10k drain gomax1")
+#   COMPARE_LOADS     loads to run (default "max1 max8 max100 fixed20k e2e10k goe2e10k drain gomax1")
 #   COMPARE_TARGETS   servers (default "lakegate pulsar"; add pulsar-nofsync for
 #                     Pulsar with journalSyncData=false)
 #   COMPARE_DURATION  seconds of producing per pulsar-perf run (default 15)
@@ -48,7 +51,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 REPEATS=${COMPARE_REPEATS:-2}
-LOADS=${COMPARE_LOADS:-"max1 max8 max100 fixed20k e2e10k drain gomax1"}
+LOADS=${COMPARE_LOADS:-"max1 max8 max100 fixed20k e2e10k goe2e10k drain gomax1"}
 TARGETS=${COMPARE_TARGETS:-"lakegate pulsar"}
 DURATION=${COMPARE_DURATION:-15}
 DRAIN=${COMPARE_DRAIN:-1000000}
@@ -84,6 +87,9 @@ if [[ ! -x $GOPERF ]]; then
   say "building the Go perf tool (bench/tools) -> $GOPERF"
   (cd bench/tools && go build -trimpath -o "$ROOT/$GOPERF" github.com/apache/pulsar-client-go/perf)
 fi
+E2E=.cache/bin/lakegate-e2e
+say "building the Go end-to-end tool (bench/tools/e2e) -> $E2E"
+(cd bench/tools && go build -o "$ROOT/$E2E" ./e2e)
 PLOT=.cache/bin/lakegate-plot
 say "building the plotter (bench/tools/plot) -> $PLOT"
 (cd bench/tools && go build -o "$ROOT/$PLOT" ./plot)
@@ -270,6 +276,17 @@ run_load() {
     wait "$PERF_PID" || say "consumer exited with status $?"
     drain=$(agg_rate "$log.consume.log")
     ;;
+  goe2e10k)
+    local line
+    "$E2E" -u "$URL" -topic "$topic" -r 10000 -s $SIZE -time "${DURATION}s" >"$log.goe2e.log" 2>"$log.goe2e.err" ||
+      say "lakegate-e2e exited with status $?: $(tail -1 "$log.goe2e.err")"
+    line=$(grep -m1 '^e2e-result' "$log.goe2e.log" || true)
+    if [[ -n $line ]]; then
+      thr=$(awk -v n="$(sed -E 's/.* sent=([0-9]+).*/\1/' <<<"$line")" -v d="$DURATION" 'BEGIN { printf "%.0f", n / d }')
+      IFS=, read -r p50 p95 p99 p999 pmax <<<"$(sed -E 's/.* publish_ms=([^ ]+).*/\1/' <<<"$line")"
+      IFS=, read -r e50 _ e99 e999 emax <<<"$(sed -E 's/.* e2e_ms=([^ ]+).*/\1/' <<<"$line")"
+    fi
+    ;;
   gomax1)
     "$GOPERF" --metrics -1 -u "$URL" produce -r 0 -s $SIZE "$topic" >"$log.goperf.log" 2>&1 &
     local gp=$!
@@ -291,8 +308,8 @@ run_load() {
   c1=$(cpu_ticks) t1=$(date +%s.%N)
   local cpu rss ccpu
   cpu=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v hz="$HZ" 'BEGIN {printf "%.0f", 100 * (b - a) / hz / (e - s)}')
-  if [[ $load == gomax1 ]]; then
-    ccpu=- # the Go tool is not measured
+  if [[ $load == gomax1 || $load == goe2e10k ]]; then
+    ccpu=- # the Go tools are not measured
   elif [[ $load == drain ]]; then
     ccpu=$(client_cpu "$log.consume.log")
   else

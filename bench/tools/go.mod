@@ -4,13 +4,15 @@ go 1.26.0
 
 tool github.com/apache/pulsar-client-go/perf
 
-require golang.org/x/image v0.46.0
+require (
+	github.com/apache/pulsar-client-go v0.19.0
+	golang.org/x/image v0.46.0
+)
 
 require (
 	github.com/AthenZ/athenz v1.12.13 // indirect
 	github.com/DataDog/zstd v1.5.0 // indirect
 	github.com/RoaringBitmap/roaring/v2 v2.8.0 // indirect
-	github.com/apache/pulsar-client-go v0.19.0 // indirect
 	github.com/ardielle/ardielle-go v1.5.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bits-and-blooms/bitset v1.12.0 // indirect

@@ -136,6 +136,9 @@ var metrics = []metric{
 	{"produce + consume 10 k msg/s: publish p99 ms", "e2e10k", "p99", false},
 	{"produce + consume 10 k msg/s: end-to-end p50 ms", "e2e10k", "e2e_p50", false},
 	{"produce + consume 10 k msg/s: end-to-end p99 ms", "e2e10k", "e2e_p99", false},
+	{"produce + consume 10 k msg/s, Go client: end-to-end p50 ms", "goe2e10k", "e2e_p50", false},
+	{"produce + consume 10 k msg/s, Go client: end-to-end p99 ms", "goe2e10k", "e2e_p99", false},
+	{"produce + consume 10 k msg/s, Go client: end-to-end p99.9 ms", "goe2e10k", "e2e_p999", false},
 	{"catch-up read of a 1 M backlog: msg/s", "drain", "drain_msgps", true},
 	{"server peak RSS at max rate, 1 partition: MiB", "max1", "rss_mib", false},
 	{"server peak RSS at max rate, 100 partitions: MiB", "max100", "rss_mib", false},
@@ -208,6 +211,14 @@ func plot(runs []run, path string) error {
 	panels := []panel{
 		{"publish latency, fixed 20 k msg/s, 1 partition", "fixed20k", []string{"p50", "p95", "p99", "p999", "max"}, []string{"p50", "p95", "p99", "p99.9", "max"}},
 		{"end-to-end latency, produce + consume 10 k msg/s", "e2e10k", []string{"e2e_p50", "e2e_p99", "e2e_p999", "e2e_max"}, []string{"p50", "p99", "p99.9", "max"}},
+		{"end-to-end latency, 10 k msg/s, Go client", "goe2e10k", []string{"e2e_p50", "e2e_p99", "e2e_p999", "e2e_max"}, []string{"p50", "p99", "p99.9", "max"}},
+	}
+	// Only the loads that ran get a panel (all of them, empty, if none ran).
+	ran := slices.DeleteFunc(slices.Clone(panels), func(p panel) bool {
+		return !slices.ContainsFunc(runs, func(r run) bool { return r["load"] == p.load })
+	})
+	if len(ran) > 0 {
+		panels = ran
 	}
 	const pw, ph = 480, 360
 	img := image.NewRGBA(image.Rect(0, 0, pw*len(panels), ph+40))
