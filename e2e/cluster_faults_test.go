@@ -212,16 +212,14 @@ func subTypeName(t pulsar.SubscriptionType) string {
 // kill to the first message served from partition 0 by its new owner (p50
 // and max over the rounds: docs/benchmarks.md).
 func TestClusterKill9Owner(t *testing.T) {
-	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()))
-	runKill9Owner(t, c)
+	runKill9Owner(t, "file://"+filepath.ToSlash(t.TempDir()))
 }
 
 // TestClusterKill9OwnerS3 is TestClusterKill9Owner on S3 (SeaweedFS): the
 // nodes share one bucket, with the remote-store WAL defaults (250 ms
 // linger).
 func TestClusterKill9OwnerS3(t *testing.T) {
-	c := startLGCluster(t, 3, testservers.StartSeaweed(t).URL+"&prefix=cluster/")
-	runKill9Owner(t, c)
+	runKill9Owner(t, testservers.StartSeaweed(t).URL+"&prefix=cluster/")
 }
 
 func failoverRounds(t *testing.T) int {
@@ -235,7 +233,15 @@ func failoverRounds(t *testing.T) int {
 	return 2
 }
 
-func runKill9Owner(t *testing.T, c *lgCluster) {
+// runKill9Owner runs the rounds on three nodes over objects. A killed node
+// comes back on its ports, as a pod behind a Service does: the clients'
+// service URL stays valid.
+func runKill9Owner(t *testing.T, objects string) {
+	c := startLGCluster(t, 0, objects)
+	c.fixedPorts = true
+	for range 3 {
+		c.addNode()
+	}
 	rounds := failoverRounds(t)
 	ctx := ctxFor(t, time.Duration(rounds)*time.Minute+2*time.Minute)
 	const topic = "persistent://public/default/c-kill9"

@@ -40,6 +40,7 @@ type lgCluster struct {
 	// restarts (a client's multi-host service URL stays valid).
 	fixedPorts bool
 	ports      map[int][]string // node index → pulsar, http addresses
+	procs      []*lakegateProc  // every node process started, killed at cleanup
 }
 
 // clusterSessionTTL is the nodes' session TTL in tests: etcd's minimum (its
@@ -51,6 +52,16 @@ const clusterSessionTTL = 2 * time.Second
 func startLGCluster(t *testing.T, n int, objects string, flags ...string) *lgCluster {
 	t.Helper()
 	c := &lgCluster{t: t, bin: lakegateBinary(t), etcd: testservers.StartEtcdCluster(t, 1), objects: objects, flags: flags, dir: t.TempDir()}
+	// Every node the cluster ever started is killed in one cleanup,
+	// registered before any client of the test: cleanups run last first, so
+	// the clients close while the nodes (restarted ones too) still answer,
+	// instead of reconnecting to nodes already gone until their operation
+	// timeout.
+	t.Cleanup(func() {
+		for _, p := range c.procs {
+			p.kill(t)
+		}
+	})
 	for range n {
 		c.addNode()
 	}
@@ -101,7 +112,7 @@ func (c *lgCluster) startNode(i int) *lakegateProc {
 		}
 		args = append(args, "--pulsar-addr", c.ports[i][0], "--http-addr", c.ports[i][1])
 	}
-	p := startLakegateArgs(c.t, c.bin, append(args, c.flags...))
+	p := startLakegateTracked(c.t, c.bin, append(args, c.flags...), func(p *lakegateProc) { c.procs = append(c.procs, p) })
 	p.name = fmt.Sprintf("node%d", i)
 	return p
 }
@@ -254,6 +265,13 @@ func (p *lakegateProc) waitExit(t *testing.T, within time.Duration) {
 // diagnostics and can be waited for (waitLog).
 func startLakegateArgs(t *testing.T, bin string, args []string) *lakegateProc {
 	t.Helper()
+	return startLakegateTracked(t, bin, args, func(p *lakegateProc) { t.Cleanup(func() { p.kill(t) }) })
+}
+
+// startLakegateTracked is startLakegateArgs with the process handed to track
+// as soon as it runs (before it is ready): track arranges its kill.
+func startLakegateTracked(t *testing.T, bin string, args []string, track func(*lakegateProc)) *lakegateProc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LAKEGATE_") {
@@ -269,7 +287,7 @@ func startLakegateArgs(t *testing.T, bin string, args []string) *lakegateProc {
 		t.Fatal(err)
 	}
 	p := &lakegateProc{cmd: cmd, exited: make(chan struct{}), logLine: make(chan struct{})}
-	t.Cleanup(func() { p.kill(t) })
+	track(p)
 	ready := make(chan struct{})
 	go func() {
 		defer close(p.exited)

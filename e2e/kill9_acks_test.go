@@ -99,7 +99,7 @@ func TestKill9AcksBeforeRedelivery(t *testing.T) {
 	}}
 
 	node := startLakegate(t, bin, dir)
-	cl := binClient(t, node.pulsarURL)
+	cl := crashClient(t, node.pulsarURL)
 	subOpts := func(c subCase) pulsar.ConsumerOptions {
 		return pulsar.ConsumerOptions{
 			Topic: topic, SubscriptionName: c.name, Type: c.typ,

@@ -44,7 +44,7 @@ func TestKill9(t *testing.T) {
 	defer cancel()
 
 	node := startLakegate(t, bin, dir)
-	cl := binClient(t, node.pulsarURL)
+	cl := crashClient(t, node.pulsarURL)
 	subOpts := func(name string) pulsar.ConsumerOptions {
 		return pulsar.ConsumerOptions{
 			Topic: topic, SubscriptionName: name, Type: pulsar.Exclusive,
@@ -250,8 +250,22 @@ func msgIndex(t *testing.T, m pulsar.Message) int {
 
 func binClient(t *testing.T, url string) pulsar.Client {
 	t.Helper()
+	return binClientTimeout(t, url, 30*time.Second)
+}
+
+// crashClient is binClient for a client that outlives its node's kill -9:
+// its producers and consumers then reconnect to an address that is gone,
+// each attempt retrying its lookup for up to the operation timeout, and
+// Close waits for the attempt under way. A short timeout bounds that wait.
+func crashClient(t *testing.T, url string) pulsar.Client {
+	t.Helper()
+	return binClientTimeout(t, url, 3*time.Second)
+}
+
+func binClientTimeout(t *testing.T, url string, op time.Duration) pulsar.Client {
+	t.Helper()
 	cl, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL: url, OperationTimeout: 30 * time.Second, ConnectionTimeout: 10 * time.Second,
+		URL: url, OperationTimeout: op, ConnectionTimeout: 10 * time.Second,
 		Logger: plog.DefaultNopLogger(),
 	})
 	if err != nil {
@@ -316,7 +330,7 @@ func TestCloseThenKill9(t *testing.T) {
 	defer cancel()
 
 	node := startLakegate(t, bin, dir)
-	cl := binClient(t, node.pulsarURL)
+	cl := crashClient(t, node.pulsarURL)
 	opts := pulsar.ConsumerOptions{
 		Topic: topic, SubscriptionName: "s", Type: pulsar.Exclusive,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, AckWithResponse: true,
