@@ -237,49 +237,79 @@ func TestTablesInterop(t *testing.T) {
 	tablesDir := filepath.Join(dir, "tables", "public", "default")
 	catalogURI := "sqlite:///" + filepath.Join(dir, "iceberg", "catalog.db")
 	warehouse := "file://" + dir
-	read := func(py, reader, table string, typed ...string) readerSummary {
-		t.Helper()
-		args := []string{script, reader, table, "--typed", strings.Join(typed, ",")}
-		switch reader {
-		case "spark":
-			args = append(args, "--jars", sparkJars)
-		case "pyiceberg":
-			args = append(args, "--catalog-uri", catalogURI, "--warehouse", warehouse)
+	// Every reader reads the three tables in one process (one Spark
+	// session: starting one takes 10-15 s).
+	type tableRead struct {
+		topic string
+		typed []string
+	}
+	typedCols := []string{"id", "name", "price"}
+	reads := []tableRead{{"orders", nil}, {"prices_json", typedCols}, {"prices_avro", typedCols}}
+	pyRead := func(py, reader string, table func(topic string) string) func() []readerSummary {
+		return func() []readerSummary {
+			t.Helper()
+			args := []string{script, reader}
+			for i, r := range reads {
+				if i > 0 {
+					args = append(args, "++")
+				}
+				args = append(args, table(r.topic), "--typed", strings.Join(r.typed, ","))
+				switch reader {
+				case "spark":
+					args = append(args, "--jars", sparkJars)
+				case "pyiceberg":
+					args = append(args, "--catalog-uri", catalogURI, "--warehouse", warehouse)
+				}
+			}
+			started := time.Now()
+			cmd := exec.CommandContext(ctx, py, args...)
+			cmd.Stderr = os.Stderr
+			out, err := cmd.Output()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) < len(reads) {
+				t.Fatalf("%s: %d output lines for %d tables (%v): %q", reader, len(lines), len(reads), err, out)
+			}
+			var sums []readerSummary
+			for i, line := range lines[len(lines)-len(reads):] {
+				var s readerSummary
+				if jerr := json.Unmarshal([]byte(line), &s); jerr != nil {
+					t.Fatalf("%s %s: %v, output %q (%v)", reader, reads[i].topic, err, out, jerr)
+				}
+				if s.Error != "" || err != nil {
+					t.Fatalf("%s %s: %s (%v)", reader, reads[i].topic, s.Error, err)
+				}
+				sums = append(sums, s)
+			}
+			t.Logf("%s read %d tables in %v: %d, %d and %d rows", reader, len(reads), time.Since(started).Round(time.Millisecond),
+				sums[0].Rows, sums[1].Rows, sums[2].Rows)
+			return sums
 		}
-		started := time.Now()
-		cmd := exec.CommandContext(ctx, py, args...)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		var s readerSummary
-		if jerr := json.Unmarshal(lastLine(out), &s); jerr != nil {
-			t.Fatalf("%s %s: %v, output %q (%v)", reader, table, err, out, jerr)
-		}
-		if s.Error != "" || err != nil {
-			t.Fatalf("%s %s: %s (%v)", reader, table, s.Error, err)
-		}
-		t.Logf("%s read %s: %d rows in %v", reader, table, s.Rows, time.Since(started).Round(time.Millisecond))
-		return s
 	}
 	icat, err := iceberg.Open(ctx, iceberg.CatalogConfig{URI: filepath.Join(dir, "iceberg", "catalog.db"), StoreURL: "file://" + dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer icat.Close()
-	pyReader := func(py, reader string, table func(topic string) string) func(topic string, typed ...string) readerSummary {
-		return func(topic string, typed ...string) readerSummary { return read(py, reader, table(topic), typed...) }
-	}
+	inDir := func(topic string) string { return filepath.Join(tablesDir, topic) }
 	readers := []struct {
 		name string
-		read func(topic string, typed ...string) readerSummary
+		read func() []readerSummary
 	}{
-		{"deltars", pyReader(deltaPy, "deltars", func(topic string) string { return filepath.Join(tablesDir, topic) })},
-		{"spark", pyReader(sparkPy, "spark", func(topic string) string { return filepath.Join(tablesDir, topic) })},
-		{"pyiceberg", pyReader(icebergPy, "pyiceberg", func(topic string) string { return "public.default." + topic })},
-		{"iceberg-go", func(topic string, typed ...string) readerSummary { return readIcebergGo(t, ctx, icat, topic, typed) }},
+		{"deltars", pyRead(deltaPy, "deltars", inDir)},
+		{"spark", pyRead(sparkPy, "spark", inDir)},
+		{"pyiceberg", pyRead(icebergPy, "pyiceberg", func(topic string) string { return "public.default." + topic })},
+		{"iceberg-go", func() []readerSummary {
+			var sums []readerSummary
+			for _, r := range reads {
+				sums = append(sums, readIcebergGo(t, ctx, icat, r.topic, r.typed))
+			}
+			return sums
+		}},
 	}
 	passed := 0
 	for _, r := range readers {
-		s := r.read("orders")
+		sums := r.read()
+		s := sums[0]
 		if s.Rows != int64(n) || s.Digest != want.hex() {
 			t.Errorf("%s orders: %d rows digest %s, want %d rows digest %s", r.name, s.Rows, s.Digest, n, want.hex())
 			continue
@@ -289,8 +319,8 @@ func TestTablesInterop(t *testing.T) {
 			continue
 		}
 		ok := true
-		for _, kind := range []string{"json", "avro"} {
-			s := r.read("prices_"+kind, "id", "name", "price")
+		for i, kind := range []string{"json", "avro"} {
+			s := sums[1+i]
 			id, name, pr := s.Typed["id"], s.Typed["name"], s.Typed["price"]
 			switch {
 			case s.Rows != typedN:

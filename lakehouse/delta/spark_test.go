@@ -85,9 +85,18 @@ func TestSparkReadsOurTable(t *testing.T) {
 	}
 	tableDir := filepath.Join(dir, root)
 
-	run := func(t *testing.T, tableDir string, args ...string) sparkCheck {
+	// run checks every table dir with the same checks in one Spark session
+	// (check_delta.py, tables separated by "++"): one result per dir.
+	run := func(t *testing.T, dirs []string, checks ...string) []sparkCheck {
 		t.Helper()
-		cmd := exec.CommandContext(t.Context(), python, append([]string{script, tableDir}, args...)...)
+		var args []string
+		for i, d := range dirs {
+			if i > 0 {
+				args = append(args, "++")
+			}
+			args = append(append(args, d), checks...)
+		}
+		cmd := exec.CommandContext(t.Context(), python, append([]string{script}, args...)...)
 		cmd.Env = append(os.Environ(), "LAKEGATE_SPARK_JARS="+jars)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -96,13 +105,21 @@ func TestSparkReadsOurTable(t *testing.T) {
 		t.Logf("spark: %s", out)
 		if err != nil {
 			t.Logf("spark stderr (tail):\n%s", sparkTail(stderr.String(), 4000))
-			t.Fatalf("check_delta.py %v: %v", args, err)
+			t.Fatalf("check_delta.py: %v", err)
 		}
-		var c sparkCheck
-		if err := json.Unmarshal([]byte(out[strings.LastIndexByte(out, '\n')+1:]), &c); err != nil {
-			t.Fatalf("check_delta.py output: %v", err)
+		lines := strings.Split(out, "\n")
+		if len(lines) < len(dirs) {
+			t.Fatalf("check_delta.py printed %d lines for %d tables", len(lines), len(dirs))
 		}
-		return c
+		var cs []sparkCheck
+		for _, line := range lines[len(lines)-len(dirs):] {
+			var c sparkCheck
+			if err := json.Unmarshal([]byte(line), &c); err != nil {
+				t.Fatalf("check_delta.py output: %v", err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
 	}
 	checks := []string{"120", "--version", "12", "--unique", "id", "--nulls", "extra=100",
 		"--columns", "id,name,ts,part,extra",
@@ -144,34 +161,30 @@ func TestSparkReadsOurTable(t *testing.T) {
 		}
 		return cp
 	}
-	// With _last_checkpoint present Spark starts from our checkpoint at 10
-	// and replays 11 and 12 (reading commits 0..12 only for the history).
-	t.Run("full log", func(t *testing.T) {
-		assert(t, run(t, tableDir, checks...), 13, "10")
-	})
-
-	// Without the checkpoint Spark must replay our JSON commits 0..12.
-	t.Run("json only", func(t *testing.T) {
-		cp := copyTable(t)
-		for _, name := range []string{fmt.Sprintf("%020d.checkpoint.parquet", 10), "_last_checkpoint"} {
-			if err := os.Remove(filepath.Join(cp, "_delta_log", name)); err != nil {
-				t.Fatal(err)
-			}
+	// Three forms of the table, read in one Spark session:
+	//   - full log: with _last_checkpoint present Spark starts from our
+	//     checkpoint at 10 and replays 11 and 12 (reading commits 0..12 only
+	//     for the history);
+	//   - json only: without the checkpoint Spark must replay our JSON
+	//     commits 0..12;
+	//   - from checkpoint: commits 0..10 gone (as after log cleanup), Spark
+	//     must build the state from our checkpoint parquet.
+	jsonOnly := copyTable(t)
+	for _, name := range []string{fmt.Sprintf("%020d.checkpoint.parquet", 10), "_last_checkpoint"} {
+		if err := os.Remove(filepath.Join(jsonOnly, "_delta_log", name)); err != nil {
+			t.Fatal(err)
 		}
-		assert(t, run(t, cp, checks...), 13, "-1")
-	})
-
-	// The same table with commits 0..10 gone (as after log cleanup): Spark
-	// must build the state from our checkpoint parquet.
-	t.Run("from checkpoint", func(t *testing.T) {
-		cp := copyTable(t)
-		for v := 0; v <= 10; v++ {
-			if err := os.Remove(filepath.Join(cp, "_delta_log", fmt.Sprintf("%020d.json", v))); err != nil {
-				t.Fatal(err)
-			}
+	}
+	fromCheckpoint := copyTable(t)
+	for v := 0; v <= 10; v++ {
+		if err := os.Remove(filepath.Join(fromCheckpoint, "_delta_log", fmt.Sprintf("%020d.json", v))); err != nil {
+			t.Fatal(err)
 		}
-		assert(t, run(t, cp, checks...), 2, "10")
-	})
+	}
+	got := run(t, []string{tableDir, jsonOnly, fromCheckpoint}, checks...)
+	t.Run("full log", func(t *testing.T) { assert(t, got[0], 13, "10") })
+	t.Run("json only", func(t *testing.T) { assert(t, got[1], 13, "-1") })
+	t.Run("from checkpoint", func(t *testing.T) { assert(t, got[2], 2, "10") })
 }
 
 func sparkTail(s string, n int) string {

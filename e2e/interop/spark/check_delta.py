@@ -3,6 +3,7 @@
 
 usage: check_delta.py TABLE_DIR EXPECTED_ROWS [--version V] [--columns A,B,...]
                       [--unique COL] [--nulls COL=N] [--where 'SQL EXPR=N' ...]
+                      [++ TABLE_DIR EXPECTED_ROWS [...] ...]
 
 Starts a local SparkSession (local[2], small driver, UI off) with the Delta
 extension and catalog and the Delta jars given by --jars or LAKEGATE_SPARK_JARS
@@ -18,8 +19,11 @@ version from DESCRIBE HISTORY. Checks:
                 min/max stats in our add actions (or checkpoint): a stat that
                 is not a true bound drops rows and shows up here. The JSON
                 line's files_read tells how many data files each filter read.
-Prints one JSON line describing what was read (logs go to stderr). Exits 0
-when every check holds, 1 on a mismatch, 2 when the table cannot be read.
+Several tables separated by "++" are checked in one Spark session (a
+session takes 10-15 s to start), each with its own checks. Prints one JSON
+line per table describing what was read, in order (logs go to stderr).
+Exits 0 when every check holds, 1 on a mismatch, 2 when a table cannot be
+read (the highest over the tables).
 """
 import argparse
 import json
@@ -66,7 +70,7 @@ def files_read(q):
         return None
 
 
-def main() -> int:
+def parse(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("table_dir")
     ap.add_argument("expected_rows", type=int)
@@ -76,9 +80,23 @@ def main() -> int:
     ap.add_argument("--nulls", action="append", default=[])
     ap.add_argument("--where", action="append", default=[])
     ap.add_argument("--jars", default=os.environ.get("LAKEGATE_SPARK_JARS", ""))
-    a = ap.parse_args()
-    if not a.jars:
-        print(json.dumps({"error": "no Delta jars: pass --jars or set LAKEGATE_SPARK_JARS"}))
+    return ap.parse_args(argv)
+
+
+def main() -> int:
+    groups, cur = [], []
+    for arg in sys.argv[1:]:
+        if arg == "++":
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(arg)
+    groups.append(cur)
+    checks = [parse(g) for g in groups]
+    jars = next((a.jars for a in checks if a.jars), "")
+    if not jars:
+        for _ in checks:
+            print(json.dumps({"error": "no Delta jars: pass --jars or set LAKEGATE_SPARK_JARS"}))
         return 2
 
     info = {}
@@ -92,7 +110,7 @@ def main() -> int:
         spark = (
             SparkSession.builder.master("local[2]")
             .appName("lakegate-check-delta")
-            .config("spark.jars", a.jars)
+            .config("spark.jars", jars)
             .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
             .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
             .config("spark.driver.memory", "768m")
@@ -110,9 +128,24 @@ def main() -> int:
         info["spark"] = spark.version
         info["startup_s"] = round(time.monotonic() - t0, 1)
     except Exception as e:  # noqa: BLE001
-        print(json.dumps({**info, "error": "spark did not start: " + java_error(e)}))
+        for _ in checks:
+            print(json.dumps({**info, "error": "spark did not start: " + java_error(e)}))
         return 2
 
+    code = 0
+    try:
+        for a in checks:
+            code = max(code, check(spark, a, dict(info)))
+    finally:
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001
+            pass
+    return code
+
+
+def check(spark, a, info) -> int:
+    """Reads the table of a with spark and checks it; prints its JSON line."""
     t1 = time.monotonic()
     path = os.path.abspath(a.table_dir)
     try:
@@ -171,11 +204,6 @@ def main() -> int:
         info["read_s"] = round(time.monotonic() - t1, 1)
         print(json.dumps(info))
         return 2
-    finally:
-        try:
-            spark.stop()
-        except Exception:  # noqa: BLE001
-            pass
     info["read_s"] = round(time.monotonic() - t1, 1)
     info["problems"] = problems
     print(json.dumps(info))

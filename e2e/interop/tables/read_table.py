@@ -2,6 +2,7 @@
 """Read a lakegate topic table with another engine and summarize it.
 
 usage: read_table.py READER TABLE [--typed COL,COL,...] [options]
+                     [++ TABLE [--typed COL,COL,...] [options] ...]
 
 READER is one of
   deltars    delta-rs (the deltalake package): TABLE is the table directory
@@ -11,10 +12,14 @@ READER is one of
   pyiceberg  pyiceberg's SqlCatalog: TABLE is the identifier (a.b.c), with
              --catalog-uri (sqlite:///…) and --warehouse (file:///…)
 
-Prints one JSON line: {"reader", "rows", "digest", "partitions": {p: rows},
+Tables separated by "++" are read by one process (for spark: one session,
+which takes 10-15 s to start), each with its own options.
+
+Prints one JSON line per table, in order: {"reader", "rows", "digest",
+"partitions": {p: rows},
 "typed": {col: {"non_null", "sum"}}}. digest is the sum modulo 2^64 of the
 first 8 bytes (big-endian) of SHA-256 of every row's __payload: equal digests
-and row counts mean the same multiset of payloads. Exits 2 when the table
+and row counts mean the same multiset of payloads. Exits 2 when a table
 cannot be read.
 """
 import argparse
@@ -65,9 +70,8 @@ def read_pyiceberg(ident, typed, catalog_uri, warehouse):
     return summarize_arrow(t.scan().to_arrow(), typed)
 
 
-def read_spark(table, typed, jars):
+def start_spark(jars):
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
     tmp = tempfile.mkdtemp(prefix="lakegate-spark-")
     spark = (
         SparkSession.builder.master("local[2]")
@@ -85,46 +89,69 @@ def read_spark(table, typed, jars):
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    try:
-        df = spark.read.format("delta").load(table)
-        d, n = digest_of(bytes(r[0]) for r in df.select("__payload").toLocalIterator())
-        parts = {str(r[0]): r[1] for r in df.groupBy("__partition").count().collect()}
-        out = {"rows": n, "digest": format(d, "016x"), "partitions": parts, "typed": {}}
-        for c in typed:
-            dtype = dict(df.dtypes)[c]
-            agg = [F.count(F.col(c))]
-            if dtype != "string":
-                agg.append(F.sum(F.col(c)))
-            r = df.agg(*agg).collect()[0]
-            out["typed"][c] = {"non_null": r[0], "sum": r[1] if dtype != "string" else None}
-        return out
-    finally:
-        spark.stop()
+    return spark
+
+
+def read_spark(spark, table, typed):
+    from pyspark.sql import functions as F
+    df = spark.read.format("delta").load(table)
+    d, n = digest_of(bytes(r[0]) for r in df.select("__payload").toLocalIterator())
+    parts = {str(r[0]): r[1] for r in df.groupBy("__partition").count().collect()}
+    out = {"rows": n, "digest": format(d, "016x"), "partitions": parts, "typed": {}}
+    for c in typed:
+        dtype = dict(df.dtypes)[c]
+        agg = [F.count(F.col(c))]
+        if dtype != "string":
+            agg.append(F.sum(F.col(c)))
+        r = df.agg(*agg).collect()[0]
+        out["typed"][c] = {"non_null": r[0], "sum": r[1] if dtype != "string" else None}
+    return out
 
 
 def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("deltars", "spark", "pyiceberg"):
+        print("usage: read_table.py deltars|spark|pyiceberg TABLE [options] [++ TABLE [options] ...]", file=sys.stderr)
+        return 2
+    reader = sys.argv[1]
     ap = argparse.ArgumentParser()
-    ap.add_argument("reader", choices=["deltars", "spark", "pyiceberg"])
     ap.add_argument("table")
     ap.add_argument("--typed", default="")
     ap.add_argument("--jars", default=os.environ.get("LAKEGATE_SPARK_JARS", ""))
     ap.add_argument("--catalog-uri", default="")
     ap.add_argument("--warehouse", default="")
-    a = ap.parse_args()
-    typed = [c for c in a.typed.split(",") if c]
-    try:
-        if a.reader == "deltars":
-            out = read_deltars(a.table, typed)
-        elif a.reader == "spark":
-            out = read_spark(a.table, typed, a.jars)
+    groups, cur = [], []
+    for arg in sys.argv[2:]:
+        if arg == "++":
+            groups.append(cur)
+            cur = []
         else:
-            out = read_pyiceberg(a.table, typed, a.catalog_uri, a.warehouse)
-    except Exception as e:  # noqa: BLE001 — reported as one JSON line
-        print(json.dumps({"reader": a.reader, "error": f"{type(e).__name__}: {e}"[:4000]}))
-        return 2
-    out["reader"] = a.reader
-    print(json.dumps(out, sort_keys=True))
-    return 0
+            cur.append(arg)
+    groups.append(cur)
+    reads = [ap.parse_args(g) for g in groups]
+    spark = None
+    code = 0
+    try:
+        for a in reads:
+            typed = [c for c in a.typed.split(",") if c]
+            try:
+                if reader == "deltars":
+                    out = read_deltars(a.table, typed)
+                elif reader == "spark":
+                    if spark is None:
+                        spark = start_spark(a.jars)
+                    out = read_spark(spark, a.table, typed)
+                else:
+                    out = read_pyiceberg(a.table, typed, a.catalog_uri, a.warehouse)
+            except Exception as e:  # noqa: BLE001 — reported as one JSON line
+                print(json.dumps({"reader": reader, "error": f"{type(e).__name__}: {e}"[:4000]}))
+                code = 2
+                continue
+            out["reader"] = reader
+            print(json.dumps(out, sort_keys=True))
+    finally:
+        if spark is not None:
+            spark.stop()
+    return code
 
 
 if __name__ == "__main__":
