@@ -18,6 +18,8 @@
 #   drain    pulsar-perf produce 1 000 000 messages (a subscription exists
 #            first, so they are backlog), then a consumer reads them from the
 #            start: the catch-up read path
+#   godrain  the same, read by the Go client (lakegate-e2e -drain): less CPU
+#            per message than pulsar-perf's consumer, which bounds drain
 #   gomax1   the Go perf tool (pulsar-client-go perf) produce, 1 partition,
 #            unthrottled (its last complete 10 s window)
 # Every pulsar-perf run: 1 KiB messages, batching on (the tool's defaults),
@@ -34,7 +36,7 @@
 # Environment:
 #   COMPARE_REPEATS   repeats of every (load, target) pair (default 2); the
 #                     order of targets alternates between repeats
-#   COMPARE_LOADS     loads to run (default "max1 max8 max100 fixed20k e2e10k goe2e10k drain gomax1")
+#   COMPARE_LOADS     loads to run (default "max1 max8 max100 fixed20k e2e10k goe2e10k drain godrain gomax1")
 #   COMPARE_TARGETS   servers (default "lakegate pulsar"; add pulsar-nofsync for
 #                     Pulsar with journalSyncData=false)
 #   COMPARE_DURATION  seconds of producing per pulsar-perf run (default 15)
@@ -51,7 +53,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 REPEATS=${COMPARE_REPEATS:-2}
-LOADS=${COMPARE_LOADS:-"max1 max8 max100 fixed20k e2e10k goe2e10k drain gomax1"}
+LOADS=${COMPARE_LOADS:-"max1 max8 max100 fixed20k e2e10k goe2e10k drain godrain gomax1"}
 TARGETS=${COMPARE_TARGETS:-"lakegate pulsar"}
 DURATION=${COMPARE_DURATION:-15}
 DRAIN=${COMPARE_DRAIN:-1000000}
@@ -265,21 +267,28 @@ run_load() {
     thr=$(awk -v n="$sent" -v d="$DURATION" 'BEGIN { if (n == "-") print "-"; else printf "%.0f", n / d }')
     read -r _ e50 _ e99 e999 emax <<<"$(agg "$log.consume.log")"
     ;;
-  drain)
+  drain | godrain)
     admin PUT "/admin/v2/persistent/public/default/$load-$rep/subscription/drain" || die "subscription on $target"
     perf "$log.produce.log" produce -r "$rate" -s $SIZE -o $OUTSTANDING -m "$DRAIN" "$topic"
     wait "$PERF_PID" || say "producer exited with status $?"
     read -r sent p50 p95 p99 p999 pmax <<<"$(agg "$log.produce.log")"
     thr=$(agg_rate "$log.produce.log")
     c0=$(cpu_ticks) t0=$(date +%s.%N) # CPU of the read only
-    perf "$log.consume.log" consume -s drain -sp Earliest -m "$DRAIN" -time 300 "$topic"
-    wait "$PERF_PID" || say "consumer exited with status $?"
-    drain=$(agg_rate "$log.consume.log")
+    if [[ $load == drain ]]; then
+      perf "$log.consume.log" consume -s drain -sp Earliest -m "$DRAIN" -time 300 "$topic"
+      wait "$PERF_PID" || say "consumer exited with status $?"
+      drain=$(agg_rate "$log.consume.log")
+    else
+      ("$E2E" -u "$URL" -topic "$topic" -sub drain -drain "$DRAIN" >"$log.consume.log" 2>"$log.consume.err" ||
+        say "lakegate-e2e exited with status $?: $(tail -1 "$log.consume.err")"; times >"$log.consume.log.times")
+      drain=$(sed -nE 's/^drain-result .* msgps=([0-9]+).*/\1/p' "$log.consume.log")
+      drain=${drain:--}
+    fi
     ;;
   goe2e10k)
     local line
-    "$E2E" -u "$URL" -topic "$topic" -r 10000 -s $SIZE -time "${DURATION}s" >"$log.goe2e.log" 2>"$log.goe2e.err" ||
-      say "lakegate-e2e exited with status $?: $(tail -1 "$log.goe2e.err")"
+    ("$E2E" -u "$URL" -topic "$topic" -r 10000 -s $SIZE -time "${DURATION}s" >"$log.goe2e.log" 2>"$log.goe2e.err" ||
+      say "lakegate-e2e exited with status $?: $(tail -1 "$log.goe2e.err")"; times >"$log.goe2e.log.times")
     line=$(grep -m1 '^e2e-result' "$log.goe2e.log" || true)
     if [[ -n $line ]]; then
       thr=$(awk -v n="$(sed -E 's/.* sent=([0-9]+).*/\1/' <<<"$line")" -v d="$DURATION" 'BEGIN { printf "%.0f", n / d }')
@@ -308,9 +317,11 @@ run_load() {
   c1=$(cpu_ticks) t1=$(date +%s.%N)
   local cpu rss ccpu
   cpu=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v hz="$HZ" 'BEGIN {printf "%.0f", 100 * (b - a) / hz / (e - s)}')
-  if [[ $load == gomax1 || $load == goe2e10k ]]; then
-    ccpu=- # the Go tools are not measured
-  elif [[ $load == drain ]]; then
+  if [[ $load == gomax1 ]]; then
+    ccpu=- # the Go perf tool is not measured
+  elif [[ $load == goe2e10k ]]; then
+    ccpu=$(client_cpu "$log.goe2e.log")
+  elif [[ $load == drain || $load == godrain ]]; then
     ccpu=$(client_cpu "$log.consume.log")
   else
     ccpu=$(client_cpu "$log.produce.log" "$log.consume.log")

@@ -12,6 +12,12 @@
 //	e2e-result sent=N received=N publish_ms=p50,p95,p99,p99.9,max e2e_ms=p50,p95,p99,p99.9,max
 //
 // Messages sent during -warmup are received but not counted.
+//
+// With -drain N it only consumes: N messages from subscription -sub (which
+// must exist, holding a backlog written before), acknowledging each, and
+// prints the catch-up rate:
+//
+//	drain-result received=N seconds=S msgps=R
 package main
 
 import (
@@ -43,6 +49,8 @@ type config struct {
 	duration   time.Duration
 	warmup     time.Duration
 	maxRecords int
+	drain      int
+	sub        string
 }
 
 func run() error {
@@ -54,7 +62,12 @@ func run() error {
 	flag.DurationVar(&c.duration, "time", 15*time.Second, "how long to send")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "messages sent in this first part are not counted")
 	flag.IntVar(&c.maxRecords, "max-records", 10_000_000, "bound on the latencies kept (rate × time must not exceed it)")
+	flag.IntVar(&c.drain, "drain", 0, "only consume this many messages from -sub and print the rate")
+	flag.StringVar(&c.sub, "sub", "drain", "the subscription -drain reads")
 	flag.Parse()
+	if c.drain > 0 {
+		return runDrain(c)
+	}
 	switch {
 	case c.size < 8:
 		return errors.New("-s must be at least 8 (the send time travels in the payload)")
@@ -65,10 +78,7 @@ func run() error {
 	case float64(c.rate)*c.duration.Seconds() > float64(c.maxRecords):
 		return fmt.Errorf("-r × -time exceeds -max-records (%d)", c.maxRecords)
 	}
-	client, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:    c.url,
-		Logger: plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
+	client, err := newClient(c.url)
 	if err != nil {
 		return err
 	}
@@ -89,6 +99,53 @@ func run() error {
 	}
 	defer producer.Close()
 	return measure(c, producer, consumer)
+}
+
+func newClient(url string) (pulsar.Client, error) {
+	return pulsar.NewClient(pulsar.ClientOptions{
+		URL:    url,
+		Logger: plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	})
+}
+
+// runDrain consumes c.drain messages from the existing subscription c.sub
+// (its backlog) with pulsar-perf's receiver queue (1000) and prints the rate
+// from the first message to the last.
+func runDrain(c config) error {
+	client, err := newClient(c.url)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	consumer, err := client.Subscribe(pulsar.ConsumerOptions{
+		Topic: c.topic, SubscriptionName: c.sub, ReceiverQueueSize: 1000,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	defer consumer.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var first time.Time
+	last := time.Now()
+	for n := 0; n < c.drain; n++ {
+		m, err := consumer.Receive(ctx)
+		if err != nil {
+			return fmt.Errorf("receive after %d messages: %w", n, err)
+		}
+		if n == 0 {
+			first = time.Now()
+		}
+		consumer.AckID(m.ID())
+		if now := time.Now(); now.Sub(last) >= time.Second {
+			last = now
+			fmt.Fprintf(os.Stderr, "lakegate-e2e: drained %d of %d (%.0f msg/s)\n", n+1, c.drain, float64(n+1)/now.Sub(first).Seconds())
+		}
+	}
+	secs := time.Since(first).Seconds()
+	fmt.Printf("drain-result received=%d seconds=%.3f msgps=%.0f\n", c.drain, secs, float64(c.drain)/secs)
+	return nil
 }
 
 // recorder keeps the latencies of counted messages, for exact percentiles.

@@ -140,6 +140,9 @@ var metrics = []metric{
 	{"produce + consume 10 k msg/s, Go client: end-to-end p99 ms", "goe2e10k", "e2e_p99", false},
 	{"produce + consume 10 k msg/s, Go client: end-to-end p99.9 ms", "goe2e10k", "e2e_p999", false},
 	{"catch-up read of a 1 M backlog: msg/s", "drain", "drain_msgps", true},
+	{"catch-up read of a 1 M backlog: client (pulsar-perf) CPU, % of a core", "drain", "client_cpu_pct", false},
+	{"catch-up read of a 1 M backlog, Go client: msg/s", "godrain", "drain_msgps", true},
+	{"catch-up read of a 1 M backlog, Go client: client CPU, % of a core", "godrain", "client_cpu_pct", false},
 	{"server peak RSS at max rate, 1 partition: MiB", "max1", "rss_mib", false},
 	{"server peak RSS at max rate, 100 partitions: MiB", "max100", "rss_mib", false},
 }
