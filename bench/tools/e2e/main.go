@@ -30,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -51,6 +52,7 @@ type config struct {
 	maxRecords int
 	drain      int
 	sub        string
+	consumers  int
 }
 
 func run() error {
@@ -64,6 +66,7 @@ func run() error {
 	flag.IntVar(&c.maxRecords, "max-records", 10_000_000, "bound on the latencies kept (rate × time must not exceed it)")
 	flag.IntVar(&c.drain, "drain", 0, "only consume this many messages from -sub and print the rate")
 	flag.StringVar(&c.sub, "sub", "drain", "the subscription -drain reads")
+	flag.IntVar(&c.consumers, "consumers", 1, "-drain: consumers on the subscription (more than one: Shared)")
 	flag.Parse()
 	if c.drain > 0 {
 		return runDrain(c)
@@ -109,43 +112,71 @@ func newClient(url string) (pulsar.Client, error) {
 }
 
 // runDrain consumes c.drain messages from the existing subscription c.sub
-// (its backlog) with pulsar-perf's receiver queue (1000) and prints the rate
-// from the first message to the last.
+// (its backlog) with c.consumers consumers (Shared when more than one), each
+// with pulsar-perf's receiver queue (1000), and prints the rate from the
+// first message to the last.
 func runDrain(c config) error {
 	client, err := newClient(c.url)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	consumer, err := client.Subscribe(pulsar.ConsumerOptions{
-		Topic: c.topic, SubscriptionName: c.sub, ReceiverQueueSize: 1000,
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
-	})
-	if err != nil {
-		return fmt.Errorf("subscribe: %w", err)
+	typ := pulsar.Exclusive
+	if c.consumers > 1 {
+		typ = pulsar.Shared
 	}
-	defer consumer.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var first time.Time
-	last := time.Now()
-	for n := 0; n < c.drain; n++ {
-		m, err := consumer.Receive(ctx)
+	var consumers []pulsar.Consumer
+	for range max(1, c.consumers) {
+		consumer, err := client.Subscribe(pulsar.ConsumerOptions{
+			Topic: c.topic, SubscriptionName: c.sub, Type: typ, ReceiverQueueSize: 1000,
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+		})
 		if err != nil {
-			return fmt.Errorf("receive after %d messages: %w", n, err)
+			return fmt.Errorf("subscribe: %w", err)
 		}
-		if n == 0 {
-			first = time.Now()
-		}
-		consumer.AckID(m.ID())
-		if now := time.Now(); now.Sub(last) >= time.Second {
-			last = now
-			fmt.Fprintf(os.Stderr, "lakegate-e2e: drained %d of %d (%.0f msg/s)\n", n+1, c.drain, float64(n+1)/now.Sub(first).Seconds())
+		defer consumer.Close()
+		consumers = append(consumers, consumer)
+	}
+	var (
+		received  atomic.Int64
+		firstOnce sync.Once
+		first     time.Time
+		errs      = make(chan error, len(consumers))
+	)
+	done := make(chan struct{})
+	for _, consumer := range consumers {
+		go func() {
+			for {
+				m, err := consumer.Receive(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("receive after %d messages: %w", received.Load(), err)
+					return
+				}
+				firstOnce.Do(func() { first = time.Now() })
+				consumer.AckID(m.ID())
+				if received.Add(1) == int64(c.drain) {
+					close(done)
+					return
+				}
+			}
+		}()
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			secs := time.Since(first).Seconds()
+			fmt.Printf("drain-result received=%d seconds=%.3f msgps=%.0f\n", c.drain, secs, float64(c.drain)/secs)
+			return nil
+		case err := <-errs:
+			return err
+		case <-tick.C:
+			fmt.Fprintf(os.Stderr, "lakegate-e2e: drained %d of %d\n", received.Load(), c.drain)
 		}
 	}
-	secs := time.Since(first).Seconds()
-	fmt.Printf("drain-result received=%d seconds=%.3f msgps=%.0f\n", c.drain, secs, float64(c.drain)/secs)
-	return nil
 }
 
 // recorder keeps the latencies of counted messages, for exact percentiles.
