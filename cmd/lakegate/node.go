@@ -54,6 +54,7 @@ func runNode(c *Config) error {
 	}
 	log := slog.New(h)
 	slog.SetDefault(log)
+	routeLibraryLog(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
