@@ -32,6 +32,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import argv_groups  # noqa: E402 - e2e/interop/argv_groups.py
+
 
 def java_error(e: BaseException) -> str:
     """The message of e, with the JVM cause chain (first line of each) when
@@ -84,14 +87,7 @@ def parse(argv):
 
 
 def main() -> int:
-    groups, cur = [], []
-    for arg in sys.argv[1:]:
-        if arg == "++":
-            groups.append(cur)
-            cur = []
-        else:
-            cur.append(arg)
-    groups.append(cur)
+    groups = argv_groups.split(sys.argv[1:])
     checks = [parse(g) for g in groups]
     jars = next((a.jars for a in checks if a.jars), "")
     if not jars:

@@ -29,6 +29,9 @@ import os
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import argv_groups  # noqa: E402 - e2e/interop/argv_groups.py
+
 MASK = (1 << 64) - 1
 
 
@@ -119,14 +122,7 @@ def main():
     ap.add_argument("--jars", default=os.environ.get("LAKEGATE_SPARK_JARS", ""))
     ap.add_argument("--catalog-uri", default="")
     ap.add_argument("--warehouse", default="")
-    groups, cur = [], []
-    for arg in sys.argv[2:]:
-        if arg == "++":
-            groups.append(cur)
-            cur = []
-        else:
-            cur.append(arg)
-    groups.append(cur)
+    groups = argv_groups.split(sys.argv[2:])
     reads = [ap.parse_args(g) for g in groups]
     spark = None
     code = 0
