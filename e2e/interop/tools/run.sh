@@ -8,8 +8,8 @@
 # consume, a non-persistent topic, and the errors of refused commands; each
 # command's exit code and output are checked (tools.py). Prints one line per
 # command and `tools: N/M commands passed`; exits non-zero if a command
-# failed or lakegate did not start or stop cleanly. About 2–3 minutes (one
-# JVM per command).
+# failed or lakegate did not start or stop cleanly. About 2–4 minutes (one
+# JVM per command, starting from a class-data archive the first one writes).
 #
 # Environment: STEPS=regex (run only the matching steps), KEEP=1 (keep the
 # temporary directory), LAKEGATE_BIN (use this lakegate binary instead of
@@ -45,7 +45,8 @@ brokerServiceUrl=$lg_pulsar_url
 CONF
 
 rc=0
-PULSAR_TOOLS_CP="$cp" PULSAR_CLIENT_CONF="$tmp/client.conf" python3 "$here/tools.py" || rc=$?
+PULSAR_TOOLS_CP="$cp" PULSAR_CLIENT_CONF="$tmp/client.conf" PULSAR_TOOLS_CDS="$tmp/tools.jsa" \
+  python3 "$here/tools.py" || rc=$?
 
 lg_rc=0
 stop_lakegate || lg_rc=$?
