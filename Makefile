@@ -26,9 +26,10 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/lakegate ./cmd/lakegate
 
-# timed LABEL,CMD: run CMD, then say how long LABEL took (CI's time budget
-# is read from these lines), keeping CMD's exit status.
-timed = @echo '$(strip $(1))'; s=$$SECONDS; $(2); rc=$$?; echo 'make: $(strip $(1)) took '$$((SECONDS - s))' s'; exit $$rc
+# timed LABEL[,CMD]: run CMD (by default LABEL itself), then say how long
+# LABEL took (CI's time budget is read from these lines), keeping CMD's exit
+# status.
+timed = @echo '$(strip $(1))'; s=$$SECONDS; $(or $(2),$(1)); rc=$$?; echo 'make: $(strip $(1)) took '$$((SECONDS - s))' s'; exit $$rc
 
 ## test: everything CI runs — vet, unit + integration tests with -race, short fuzzing
 test: tools lint test-unit fuzz
@@ -60,19 +61,19 @@ BENCHTIME   ?= 5000x
 ## (e2e/interop/tools), and against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure);
 ## pinned packages go into .cache/ (venvs, jars, m2)
 interop:
-	$(call timed,./e2e/interop/delta/run.sh,./e2e/interop/delta/run.sh)
-	$(call timed,./e2e/interop/spark/run.sh,./e2e/interop/spark/run.sh)
-	$(call timed,./e2e/interop/iceberg/run.sh,./e2e/interop/iceberg/run.sh)
-	$(call timed,./e2e/interop/iceberg-rest/run.sh,./e2e/interop/iceberg-rest/run.sh)
-	$(call timed,./e2e/interop/iceberg-catalog/run.sh,./e2e/interop/iceberg-catalog/run.sh)
-	$(call timed,./e2e/interop/databricks/run.sh,./e2e/interop/databricks/run.sh)
-	$(call timed,./e2e/interop/tables/run.sh,./e2e/interop/tables/run.sh)
-	$(call timed,./e2e/interop/python/run.sh,./e2e/interop/python/run.sh)
-	$(call timed,./e2e/interop/java/run.sh,./e2e/interop/java/run.sh)
-	$(call timed,LAKEGATE_NODES=3 ./e2e/interop/python/run.sh,LAKEGATE_NODES=3 ./e2e/interop/python/run.sh)
-	$(call timed,LAKEGATE_NODES=3 ./e2e/interop/java/run.sh,LAKEGATE_NODES=3 ./e2e/interop/java/run.sh)
-	$(call timed,./e2e/interop/tools/run.sh,./e2e/interop/tools/run.sh)
-	$(call timed,./e2e/interop/secure/run.sh,./e2e/interop/secure/run.sh)
+	$(call timed,./e2e/interop/delta/run.sh)
+	$(call timed,./e2e/interop/spark/run.sh)
+	$(call timed,./e2e/interop/iceberg/run.sh)
+	$(call timed,./e2e/interop/iceberg-rest/run.sh)
+	$(call timed,./e2e/interop/iceberg-catalog/run.sh)
+	$(call timed,./e2e/interop/databricks/run.sh)
+	$(call timed,./e2e/interop/tables/run.sh)
+	$(call timed,./e2e/interop/python/run.sh)
+	$(call timed,./e2e/interop/java/run.sh)
+	$(call timed,LAKEGATE_NODES=3 ./e2e/interop/python/run.sh)
+	$(call timed,LAKEGATE_NODES=3 ./e2e/interop/java/run.sh)
+	$(call timed,./e2e/interop/tools/run.sh)
+	$(call timed,./e2e/interop/secure/run.sh)
 
 ## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs) and the
 ## upstream Go Pulsar perf tool against a standalone node (bench/pulsar-perf.sh); ~3–6 min

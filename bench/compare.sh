@@ -213,6 +213,10 @@ perf() { # LOG ARGS...: pulsar-perf in the background (pid in PERF_PID)
   PERF_PID=$!
   PIDS+=("$PERF_PID")
 }
+e2e_tool() { # LOG ARGS...: lakegate-e2e in the foreground; stdout to LOG, stderr to LOG.err, its CPU to LOG.times
+  local log=$1; shift
+  ("$E2E" "$@" >"$log" 2>"$log.err" || say "lakegate-e2e exited with status $?: $(tail -1 "$log.err")"; times >"$log.times")
+}
 # client_cpu LOG...: CPU seconds of the perf tool processes that wrote LOG...
 client_cpu() {
   local f total=0 s
@@ -279,16 +283,14 @@ run_load() {
       wait "$PERF_PID" || say "consumer exited with status $?"
       drain=$(agg_rate "$log.consume.log")
     else
-      ("$E2E" -u "$URL" -topic "$topic" -sub drain -drain "$DRAIN" >"$log.consume.log" 2>"$log.consume.err" ||
-        say "lakegate-e2e exited with status $?: $(tail -1 "$log.consume.err")"; times >"$log.consume.log.times")
+      e2e_tool "$log.consume.log" -u "$URL" -topic "$topic" -sub drain -drain "$DRAIN"
       drain=$(sed -nE 's/^drain-result .* msgps=([0-9]+).*/\1/p' "$log.consume.log")
       drain=${drain:--}
     fi
     ;;
   goe2e10k)
     local line
-    ("$E2E" -u "$URL" -topic "$topic" -r 10000 -s $SIZE -time "${DURATION}s" >"$log.goe2e.log" 2>"$log.goe2e.err" ||
-      say "lakegate-e2e exited with status $?: $(tail -1 "$log.goe2e.err")"; times >"$log.goe2e.log.times")
+    e2e_tool "$log.goe2e.log" -u "$URL" -topic "$topic" -r 10000 -s $SIZE -time "${DURATION}s"
     line=$(grep -m1 '^e2e-result' "$log.goe2e.log" || true)
     if [[ -n $line ]]; then
       thr=$(awk -v n="$(sed -E 's/.* sent=([0-9]+).*/\1/' <<<"$line")" -v d="$DURATION" 'BEGIN { printf "%.0f", n / d }')
