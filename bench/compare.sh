@@ -47,6 +47,9 @@
 #   LAKEGATE_BIN      lakegate binary to measure (default: built from this tree)
 #   LAKEGATE_ARGS     extra flags for `lakegate standalone`
 #   LAKEGATE_PROFILE=1  CPU profile of every lakegate run into $OUT (pprof)
+# Every lakegate run also leaves its /metrics at the end of the run in
+# $OUT/<load>-lakegate-<rep>.metrics (the publish, WAL flush and etcd
+# transaction histograms).
 #   LAKEGATE_M2       Maven repository (default .cache/m2)
 set -euo pipefail
 
@@ -149,6 +152,12 @@ managedLedgerDefaultAckQuorum=1
 brokerDeleteInactiveTopicsEnabled=false
 functionsWorkerEnabled=false
 EOF
+  # The bookie turns read-only when its disk is more than 95 % used
+  # (diskUsageThreshold, counted as 1 - usable/total: space reserved for
+  # root counts as used); topic creation then fails with a bare HTTP 500.
+  local used
+  used=$(df -P "$SRV_DIR" | awk 'NR == 2 { printf "%.0f", 100 - 100 * $4 / $2 }')
+  [[ $used -lt 95 ]] || die "the disk of $SRV_DIR is $used % used (counting reserved blocks); Pulsar's bookie is read-only above 95 %: free some space"
   # The bookie's own settings (PulsarStandalone reads conf/bookkeeper.conf).
   echo "journalSyncData=$2" >"$SRV_DIR/conf/bookkeeper.conf"
   cat >"$SRV_DIR/conf/log4j2.xml" <<'EOF'
@@ -251,7 +260,7 @@ run_load() {
   say "run $name: server pid $SRV_PID at $URL"
   local topic=persistent://public/default/$load-$rep parts=1 rate=1000000 thr=- p50=- p95=- p99=- p999=- pmax=- e50=- e99=- e999=- emax=- drain=-
   case $load in max8) parts=8 ;; max100) parts=100 ;; fixed20k) rate=20000 ;; e2e10k) rate=10000 ;; esac
-  create_topic "$load-$rep" "$parts" || die "creating $topic on $target"
+  create_topic "$load-$rep" "$parts" || { tail -20 "$SRV_DIR/server.log" >&2; die "creating $topic on $target"; }
   c0=$(cpu_ticks) t0=$(date +%s.%N)
   case $load in
   max1 | max8 | max100 | fixed20k)
@@ -330,6 +339,9 @@ run_load() {
   fi
   [[ $ccpu == - ]] || ccpu=$(awk -v c="$ccpu" -v s="$t0" -v e="$t1" 'BEGIN {printf "%.0f", 100 * c / (e - s)}')
   rss=$(rss_mib)
+  # lakegate's own view of the run (publish latency, WAL flush and etcd
+  # transaction histograms): where a message's time went.
+  [[ $target == lakegate ]] && { curl -fsS "$HTTP/metrics" >"$log.metrics" 2>/dev/null || rm -f "$log.metrics"; }
   stop_server
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$load" "$target" "$rep" "$thr" \
     "$p50" "$p95" "$p99" "$p999" "$pmax" "$e50" "$e99" "$e999" "$emax" "$drain" "$cpu" "$rss" "$ccpu" >>"$OUT/results.tsv"

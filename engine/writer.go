@@ -374,10 +374,23 @@ func (w *walWriter) put(f *flush) {
 	}
 	w.e.metrics.observePut(len(f.data), time.Since(putStart))
 	for _, ref := range f.refs {
-		if ch, err := chunkFromObject(f.data, ref); err == nil {
-			w.e.cache.put(chunkLoc{f.object, ref.Offset}, ch)
-		}
+		w.e.cache.put(chunkLoc{f.object, ref.Offset}, f.chunk(ref))
 	}
+}
+
+// chunk returns ref's chunk of f as a reader decoding the object would see
+// it, made from the appended entries themselves: the object was built from
+// them, so there is nothing to decode or verify, and the cache holds the
+// requests' payloads rather than a copy of the chunk (the object's buffer
+// is not pinned). One chunk per log per object, entries in append order.
+func (f *flush) chunk(ref wal.ChunkRef) *loadedChunk {
+	reqs := f.byLog[lakestream.LogID(ref.Log)]
+	entries := make([]wal.DecodedEntry, len(reqs))
+	for i, r := range reqs {
+		n := len(r.payload)
+		entries[i] = wal.DecodedEntry{Records: r.records, PublishTimeMs: r.publishMs, Payload: r.payload[:n:n], PayloadSize: n}
+	}
+	return &loadedChunk{size: ref.Length, writeMs: f.writeMs, entries: entries}
 }
 
 func (w *walWriter) commitLoop() {
