@@ -286,6 +286,7 @@ run_load() {
     wait "$PERF_PID" || say "producer exited with status $?"
     read -r sent p50 p95 p99 p999 pmax <<<"$(agg "$log.produce.log")"
     thr=$(agg_rate "$log.produce.log")
+    [[ $thr == - ]] || thr=$(printf %.0f "$thr")
     c0=$(cpu_ticks) t0=$(date +%s.%N) # CPU of the read only
     if [[ $load == drain ]]; then
       perf "$log.consume.log" consume -s drain -sp Earliest -m "$DRAIN" -time 300 "$topic"
