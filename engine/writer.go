@@ -383,6 +383,8 @@ func (w *walWriter) put(f *flush) {
 // them, so there is nothing to decode or verify, and the cache holds the
 // requests' payloads rather than a copy of the chunk (the object's buffer
 // is not pinned). One chunk per log per object, entries in append order.
+// Its size counts what it keeps alive: the chunk's bytes and, per entry,
+// cachedEntryOverhead.
 func (f *flush) chunk(ref wal.ChunkRef) *loadedChunk {
 	reqs := f.byLog[lakestream.LogID(ref.Log)]
 	entries := make([]wal.DecodedEntry, len(reqs))
@@ -390,8 +392,15 @@ func (f *flush) chunk(ref wal.ChunkRef) *loadedChunk {
 		n := len(r.payload)
 		entries[i] = wal.DecodedEntry{Records: r.records, PublishTimeMs: r.publishMs, Payload: r.payload[:n:n], PayloadSize: n}
 	}
-	return &loadedChunk{size: ref.Length, writeMs: f.writeMs, entries: entries}
+	return &loadedChunk{size: ref.Length + int64(len(reqs))*cachedEntryOverhead, writeMs: f.writeMs, entries: entries}
 }
+
+// cachedEntryOverhead is what a chunk cached from its requests holds per
+// entry beyond the chunk's own bytes: the decoded entry (48 bytes) and the
+// rest of the buffer the payload came in (a donated SEND frame: its
+// command, checksum and sizes, 30–80 bytes), so that the cache's bound
+// holds for chunks of many small entries too.
+const cachedEntryOverhead = 128
 
 func (w *walWriter) commitLoop() {
 	defer w.done.Done()

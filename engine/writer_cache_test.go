@@ -57,8 +57,8 @@ func TestWriterCachesWhatItStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.size != want.size || got.writeMs != want.writeMs || len(got.entries) != len(want.entries) {
-			t.Fatalf("%v: cached size %d writeMs %d entries %d, decoded %d %d %d", loc, got.size, got.writeMs, len(got.entries), want.size, want.writeMs, len(want.entries))
+		if got.size != want.size+int64(len(want.entries))*cachedEntryOverhead || got.writeMs != want.writeMs || len(got.entries) != len(want.entries) {
+			t.Fatalf("%v: cached size %d writeMs %d entries %d, decoded %d (+%d per entry) %d %d", loc, got.size, got.writeMs, len(got.entries), want.size, cachedEntryOverhead, want.writeMs, len(want.entries))
 		}
 		for i, g := range got.entries {
 			w := want.entries[i]
