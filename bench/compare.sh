@@ -9,6 +9,7 @@
 #   max1     pulsar-perf produce, 1 partition, as fast as -o allows
 #   max8     pulsar-perf produce, 8 partitions
 #   max100   pulsar-perf produce, 100 partitions
+#   max1000  pulsar-perf produce, 1000 partitions
 #   fixed20k pulsar-perf produce, 1 partition, 20 000 msg/s (publish latency)
 #   e2e10k   pulsar-perf consume + produce, 1 partition, 10 000 msg/s
 #            (end-to-end latency: publish time to receive)
@@ -36,7 +37,7 @@
 # Environment:
 #   COMPARE_REPEATS   repeats of every (load, target) pair (default 2); the
 #                     order of targets alternates between repeats
-#   COMPARE_LOADS     loads to run (default "max1 max8 max100 fixed20k e2e10k goe2e10k drain godrain gomax1")
+#   COMPARE_LOADS     loads to run (default "max1 max8 max100 max1000 fixed20k e2e10k goe2e10k drain godrain gomax1")
 #   COMPARE_TARGETS   servers (default "lakegate pulsar"; add pulsar-nofsync for
 #                     Pulsar with journalSyncData=false)
 #   COMPARE_DURATION  seconds of producing per pulsar-perf run (default 15)
@@ -56,7 +57,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 REPEATS=${COMPARE_REPEATS:-2}
-LOADS=${COMPARE_LOADS:-"max1 max8 max100 fixed20k e2e10k goe2e10k drain godrain gomax1"}
+LOADS=${COMPARE_LOADS:-"max1 max8 max100 max1000 fixed20k e2e10k goe2e10k drain godrain gomax1"}
 TARGETS=${COMPARE_TARGETS:-"lakegate pulsar"}
 DURATION=${COMPARE_DURATION:-15}
 DRAIN=${COMPARE_DRAIN:-1000000}
@@ -259,11 +260,11 @@ run_load() {
   esac
   say "run $name: server pid $SRV_PID at $URL"
   local topic=persistent://public/default/$load-$rep parts=1 rate=1000000 thr=- p50=- p95=- p99=- p999=- pmax=- e50=- e99=- e999=- emax=- drain=-
-  case $load in max8) parts=8 ;; max100) parts=100 ;; fixed20k) rate=20000 ;; e2e10k) rate=10000 ;; esac
+  case $load in max8) parts=8 ;; max100) parts=100 ;; max1000) parts=1000 ;; fixed20k) rate=20000 ;; e2e10k) rate=10000 ;; esac
   create_topic "$load-$rep" "$parts" || { tail -20 "$SRV_DIR/server.log" >&2; die "creating $topic on $target"; }
   c0=$(cpu_ticks) t0=$(date +%s.%N)
   case $load in
-  max1 | max8 | max100 | fixed20k)
+  max1 | max8 | max100 | max1000 | fixed20k)
     perf "$log.produce.log" produce -r "$rate" -s $SIZE -o $OUTSTANDING -time "$DURATION" "$topic"
     wait "$PERF_PID" || say "producer exited with status $?"
     read -r sent p50 p95 p99 p999 pmax <<<"$(agg "$log.produce.log")"

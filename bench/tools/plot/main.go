@@ -127,6 +127,7 @@ var metrics = []metric{
 	{"max-rate produce, 1 partition: msg/s", "max1", "msgps", true},
 	{"max-rate produce, 8 partitions: msg/s", "max8", "msgps", true},
 	{"max-rate produce, 100 partitions: msg/s", "max100", "msgps", true},
+	{"max-rate produce, 1000 partitions: msg/s", "max1000", "msgps", true},
 	{"max-rate produce, 1 partition, Go perf tool: msg/s", "gomax1", "msgps", true},
 	{"fixed 20 k msg/s: publish p50 ms", "fixed20k", "p50", false},
 	{"fixed 20 k msg/s: publish p99 ms", "fixed20k", "p99", false},
@@ -145,6 +146,7 @@ var metrics = []metric{
 	{"catch-up read of a 1 M backlog, Go client: client CPU, % of a core", "godrain", "client_cpu_pct", false},
 	{"server peak RSS at max rate, 1 partition: MiB", "max1", "rss_mib", false},
 	{"server peak RSS at max rate, 100 partitions: MiB", "max100", "rss_mib", false},
+	{"server peak RSS at max rate, 1000 partitions: MiB", "max1000", "rss_mib", false},
 }
 
 func markdown(runs []run, command string) string {
