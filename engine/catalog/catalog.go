@@ -42,6 +42,10 @@ type Catalog struct {
 	opts   Options
 	keys   keys
 	closed atomic.Bool
+	// decoded holds stream records already decoded, for the read-only
+	// loads (LoadStream, openStream): the record is still read from the
+	// store each time, its JSON decoded only when its ModRevision changed.
+	decoded recordCache
 }
 
 var _ lakestream.StreamCatalog = (*Catalog)(nil)

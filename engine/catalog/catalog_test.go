@@ -857,3 +857,54 @@ func FuzzSegment(f *testing.F) {
 		}
 	})
 }
+
+// testLoadStreamSeesEveryWrite: the read-only loads reuse a decoded record
+// while the stored one is unchanged, and never return it after a write —
+// by this catalog or another one over the same store (another node).
+func testLoadStreamSeesEveryWrite(t *testing.T, mk storeFactory) {
+	ctx := context.Background()
+	f := newFixture(t, mk)
+	a, b := f.cat, New(f.store, f.logs, Options{Now: func() time.Time { return fixedNow }})
+	mustNS(t, a, "t/ns")
+	md := mustStream(t, a, "t/ns/s", 2)
+
+	r1, err := a.loadStreamShared(ctx, "test", md.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := a.loadStreamShared(ctx, "test", md.ID)
+	if err != nil || r2 != r1 {
+		t.Fatalf("unchanged record decoded again (%p, %p) or %v", r1, r2, err)
+	}
+	got, err := a.LoadStream(ctx, md.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Properties = map[string]string{"mutated": "by the caller"}
+	got.LogIDs[0] = -1
+	again, _ := a.LoadStream(ctx, md.ID)
+	if len(again.Properties) != 0 || again.LogIDs[0] != md.LogIDs[0] {
+		t.Fatalf("a caller's change to a loaded stream reached the next load: %+v", again)
+	}
+
+	next, ok, err := b.ReplaceStreamProperties(ctx, md.ID, map[string]string{"k": "v"}, md.MetadataVersion)
+	if err != nil || !ok {
+		t.Fatalf("replace on the other catalog: %v %v", ok, err)
+	}
+	cur, err := a.LoadStream(ctx, md.ID)
+	if err != nil || !maps.Equal(cur.Properties, map[string]string{"k": "v"}) || cur.MetadataVersion != next.MetadataVersion {
+		t.Fatalf("after another catalog's write: %+v, %v", cur, err)
+	}
+	s, err := a.Stream(ctx, md.ID)
+	if err != nil || s.Metadata().Properties["k"] != "v" {
+		t.Fatalf("stream handle after another catalog's write: %v", err)
+	}
+
+	if err := b.DropStream(ctx, md.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.LoadStream(ctx, md.ID)
+	wantErr(t, err, lakestream.ErrNoSuchStream)
+	_, err = a.Stream(ctx, md.ID)
+	wantErr(t, err, lakestream.ErrNoSuchStream)
+}

@@ -23,7 +23,7 @@ func (c *Catalog) openStream(ctx context.Context, id lakestream.StreamIdentifier
 	if err := validateStreamID(id); err != nil {
 		return nil, err
 	}
-	r, _, err := c.loadStream(ctx, "open stream", id)
+	r, err := c.loadStreamShared(ctx, "open stream", id)
 	if err != nil {
 		return nil, err
 	}

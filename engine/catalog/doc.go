@@ -20,6 +20,14 @@
 // that is LogStorage's), nor any key outside <root>catalog/. It does not own
 // the Store or the LogStorage it is given: Close closes neither.
 //
-// Concurrency: Catalog is safe for concurrent use and holds no lock; stream
-// handles are immutable snapshots apart from an atomic round-robin counter.
+// Reads are linearizable: every load reads the record from the store. The
+// read-only loads (LoadStream, Stream and the handles built on it) decode a
+// stream record's JSON only when its ModRevision changed since this Catalog
+// last decoded it (a bounded cache of decoded records, streams.go): the
+// record of a 1000-partition stream holds 1000 log ids, and a producer on
+// each partition loads it.
+//
+// Concurrency: Catalog is safe for concurrent use; its one lock guards the
+// decoded-record cache. Stream handles are immutable snapshots apart from
+// an atomic round-robin counter.
 package catalog

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
@@ -25,20 +26,83 @@ func (c *Catalog) loadStream(ctx context.Context, op string, id lakestream.Strea
 		return nil, 0, err
 	}
 	if !found {
-		ts, found, err := c.loadTombstone(ctx, op, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if found {
-			return nil, 0, &StreamDeletedError{ID: id, DroppedAtMs: ts.DroppedAtMs}
-		}
-		return nil, 0, fmt.Errorf("%w: %s", lakestream.ErrNoSuchStream, id)
+		return nil, 0, c.missingStream(ctx, op, id)
 	}
 	var r streamRecord
 	if err := decode(key, kv.Value, &r, func() int { return r.V }); err != nil {
 		return nil, 0, err
 	}
 	return &r, kv.ModRevision, nil
+}
+
+// missingStream is the error for a stream whose record is absent: dropped
+// (*StreamDeletedError) if its tombstone is there, else ErrNoSuchStream.
+func (c *Catalog) missingStream(ctx context.Context, op string, id lakestream.StreamIdentifier) error {
+	ts, found, err := c.loadTombstone(ctx, op, id)
+	if err != nil {
+		return err
+	}
+	if found {
+		return &StreamDeletedError{ID: id, DroppedAtMs: ts.DroppedAtMs}
+	}
+	return fmt.Errorf("%w: %s", lakestream.ErrNoSuchStream, id)
+}
+
+// loadStreamShared is loadStream for callers that only read the record
+// (toMetadata copies it): the record may be shared with other callers and
+// is reused while the stored record's ModRevision stays the same.
+func (c *Catalog) loadStreamShared(ctx context.Context, op string, id lakestream.StreamIdentifier) (*streamRecord, error) {
+	key := c.keys.stream(id)
+	kv, found, err := c.get(ctx, op, key)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, c.missingStream(ctx, op, id)
+	}
+	if r := c.decoded.get(key, kv.ModRevision); r != nil {
+		return r, nil
+	}
+	var r streamRecord
+	if err := decode(key, kv.Value, &r, func() int { return r.V }); err != nil {
+		return nil, err
+	}
+	c.decoded.put(key, kv.ModRevision, &r)
+	return &r, nil
+}
+
+// recordCache maps a stream key to its last decoded record and the
+// ModRevision it was decoded at (a write gives the key a new ModRevision,
+// so a stale entry is never returned). At most recordCacheMax entries:
+// when full, it starts over.
+type recordCache struct {
+	mu sync.Mutex
+	m  map[string]cachedRecord
+}
+
+type cachedRecord struct {
+	modRev int64
+	r      *streamRecord
+}
+
+const recordCacheMax = 4096
+
+func (rc *recordCache) get(key string, modRev int64) *streamRecord {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if e, ok := rc.m[key]; ok && e.modRev == modRev {
+		return e.r
+	}
+	return nil
+}
+
+func (rc *recordCache) put(key string, modRev int64, r *streamRecord) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.m == nil || len(rc.m) >= recordCacheMax {
+		rc.m = make(map[string]cachedRecord)
+	}
+	rc.m[key] = cachedRecord{modRev: modRev, r: r}
 }
 
 func (c *Catalog) loadTombstone(ctx context.Context, op string, id lakestream.StreamIdentifier) (*tombstoneRecord, bool, error) {
@@ -190,7 +254,7 @@ func (c *Catalog) LoadStream(ctx context.Context, id lakestream.StreamIdentifier
 	if err := validateStreamID(id); err != nil {
 		return lakestream.StreamMetadata{}, err
 	}
-	r, _, err := c.loadStream(ctx, "load stream", id)
+	r, err := c.loadStreamShared(ctx, "load stream", id)
 	if err != nil {
 		return lakestream.StreamMetadata{}, err
 	}

@@ -27,6 +27,7 @@ var suite = []struct {
 	{"ConcurrentCreateStreamsUniqueLogIDs", testConcurrentCreateStreamsUniqueLogIDs},
 	{"IncreasePartitions", testIncreasePartitions},
 	{"ReplaceStreamProperties", testReplaceStreamProperties},
+	{"LoadStreamSeesEveryWrite", testLoadStreamSeesEveryWrite},
 	{"TableCatalogs", testTableCatalogs},
 	{"NamesWithSlashesDoNotCollide", testNamesWithSlashesDoNotCollide},
 	{"KeyLayoutAndRecords", testKeyLayoutAndRecords},
