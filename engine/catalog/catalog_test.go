@@ -908,3 +908,35 @@ func testLoadStreamSeesEveryWrite(t *testing.T, mk storeFactory) {
 	_, err = a.Stream(ctx, md.ID)
 	wantErr(t, err, lakestream.ErrNoSuchStream)
 }
+
+func TestRecordCacheBounds(t *testing.T) {
+	var rc recordCache
+	r := &streamRecord{}
+	for i := range 3 * recordCacheMax {
+		rc.put(fmt.Sprint("k", i), 1, r, 100)
+		if len(rc.m) > recordCacheMax || rc.bytes > recordCacheBytes {
+			t.Fatalf("after %d puts: %d entries, %d bytes", i+1, len(rc.m), rc.bytes)
+		}
+	}
+	big := recordCacheBytes / 3
+	for i := range 10 {
+		rc.put(fmt.Sprint("big", i), 1, r, big)
+		if rc.bytes > recordCacheBytes {
+			t.Fatalf("after %d big puts: %d bytes", i+1, rc.bytes)
+		}
+		if rc.get(fmt.Sprint("big", i), 1) != r {
+			t.Fatalf("the record just put is not there")
+		}
+	}
+	rc.put("huge", 1, r, recordCacheBytes+1)
+	if rc.get("huge", 1) != nil {
+		t.Fatal("a record larger than the whole cache was kept")
+	}
+	// Putting a key again replaces its size, not adds to it.
+	rc = recordCache{}
+	rc.put("k", 1, r, 1000)
+	rc.put("k", 2, r, 10)
+	if rc.bytes != 10 || rc.get("k", 1) != nil || rc.get("k", 2) != r {
+		t.Fatalf("re-put: %d bytes, entries %v", rc.bytes, rc.m)
+	}
+}

@@ -23,7 +23,8 @@
 // Reads are linearizable: every load reads the record from the store. The
 // read-only loads (LoadStream, Stream and the handles built on it) decode a
 // stream record's JSON only when its ModRevision changed since this Catalog
-// last decoded it (a bounded cache of decoded records, streams.go): the
+// last decoded it (a cache of decoded records bounded in bytes and
+// entries, streams.go): the
 // record of a 1000-partition stream holds 1000 log ids, and a producer on
 // each partition loads it.
 //

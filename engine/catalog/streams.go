@@ -67,25 +67,33 @@ func (c *Catalog) loadStreamShared(ctx context.Context, op string, id lakestream
 	if err := decode(key, kv.Value, &r, func() int { return r.V }); err != nil {
 		return nil, err
 	}
-	c.decoded.put(key, kv.ModRevision, &r)
+	c.decoded.put(key, kv.ModRevision, &r, len(kv.Value))
 	return &r, nil
 }
 
 // recordCache maps a stream key to its last decoded record and the
 // ModRevision it was decoded at (a write gives the key a new ModRevision,
-// so a stale entry is never returned). At most recordCacheMax entries:
-// when full, it starts over.
+// so a stale entry is never returned). Bounded by the stored size of the
+// records it holds (recordCacheBytes; the record of a stream of 10 000
+// partitions is ≈ 60 KB of JSON, its decoded form of the same order) and
+// by entries (recordCacheMax): when either would be exceeded, it starts
+// over.
 type recordCache struct {
-	mu sync.Mutex
-	m  map[string]cachedRecord
+	mu    sync.Mutex
+	m     map[string]cachedRecord
+	bytes int
 }
 
 type cachedRecord struct {
 	modRev int64
 	r      *streamRecord
+	size   int
 }
 
-const recordCacheMax = 4096
+const (
+	recordCacheMax   = 4096
+	recordCacheBytes = 16 << 20
+)
 
 func (rc *recordCache) get(key string, modRev int64) *streamRecord {
 	rc.mu.Lock()
@@ -96,13 +104,22 @@ func (rc *recordCache) get(key string, modRev int64) *streamRecord {
 	return nil
 }
 
-func (rc *recordCache) put(key string, modRev int64, r *streamRecord) {
+// put keeps r, decoded from size stored bytes at modRev.
+func (rc *recordCache) put(key string, modRev int64, r *streamRecord, size int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if rc.m == nil || len(rc.m) >= recordCacheMax {
-		rc.m = make(map[string]cachedRecord)
+	if size > recordCacheBytes {
+		return
 	}
-	rc.m[key] = cachedRecord{modRev: modRev, r: r}
+	old, ok := rc.m[key]
+	if ok {
+		rc.bytes -= old.size
+	}
+	if rc.m == nil || (!ok && len(rc.m) >= recordCacheMax) || rc.bytes+size > recordCacheBytes {
+		rc.m, rc.bytes = make(map[string]cachedRecord), 0
+	}
+	rc.m[key] = cachedRecord{modRev: modRev, r: r, size: size}
+	rc.bytes += size
 }
 
 func (c *Catalog) loadTombstone(ctx context.Context, op string, id lakestream.StreamIdentifier) (*tombstoneRecord, bool, error) {
