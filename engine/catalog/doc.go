@@ -24,9 +24,8 @@
 // read-only loads (LoadStream, Stream and the handles built on it) decode a
 // stream record's JSON only when its ModRevision changed since this Catalog
 // last decoded it (a cache of decoded records bounded in bytes and
-// entries, streams.go): the
-// record of a 1000-partition stream holds 1000 log ids, and a producer on
-// each partition loads it.
+// entries, streams.go): the record of a 1000-partition stream holds 1000
+// log ids, and a producer on each partition loads it.
 //
 // Concurrency: Catalog is safe for concurrent use; its one lock guards the
 // decoded-record cache. Stream handles are immutable snapshots apart from
