@@ -227,15 +227,16 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 			return nil, err
 		}
 	}
-	log, err := s.cfg.Catalog.OpenLog(ctx, ref.stream, ref.index)
+	// One load of the stream gives both the log and the metadata.
+	st, err := s.cfg.Catalog.Stream(ctx, ref.stream)
 	if err != nil {
 		return nil, err
 	}
-	md, err := s.cfg.Catalog.LoadStream(ctx, ref.stream)
+	log, err := st.Log(ctx, ref.index)
 	if err != nil {
 		return nil, err
 	}
-	dedup, err := s.dedupEnabled(ctx, md) // admin_dedup.go
+	dedup, err := s.dedupEnabled(ctx, st.Metadata()) // admin_dedup.go
 	if err != nil {
 		return nil, err
 	}
