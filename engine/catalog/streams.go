@@ -20,54 +20,60 @@ const partitionsMax = 10_000
 // loadStream reads a stream record and its ModRevision. Absent streams give
 // lakestream.ErrNoSuchStream, or *StreamDeletedError when tombstoned.
 func (c *Catalog) loadStream(ctx context.Context, op string, id lakestream.StreamIdentifier) (*streamRecord, int64, error) {
-	key := c.keys.stream(id)
-	kv, found, err := c.get(ctx, op, key)
+	key, kv, err := c.getStream(ctx, op, id)
 	if err != nil {
 		return nil, 0, err
 	}
-	if !found {
-		return nil, 0, c.missingStream(ctx, op, id)
-	}
-	var r streamRecord
-	if err := decode(key, kv.Value, &r, func() int { return r.V }); err != nil {
+	r, err := decodeStream(key, kv.Value)
+	if err != nil {
 		return nil, 0, err
 	}
-	return &r, kv.ModRevision, nil
-}
-
-// missingStream is the error for a stream whose record is absent: dropped
-// (*StreamDeletedError) if its tombstone is there, else ErrNoSuchStream.
-func (c *Catalog) missingStream(ctx context.Context, op string, id lakestream.StreamIdentifier) error {
-	ts, found, err := c.loadTombstone(ctx, op, id)
-	if err != nil {
-		return err
-	}
-	if found {
-		return &StreamDeletedError{ID: id, DroppedAtMs: ts.DroppedAtMs}
-	}
-	return fmt.Errorf("%w: %s", lakestream.ErrNoSuchStream, id)
+	return r, kv.ModRevision, nil
 }
 
 // loadStreamShared is loadStream for callers that only read the record
 // (toMetadata copies it): the record may be shared with other callers and
 // is reused while the stored record's ModRevision stays the same.
 func (c *Catalog) loadStreamShared(ctx context.Context, op string, id lakestream.StreamIdentifier) (*streamRecord, error) {
-	key := c.keys.stream(id)
-	kv, found, err := c.get(ctx, op, key)
+	key, kv, err := c.getStream(ctx, op, id)
 	if err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, c.missingStream(ctx, op, id)
 	}
 	if r := c.decoded.get(key, kv.ModRevision); r != nil {
 		return r, nil
 	}
-	var r streamRecord
-	if err := decode(key, kv.Value, &r, func() int { return r.V }); err != nil {
+	r, err := decodeStream(key, kv.Value)
+	if err != nil {
 		return nil, err
 	}
-	c.decoded.put(key, kv.ModRevision, &r, len(kv.Value))
+	c.decoded.put(key, kv.ModRevision, r, len(kv.Value))
+	return r, nil
+}
+
+// getStream reads a stream's key. An absent one is an error: the stream
+// was dropped (*StreamDeletedError) if its tombstone is there, else
+// ErrNoSuchStream.
+func (c *Catalog) getStream(ctx context.Context, op string, id lakestream.StreamIdentifier) (string, meta.KV, error) {
+	key := c.keys.stream(id)
+	kv, found, err := c.get(ctx, op, key)
+	if err != nil || found {
+		return key, kv, err
+	}
+	ts, found, err := c.loadTombstone(ctx, op, id)
+	if err != nil {
+		return key, kv, err
+	}
+	if found {
+		return key, kv, &StreamDeletedError{ID: id, DroppedAtMs: ts.DroppedAtMs}
+	}
+	return key, kv, fmt.Errorf("%w: %s", lakestream.ErrNoSuchStream, id)
+}
+
+func decodeStream(key string, b []byte) (*streamRecord, error) {
+	var r streamRecord
+	if err := decode(key, b, &r, func() int { return r.V }); err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
 
