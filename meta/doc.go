@@ -10,7 +10,9 @@
 //     clusters, and the mapping of etcd/gRPC errors to the sentinels.
 //   - Embedded: a single-member etcd server run in-process (standalone mode
 //     and tests), with the limits the engine needs raised
-//     (docs/metadata.md).
+//     (docs/metadata.md). Its client calls the member's request handlers
+//     in process (etcd's v3client), without gRPC or a socket; other
+//     processes reach the member on its client URL.
 //   - Mem: an in-memory Store for unit tests, with fault injection (lost
 //     requests, lost replies) for the engine's property tests.
 //   - metatest: the acceptance suite every Store must pass, and a helper

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -206,17 +206,10 @@ func startEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("%w: embedded etcd in %s not ready after %v", ErrUnavailable, cfg.Dir, cfg.StartTimeout)
 	}
 	endpoints := []string{clientURL.String()}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:          endpoints,
-		DialTimeout:        DefaultDialTimeout,
-		MaxCallSendMsgSize: cfg.MaxRequestBytes + grpcOverheadBytes,
-		MaxCallRecvMsgSize: math.MaxInt32,
-		Logger:             zap.NewNop(),
-	})
-	if err != nil {
-		etcd.Close()
-		return nil, fmt.Errorf("meta: client of embedded etcd: %w", err)
-	}
+	// The node's own client calls the member's request handlers directly
+	// (etcd's v3client): no gRPC marshalling, no loopback socket. Other
+	// processes (etcdctl, tools) use the client URL.
+	cli := v3client.New(etcd.Server)
 	return &Embedded{cfg: cfg, etcd: etcd, endpoints: endpoints, cli: cli, closing: closing}, nil
 }
 
