@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -469,7 +470,9 @@ func (e *Etcd) forward(wch clientv3.WatchChan, out chan<- Event) {
 			var x Event
 			switch ev.Type {
 			case clientv3.EventTypePut:
-				x = Event{Kind: EventPut, KV: e.export(ev.Kv.Key, ev.Kv.Value, ev.Kv.ModRevision, ev.Kv.CreateRevision)}
+				// A copy: an in-process member (Embedded's client) hands
+				// every watch of the key the same event.
+				x = Event{Kind: EventPut, KV: e.export(ev.Kv.Key, bytes.Clone(ev.Kv.Value), ev.Kv.ModRevision, ev.Kv.CreateRevision)}
 			case clientv3.EventTypeDelete:
 				x = Event{Kind: EventDelete, KV: e.export(ev.Kv.Key, nil, ev.Kv.ModRevision, 0)}
 			default:

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"DeletePrefix", testDeletePrefix},
 		{"Revisions", testRevisions},
 		{"Watch", testWatch},
+		{"ValuesOwned", testValuesOwned},
 		{"WatchReplay", testWatchReplay},
 		{"WatchCancel", testWatchCancel},
 		{"TooManyOps", testTooManyOps},
@@ -570,6 +571,37 @@ func testWatch(t *testing.T, s meta.Store) {
 	ev = recv(t, ch)
 	if ev.KV.Key != "w/a" || ev.KV.ModRevision != r7 {
 		t.Fatalf("first watch: %+v, want w/a @%d", ev, r7)
+	}
+}
+
+// testValuesOwned: values handed out (Get, Range, watch events) are the
+// caller's to change, and values passed to a Txn are not kept: an
+// in-process store must copy what it shares (one event goes to every
+// watch of its key).
+func testValuesOwned(t *testing.T, s meta.Store) {
+	c := ctx(t)
+	r0 := revision(t, s)
+	w1 := s.Watch(c, "own/", r0)
+	w2 := s.Watch(c, "own/", r0)
+	v := []byte("value")
+	txn(t, s, nil, meta.Put("own/k", v))
+	copy(v, "XXXXX") // the caller's buffer, reused after the Txn returned
+	e1, e2 := recv(t, w1), recv(t, w2)
+	copy(e1.KV.Value, "11111")
+	if string(e2.KV.Value) != "value" {
+		t.Fatalf("second watch's event value %q after the first watch's was changed, want %q", e2.KV.Value, "value")
+	}
+	kv := mustGet(t, s, "own/k")
+	if string(kv.Value) != "value" {
+		t.Fatalf("Get after the events were changed: %q, want %q", kv.Value, "value")
+	}
+	copy(kv.Value, "22222")
+	kvs, err := s.Range(c, "own/", "own0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != 1 || string(kvs[0].Value) != "value" {
+		t.Fatalf("Range after a Get result was changed: %+v, want own/k=value", kvs)
 	}
 }
 
