@@ -16,14 +16,16 @@ import (
 //
 // Lock order: Engine.mu before logHandle.mu.
 type Engine struct {
-	opts    Options
-	store   objstore.Store
-	meta    meta.Store
-	keys    keys
-	cache   *chunkCache
-	clog    *commitLog
-	writer  *walWriter
-	metrics metrics
+	opts  Options
+	store objstore.Store
+	// preparer is the store's objstore.Preparer (file:// only), or nil.
+	preparer objstore.Preparer
+	meta     meta.Store
+	keys     keys
+	cache    *chunkCache
+	clog     *commitLog
+	writer   *walWriter
+	metrics  metrics
 
 	ctx    context.Context // canceled by Close; parent of background work
 	cancel context.CancelFunc
@@ -54,6 +56,7 @@ func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 		cache: newChunkCache(opts.CacheBytes),
 	}
 	e.metrics.init()
+	e.preparer = objstore.PreparerOf(store)
 	e.store = measuredStore{Store: store, m: &e.metrics}
 	e.meta = measuredMeta{Store: ms, m: &e.metrics}
 	e.ctx, e.cancel = context.WithCancel(context.Background())

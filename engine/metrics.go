@@ -93,7 +93,7 @@ func (m *metrics) init() {
 	})
 	m.objRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lakegate_object_requests_total",
-		Help: "Object store requests by op (put, get, delete) and result (ok, not_found, exists, error).",
+		Help: "Object store requests by op (put, get, delete, prepare) and result (ok, not_found, exists, error).",
 	}, []string{"op", "result"})
 	m.objSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "lakegate_object_request_seconds", Buckets: latencyBuckets,
@@ -286,6 +286,11 @@ type measuredStore struct {
 }
 
 func (s measuredStore) observe(op string, start time.Time, err error) {
+	s.m.observeObject(op, start, err)
+}
+
+// observeObject counts and times one object-store request.
+func (m *metrics) observeObject(op string, start time.Time, err error) {
 	r := "ok"
 	switch {
 	case err == nil:
@@ -296,8 +301,8 @@ func (s measuredStore) observe(op string, start time.Time, err error) {
 	default:
 		r = "error"
 	}
-	s.m.objRequests.WithLabelValues(op, r).Inc()
-	s.m.objSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	m.objRequests.WithLabelValues(op, r).Inc()
+	m.objSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
 }
 
 func (s measuredStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {

@@ -41,6 +41,12 @@ type Options struct {
 	// MaxInflightFlushes bounds WAL objects being PUT concurrently; commits
 	// stay in object order. Default 4.
 	MaxInflightFlushes int
+	// PrepareAhead is how many flushes beyond the last one cut have their
+	// WAL object created ahead of time on a store that can do that
+	// (objstore.Preparer: file://), so that the flush's PUT only writes
+	// into it (docs/index-format.md, "Prepared WAL objects"). Default 4;
+	// negative: none.
+	PrepareAhead int
 	// MaxEntryBytes bounds one entry's payload. Default and maximum 16 MiB.
 	MaxEntryBytes int
 	// CommitTimeout bounds PUT plus commit of one object; appends fail
@@ -97,6 +103,8 @@ type hooks struct {
 	// compactStep is called after each step of CompactLog ("put",
 	// "replace", "cursor").
 	compactStep func(log int64, step string) error
+	// prepared is called with the keys of WAL objects prepared ahead.
+	prepared func(keys []string)
 }
 
 // Caps that keep every flush inside the WAL format's object limit
@@ -158,6 +166,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CursorPersistInterval <= 0 {
 		o.CursorPersistInterval = time.Second
+	}
+	if o.PrepareAhead == 0 {
+		o.PrepareAhead = 4
 	}
 	if o.PendingIntentTTL <= 0 {
 		o.PendingIntentTTL = 10 * time.Minute

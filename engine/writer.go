@@ -61,6 +61,7 @@ type walWriter struct {
 	ownOff atomic.Int64
 
 	windows windowIntents
+	prep    preparedNames
 	// committed is the seq of the last flush whose commit transactions are
 	// done (committed or failed): flushes commit in seq order, so every
 	// flush up to it is (window intents' "done", docs/index-format.md).
@@ -122,6 +123,7 @@ func newWALWriter(e *Engine) *walWriter {
 		recordID: hex.EncodeToString(rnd[:]),
 	}
 	w.windows.init(w)
+	w.prep.init(w, e.preparer)
 	w.done.Add(2)
 	go w.batchLoop()
 	go w.commitLoop()
@@ -214,6 +216,7 @@ func (w *walWriter) close() {
 		w.e.clog.abandonPending()
 		<-answered
 	}
+	w.prep.close()
 	w.windows.close()
 }
 
@@ -253,6 +256,7 @@ func (w *walWriter) batchLoop() {
 		f := cur
 		cur = nil
 		w.waiting.Add(1)
+		f.object, f.window, _ = w.prep.take(f.seq)
 		go w.put(f)
 		w.commitCh <- f
 	}
@@ -355,18 +359,18 @@ func (w *walWriter) put(f *flush) {
 	}
 	f.data, f.refs = b.Build(f.writeMs)
 	f.size = len(f.data)
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	f.object = fmt.Sprintf("wal/%s/%013d-%08x-%s", w.opts.NodeID, f.writeMs, f.seq, hex.EncodeToString(rnd[:]))
 
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
 	defer cancel()
-	start, err := w.windows.protect(ctx, f.writeMs)
-	if err != nil {
-		f.putErr = fmt.Errorf("engine: write pending intent: %w", err)
-		return
+	if f.object == "" { // no prepared object (prepare.go): name one now
+		f.object = walObjectName(w.opts.NodeID, f.writeMs, f.seq)
+		start, err := w.windows.protect(ctx, f.writeMs)
+		if err != nil {
+			f.putErr = fmt.Errorf("engine: write pending intent: %w", err)
+			return
+		}
+		f.window = start
 	}
-	f.window = start
 	putStart := time.Now()
 	if err := w.putObject(ctx, f); err != nil { // retried until ctx ends (putretry.go)
 		f.putErr = fmt.Errorf("engine: put %s: %w", f.object, err)
@@ -844,6 +848,14 @@ func (wi *windowIntents) write(ctx context.Context, start int64, done uint64) er
 	v := fmt.Appendf(nil, `{"created":%d,"from":%d,"to":%d,"done":%d}`, wi.w.opts.Now().UnixMilli(), start, start+wi.span(), done)
 	_, _, err := wi.w.e.meta.Txn(ctx, nil, []meta.Op{meta.Put(wi.w.e.keys.windowIntent(wi.w.opts.NodeID, start), v)})
 	return err
+}
+
+// count counts one more flush in the window that starts at start, which
+// the caller holds counted (protect returned it and it is not released).
+func (wi *windowIntents) count(start int64) {
+	wi.mu.Lock()
+	wi.mu.m[start].outstanding++
+	wi.mu.Unlock()
 }
 
 // release counts one flush of the window as answered.

@@ -14,6 +14,9 @@
 //     O_TMPFILE file on Linux, file_linux.go), atomic
 //     across processes, with fsync of data and directories; fileblob's own
 //     IfNotExist is check-then-rename and is not used.
+//   - Preparer (prepare.go): file:// creates objects ahead of their data,
+//     so that a later PutIfAbsent only writes into the existing file and
+//     syncs its data (docs/storage.md, "Prepared objects").
 //   - Instrument: counters of operations, errors and bytes (Stats), read by
 //     the metrics exporter.
 //   - NewFaulty: a wrapper for tests that injects failures before an

@@ -52,3 +52,14 @@ func createAnon(dir, path string, data []byte, sync bool) (ok bool, err error) {
 	}
 	return true, fmt.Errorf("link: %w", err)
 }
+
+// datasync is fdatasync(2): the data and the metadata needed to read it
+// (the size), not the times.
+func datasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}

@@ -68,6 +68,7 @@ func runNode(c *Config) error {
 			Linger:                c.Engine.Linger,
 			MaxPendingBytes:       c.Engine.MaxPendingBytes,
 			MaxInflightFlushes:    c.Engine.MaxInflightFlushes,
+			PrepareAhead:          prepareAhead(c.Engine.PrepareAhead),
 			CommitTimeout:         c.Engine.CommitTimeout,
 			CacheBytes:            c.Engine.CacheBytes,
 			CursorPersistInterval: c.Engine.CursorPersist,
@@ -236,6 +237,14 @@ func gcInterval(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// prepareAhead maps the config's 0 (off) to the engine's negative.
+func prepareAhead(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // maintenanceInterval maps the config's 0 (off) to the table layer's
