@@ -54,10 +54,46 @@ func TestNonPersistentTopic(t *testing.T) {
 	if _, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "x", Type: pulsar.Exclusive}); err == nil {
 		t.Fatal("a second consumer on an Exclusive non-persistent subscription was accepted")
 	}
+	// The client grants a consumer's first permits (FLOW) after Subscribe
+	// returns, and a non-persistent message skips a consumer without
+	// permits (as on Pulsar, it is dropped for it): publish once every
+	// consumer in want (subscription → consumers) has them.
+	waitPermits := func(want map[string]int) {
+		t.Helper()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var ps struct {
+				Subscriptions map[string]struct {
+					Consumers []struct {
+						AvailablePermits int `json:"availablePermits"`
+					} `json:"consumers"`
+				} `json:"subscriptions"`
+			}
+			code := admDo(t, http.MethodGet, c.tn.HTTP.URL+"/admin/v2/non-persistent/public/default/np-fanout/stats", "", "", &ps)
+			ready := code == http.StatusOK
+			for name, k := range want {
+				cs := ps.Subscriptions[name].Consumers
+				ready = ready && len(cs) == k
+				for _, c := range cs {
+					ready = ready && c.AvailablePermits > 0
+				}
+			}
+			if ready {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				t.Fatalf("consumers without permits: %d %+v", code, ps)
+			}
+		}
+	}
 	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitPermits(map[string]int{"s": 2, "x": 1})
 	const n = 20
 	for i := range n {
 		id, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)})
@@ -124,6 +160,7 @@ func TestNonPersistentTopic(t *testing.T) {
 		}
 	}
 	late := sub("x", pulsar.Exclusive)
+	waitPermits(map[string]int{"x": 1})
 	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after")}); err != nil {
 		t.Fatal(err)
 	}
