@@ -103,7 +103,8 @@ type hooks struct {
 	// compactStep is called after each step of CompactLog ("put",
 	// "replace", "cursor").
 	compactStep func(log int64, step string) error
-	// prepared is called with the keys of WAL objects prepared ahead.
+	// prepared is called with the keys of WAL objects prepared ahead,
+	// once flushes can take them.
 	prepared func(keys []string)
 }
 

@@ -150,9 +150,6 @@ func (p *preparedNames) fill() {
 		}
 		return
 	}
-	if h := p.w.opts.hooks.prepared; h != nil {
-		h(keys)
-	}
 	var late []preparedName
 	p.mu.Lock()
 	for i, s := range seqs {
@@ -163,6 +160,9 @@ func (p *preparedNames) fill() {
 		}
 	}
 	p.mu.Unlock()
+	if h := p.w.opts.hooks.prepared; h != nil {
+		h(keys) // the names are ready to be taken
+	}
 	for _, n := range late {
 		p.drop(n)
 	}
