@@ -81,6 +81,10 @@ func (e *Engine) NodeID() string { return e.opts.NodeID }
 // Metrics returns a snapshot of the engine's counters.
 func (e *Engine) Metrics() Metrics {
 	m := e.metrics.snapshot()
+	if e.preparer != nil {
+		st := e.preparer.PrepareStats()
+		m.PreparedFilled, m.PreparedGone = st.Filled, st.Gone
+	}
 	return m
 }
 

@@ -17,6 +17,7 @@ import (
 type testEnv struct {
 	meta  meta.Store
 	store objstore.Store
+	url   string // the store's URL (file:// envs)
 }
 
 func newMemEnv(t testing.TB) *testEnv {

@@ -36,6 +36,8 @@ type Metrics struct {
 	FoldTxns         int64 // transactions of those folds
 	CursorPersists   int64
 	GCDeletedObjects int64
+	PreparedFilled   int64 // prepared WAL objects a flush filled (file:// only)
+	PreparedGone     int64 // prepared WAL objects deleted by someone else before their flush (it created them anew)
 	CompactionRuns   int64 // table compactions (tables.CompactToTable) that compacted a range
 	CompactedRecords int64
 	CompactedBytes   int64 // table file bytes written by compaction
@@ -403,6 +405,8 @@ func (c engineCollector) counters() []counterValue {
 		{"commit_log_fold_txns_total", "Transactions of those folds.", float64(m.FoldTxns)},
 		{"cursor_persists_total", "Cursor states written.", float64(m.CursorPersists)},
 		{"gc_deleted_objects_total", "WAL objects deleted by GC.", float64(m.GCDeletedObjects)},
+		{"prepared_objects_filled_total", "Prepared WAL objects filled by their flush (file:// only).", float64(m.PreparedFilled)},
+		{"prepared_objects_gone_total", "Prepared WAL objects found deleted at their flush, which created them anew; anything but 0 means something deleted objects their window intent protected.", float64(m.PreparedGone)},
 		{"compacted_records_total", "Records moved into tables by compaction.", float64(m.CompactedRecords)},
 		{"compacted_bytes_total", "Table (Parquet) bytes written by compaction.", float64(m.CompactedBytes)},
 	}

@@ -127,12 +127,9 @@ func (p *preparedNames) fill() {
 	ms := made.UnixMilli()
 	// Counted in the window before the files exist: GC lists an object
 	// only while its intent protects it (docs/gc.md).
-	window, err := p.w.windows.protect(ctx, ms)
+	window, err := p.w.windows.protect(ctx, ms, len(seqs))
 	if err != nil {
 		return // the flushes name their own objects
-	}
-	for range seqs[1:] {
-		p.w.windows.count(window)
 	}
 	names := make([]preparedName, len(seqs))
 	keys := make([]string, len(seqs))
@@ -145,9 +142,7 @@ func (p *preparedNames) fill() {
 	p.w.e.metrics.observeObject("prepare", start, err)
 	if err != nil {
 		p.w.opts.Logger.Debug("engine: preparing WAL objects failed", "err", err)
-		for range names {
-			p.w.windows.release(window)
-		}
+		p.w.windows.release(window, len(names))
 		return
 	}
 	var late []preparedName
@@ -192,7 +187,7 @@ func (p *preparedNames) drop(n preparedName) {
 	// A file that cannot be deleted stays an orphan for GC (it is not
 	// referenced, and its window ends).
 	_ = p.w.e.store.Delete(ctx, n.key)
-	p.w.windows.release(n.window)
+	p.w.windows.release(n.window, 1)
 }
 
 // close stops the loop and drops every name left (before the window

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/objstore"
@@ -14,14 +16,14 @@ import (
 
 func newFileEnv(t testing.TB) *testEnv {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := objstore.Open(context.Background(), "file://"+filepath.ToSlash(dir))
+	url := "file://" + filepath.ToSlash(t.TempDir())
+	st, err := objstore.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms := meta.NewMem(meta.MemOptions{})
 	t.Cleanup(func() { st.Close(); ms.Close() })
-	return &testEnv{meta: ms, store: st}
+	return &testEnv{meta: ms, store: st, url: url}
 }
 
 // walObjects lists the WAL objects: key → size.
@@ -114,15 +116,24 @@ func TestPreparedObjects(t *testing.T) {
 		t.Fatalf("after flush 2: %s has %d bytes, want the flush's object", k2, objs[k2])
 	}
 
-	// Flush 3's object is deleted behind the writer's back: its PUT
-	// creates it.
+	// Flush 3's object is deleted behind the writer's back (through
+	// another store value, as another process would): its PUT creates it,
+	// and the engine counts it gone.
 	k3 := next(3)
-	if err := env.store.Delete(ctx, k3); err != nil {
+	other, err := objstore.Open(ctx, env.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Delete(ctx, k3); err != nil {
 		t.Fatal(err)
 	}
 	appendOne([]byte("third"))
 	if objs := walObjects(t, env.store); objs[k3] == 0 {
 		t.Fatalf("after flush 3: %s has %d bytes, want the flush's object", k3, objs[k3])
+	}
+	if m := e.Metrics(); m.PreparedFilled != 1 || m.PreparedGone != 1 {
+		t.Fatalf("after flush 3: %d prepared objects filled, %d gone; want 1 and 1", m.PreparedFilled, m.PreparedGone)
 	}
 
 	for _, n := range []int{200 << 10, 10, 300 << 10} {
@@ -152,6 +163,57 @@ func TestPreparedObjects(t *testing.T) {
 		if !bytes.Equal(g.Payload, want[i]) {
 			t.Fatalf("entry %d: %d bytes, want %d", i, len(g.Payload), len(want[i]))
 		}
+	}
+}
+
+// Prepared objects keep their window's intent after the window is over,
+// until their flushes take them: the sweep of finished windows leaves the
+// intent, and another node's GC keeps the files.
+func TestPreparedObjectsOutliveTheirWindow(t *testing.T) {
+	env := newFileEnv(t)
+	ctx := ctxT(t)
+	const window = 10 * time.Second
+	var ms atomic.Int64
+	ms.Store(1000*window.Milliseconds() - 100) // 100 ms before a window ends
+	clock := func() time.Time { return time.UnixMilli(ms.Load()) }
+	prepared := make(chan []string, 64)
+	opts := Options{Now: clock, PendingWindow: window}
+	opts.hooks.prepared = func(keys []string) { prepared <- keys }
+	e := env.engine(t, opts)
+	l, err := e.Log(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, 1, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	select {
+	case keys = <-prepared:
+	case <-ctx.Done():
+		t.Fatal("nothing prepared after the first flush")
+	}
+
+	ms.Add(200) // the window of the first flush and of the names is over
+	e.writer.windows.sweep(ctx, ms.Load())
+	st, err := env.engine(t, Options{NodeID: "gc", Now: clock, PendingWindow: window}).CollectGarbage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := walObjects(t, env.store)
+	for _, k := range keys {
+		if _, ok := objs[k]; !ok {
+			t.Fatalf("prepared %s deleted after its window ended (GC %+v)", k, st)
+		}
+	}
+	if st.Deleted != 0 {
+		t.Fatalf("GC after the window ended: %+v, want nothing deleted", st)
+	}
+	if _, err := l.Append(ctx, 1, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.Metrics(); m.PreparedFilled != 1 || m.PreparedGone != 0 {
+		t.Fatalf("second flush: %d prepared objects filled, %d gone; want 1 and 0", m.PreparedFilled, m.PreparedGone)
 	}
 }
 

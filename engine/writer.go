@@ -364,7 +364,7 @@ func (w *walWriter) put(f *flush) {
 	defer cancel()
 	if f.object == "" { // no prepared object (prepare.go): name one now
 		f.object = walObjectName(w.opts.NodeID, f.writeMs, f.seq)
-		start, err := w.windows.protect(ctx, f.writeMs)
+		start, err := w.windows.protect(ctx, f.writeMs, 1)
 		if err != nil {
 			f.putErr = fmt.Errorf("engine: write pending intent: %w", err)
 			return
@@ -435,7 +435,7 @@ func (w *walWriter) commitFlush(f *flush) {
 		w.e.metrics.observeFlush(len(f.data), time.Since(f.started), f.putErr)
 		w.failAll(f, fmt.Errorf("%w: %w", lakestream.ErrUnavailable, f.putErr))
 		if f.window != 0 {
-			w.windows.release(f.window)
+			w.windows.release(f.window, 1)
 		}
 		return
 	}
@@ -719,7 +719,7 @@ func (w *walWriter) flushDone(f *flush) {
 			return // "crashed": the window intent stays
 		}
 	}
-	w.windows.release(f.window)
+	w.windows.release(f.window, 1)
 }
 
 // guardsOf returns the distinct guards of reqs.
@@ -801,8 +801,8 @@ func (wi *windowIntents) init(w *walWriter) {
 func (wi *windowIntents) span() int64 { return wi.w.opts.PendingWindow.Milliseconds() }
 
 // protect makes sure the window of writeMs has a durable intent and counts
-// one more flush in it.
-func (wi *windowIntents) protect(ctx context.Context, writeMs int64) (int64, error) {
+// n more flushes in it (n ≥ 1); on error none is counted.
+func (wi *windowIntents) protect(ctx context.Context, writeMs int64, n int) (int64, error) {
 	start := writeMs - writeMs%wi.span()
 	for {
 		wi.mu.Lock()
@@ -810,28 +810,28 @@ func (wi *windowIntents) protect(ctx context.Context, writeMs int64) (int64, err
 		if x == nil || (isClosed(x.written) && x.err != nil) { // the close orders the read of err after its write
 			x = &windowIntent{written: make(chan struct{})}
 			wi.mu.m[start] = x
-			x.outstanding++
+			x.outstanding += n
 			wi.mu.Unlock()
 			x.done = wi.w.committed.Load()
 			x.err = wi.write(ctx, start, x.done)
 			close(x.written)
 			if x.err != nil {
-				wi.release(start)
+				wi.release(start, n)
 			}
 			return start, x.err
 		}
-		x.outstanding++
+		x.outstanding += n
 		wi.mu.Unlock()
 		select {
 		case <-x.written:
 		case <-ctx.Done():
-			wi.release(start)
+			wi.release(start, n)
 			return 0, ctx.Err()
 		}
 		if x.err == nil {
 			return start, nil
 		}
-		wi.release(start)
+		wi.release(start, n)
 	}
 }
 
@@ -850,20 +850,12 @@ func (wi *windowIntents) write(ctx context.Context, start int64, done uint64) er
 	return err
 }
 
-// count counts one more flush in the window that starts at start, which
-// the caller holds counted (protect returned it and it is not released).
-func (wi *windowIntents) count(start int64) {
-	wi.mu.Lock()
-	wi.mu.m[start].outstanding++
-	wi.mu.Unlock()
-}
-
-// release counts one flush of the window as answered.
-func (wi *windowIntents) release(start int64) {
+// release counts n flushes of the window as answered.
+func (wi *windowIntents) release(start int64, n int) {
 	wi.mu.Lock()
 	defer wi.mu.Unlock()
 	if x := wi.mu.m[start]; x != nil {
-		x.outstanding--
+		x.outstanding -= n
 	}
 }
 
@@ -882,8 +874,8 @@ func (wi *windowIntents) loop() {
 		now := wi.w.opts.Now().UnixMilli()
 		next := now - now%wi.span() + wi.span()
 		ctx, cancel := context.WithTimeout(context.Background(), wi.w.opts.CommitTimeout)
-		if _, err := wi.protect(ctx, next); err == nil {
-			wi.release(next)
+		if _, err := wi.protect(ctx, next, 1); err == nil {
+			wi.release(next, 1)
 		}
 		wi.publish(ctx)
 		wi.sweep(ctx, now)

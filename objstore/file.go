@@ -48,6 +48,7 @@ type fileBackend struct {
 		sync.Mutex
 		m map[string]bool
 	}
+	filled, gone atomic.Int64 // prepared keys put filled, and found deleted
 }
 
 const (
@@ -103,9 +104,13 @@ func (f *fileBackend) put(ctx context.Context, key string, data []byte, exclusiv
 	path := f.path(key)
 	if f.takePrepared(key) && exclusive {
 		if ok, err := f.fill(key, path, data); ok {
+			if err == nil {
+				f.filled.Add(1)
+			}
 			return err
 		}
 		// Deleted since it was prepared (by another process): create it.
+		f.gone.Add(1)
 	}
 	dir := filepath.Dir(path)
 	if err := f.mkdirs(dir); err != nil {

@@ -17,6 +17,16 @@ import "context"
 // error the files the call created are removed.
 type Preparer interface {
 	Prepare(ctx context.Context, keys []string) error
+	// PrepareStats counts, since the Store value was opened, the prepared
+	// keys that PutIfAbsent filled and those it found deleted (by another
+	// Store value or process) and so created anew.
+	PrepareStats() PrepareStats
+}
+
+// PrepareStats is what a Preparer's prepared keys came to.
+type PrepareStats struct {
+	Filled int64 // filled by PutIfAbsent
+	Gone   int64 // deleted before their fill (PutIfAbsent created them)
 }
 
 // PreparerOf returns the Preparer behind s — s itself, or the store that
@@ -51,4 +61,12 @@ func (s *blobStore) Prepare(ctx context.Context, keys []string) error {
 		}
 	}
 	return s.file.prepare(ctx, keys)
+}
+
+// PrepareStats implements Preparer.
+func (s *blobStore) PrepareStats() PrepareStats {
+	if s.file == nil {
+		return PrepareStats{}
+	}
+	return PrepareStats{Filled: s.file.filled.Load(), Gone: s.file.gone.Load()}
 }

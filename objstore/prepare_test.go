@@ -74,6 +74,9 @@ func TestFilePrepareFill(t *testing.T) {
 	if got, err := other.Get(ctx, keys[2]); err != nil || string(got) != "mine" {
 		t.Fatalf("Get(%s) = %q, %v", keys[2], got, err)
 	}
+	if st := p.PrepareStats(); st != (objstore.PrepareStats{Filled: 2, Gone: 1}) {
+		t.Fatalf("PrepareStats = %+v, want 2 filled and 1 gone", st)
+	}
 }
 
 // Prepare of an existing key is ErrExists and leaves nothing of the call
