@@ -60,9 +60,7 @@ func TestNonPersistentTopic(t *testing.T) {
 	// consumer in want (subscription → consumers) has them.
 	waitPermits := func(want map[string]int) {
 		t.Helper()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
+		waitFor(t, ctx, fmt.Sprintf("consumers %v with permits", want), func() bool {
 			var ps struct {
 				Subscriptions map[string]struct {
 					Consumers []struct {
@@ -79,15 +77,8 @@ func TestNonPersistentTopic(t *testing.T) {
 					ready = ready && c.AvailablePermits > 0
 				}
 			}
-			if ready {
-				return
-			}
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				t.Fatalf("consumers without permits: %d %+v", code, ps)
-			}
-		}
+			return ready
+		})
 	}
 	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
