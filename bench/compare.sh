@@ -21,6 +21,11 @@
 #            start: the catch-up read path
 #   godrain  the same, read by the Go client (lakegate-e2e -drain): less CPU
 #            per message than pulsar-perf's consumer, which bounds drain
+#   godrain2 the same read by two Go consumers (Shared subscription, one
+#            client and connection each): one reader's goroutines bound
+#            godrain on lakegate, two show more of the server's read path
+#   godrainp2 the same on a topic of two partitions, one Go consumer
+#            (Exclusive, its own client) per partition: a consumer group
 #   gomax1   the Go perf tool (pulsar-client-go perf) produce, 1 partition,
 #            unthrottled (its last complete 10 s window)
 # Every pulsar-perf run: 1 KiB messages, batching on (the tool's defaults),
@@ -37,7 +42,7 @@
 # Environment:
 #   COMPARE_REPEATS   repeats of every (load, target) pair (default 2); the
 #                     order of targets alternates between repeats
-#   COMPARE_LOADS     loads to run (default "max1 max8 max100 max1000 fixed20k e2e10k goe2e10k drain godrain gomax1")
+#   COMPARE_LOADS     loads to run (default "max1 max8 max100 max1000 fixed20k e2e10k goe2e10k drain godrain godrain2 godrainp2 gomax1")
 #   COMPARE_TARGETS   servers (default "lakegate pulsar"; add pulsar-nofsync for
 #                     Pulsar with journalSyncData=false)
 #   COMPARE_DURATION  seconds of producing per pulsar-perf run (default 15)
@@ -57,7 +62,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 REPEATS=${COMPARE_REPEATS:-2}
-LOADS=${COMPARE_LOADS:-"max1 max8 max100 max1000 fixed20k e2e10k goe2e10k drain godrain gomax1"}
+LOADS=${COMPARE_LOADS:-"max1 max8 max100 max1000 fixed20k e2e10k goe2e10k drain godrain godrain2 godrainp2 gomax1"}
 TARGETS=${COMPARE_TARGETS:-"lakegate pulsar"}
 DURATION=${COMPARE_DURATION:-15}
 DRAIN=${COMPARE_DRAIN:-1000000}
@@ -260,7 +265,7 @@ run_load() {
   esac
   say "run $name: server pid $SRV_PID at $URL"
   local topic=persistent://public/default/$load-$rep parts=1 rate=1000000 thr=- p50=- p95=- p99=- p999=- pmax=- e50=- e99=- e999=- emax=- drain=-
-  case $load in max8) parts=8 ;; max100) parts=100 ;; max1000) parts=1000 ;; fixed20k) rate=20000 ;; e2e10k) rate=10000 ;; esac
+  case $load in max8) parts=8 ;; godrainp2) parts=2 ;; max100) parts=100 ;; max1000) parts=1000 ;; fixed20k) rate=20000 ;; e2e10k) rate=10000 ;; esac
   create_topic "$load-$rep" "$parts" || { tail -20 "$SRV_DIR/server.log" >&2; die "creating $topic on $target"; }
   c0=$(cpu_ticks) t0=$(date +%s.%N)
   case $load in
@@ -281,7 +286,7 @@ run_load() {
     thr=$(awk -v n="$sent" -v d="$DURATION" 'BEGIN { if (n == "-") print "-"; else printf "%.0f", n / d }')
     read -r _ e50 _ e99 e999 emax <<<"$(agg "$log.consume.log")"
     ;;
-  drain | godrain)
+  drain | godrain | godrain2 | godrainp2)
     admin PUT "/admin/v2/persistent/public/default/$load-$rep/subscription/drain" || die "subscription on $target"
     perf "$log.produce.log" produce -r "$rate" -s $SIZE -o $OUTSTANDING -m "$DRAIN" "$topic"
     wait "$PERF_PID" || say "producer exited with status $?"
@@ -294,7 +299,10 @@ run_load() {
       wait "$PERF_PID" || say "consumer exited with status $?"
       drain=$(agg_rate "$log.consume.log")
     else
-      e2e_tool "$log.consume.log" -u "$URL" -topic "$topic" -sub drain -drain "$DRAIN"
+      local readers=(-consumers 1)
+      [[ $load == godrain2 ]] && readers=(-consumers 2)
+      [[ $load == godrainp2 ]] && readers=(-consumers 2 -per-partition)
+      e2e_tool "$log.consume.log" -u "$URL" -topic "$topic" -sub drain -drain "$DRAIN" "${readers[@]}"
       drain=$(sed -nE 's/^drain-result .* msgps=([0-9]+).*/\1/p' "$log.consume.log")
       drain=${drain:--}
     fi
@@ -334,7 +342,7 @@ run_load() {
     ccpu=- # the Go perf tool is not measured
   elif [[ $load == goe2e10k ]]; then
     ccpu=$(client_cpu "$log.goe2e.log")
-  elif [[ $load == drain || $load == godrain ]]; then
+  elif [[ $load == drain || $load == godrain || $load == godrain2 || $load == godrainp2 ]]; then
     ccpu=$(client_cpu "$log.consume.log")
   else
     ccpu=$(client_cpu "$log.produce.log" "$log.consume.log")

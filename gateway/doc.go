@@ -2,8 +2,8 @@
 // Pulsar binary protocol (one session per connection), topic lookup and
 // ownership in a cluster, and the admin REST API. It sees storage only
 // through the lakestream interfaces and the actors package; it never
-// imports engine. (Authentication is not implemented yet: CONNECT accepts
-// any credentials — docs/compatibility.md.)
+// imports engine. Authentication and authorization: auth*.go,
+// docs/security.md.
 //
 // Files:
 //
@@ -12,6 +12,9 @@
 //	             order), writer goroutine (bounded outbound queue, pings, idle
 //	             timeout), CONNECT (relayed to another member in proxy mode),
 //	             LOOKUP, PARTITIONED_METADATA
+//	framewriter.go the writer's output: on TCP, frames gathered into one
+//	             vectored write per queue drain, a MESSAGE's stored entry
+//	             referenced rather than copied; on TLS, a buffered writer
 //	cluster.go   ownership (docs/cluster.md): LOOKUP answers, placement,
 //	             proxy relay, hand-over of topics (unload, Drain on SIGTERM,
 //	             rebalancing)

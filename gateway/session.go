@@ -27,7 +27,7 @@ type session struct {
 	conn net.Conn
 	log  *slog.Logger
 
-	out       chan []byte // encoded frames; cap Config.OutboundFramesMax
+	out       chan outFrame // encoded frames; cap Config.OutboundFramesMax
 	done      chan struct{}
 	closeOnce sync.Once
 	// stopWriter ends the writer without closing the connection (a CONNECT
@@ -55,7 +55,7 @@ func newSession(srv *Server, conn net.Conn) *session {
 		srv:        srv,
 		conn:       conn,
 		log:        srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
-		out:        make(chan []byte, srv.cfg.OutboundFramesMax),
+		out:        make(chan outFrame, srv.cfg.OutboundFramesMax),
 		done:       make(chan struct{}),
 		stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -193,13 +193,13 @@ func (s *session) readLoop() (err error) {
 // writer owns the socket's write side.
 func (s *session) writer() {
 	defer close(s.writerDone)
-	bw := bufio.NewWriterSize(s.conn, 64<<10)
+	w := newFrameWriter(s.conn)
 	pingEvery := s.srv.cfg.IdleTimeout / 2
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
 	pingFrame, _ := protocol.AppendCommand(nil, protocol.Ping())
-	write := func(b []byte) bool {
-		if _, err := bw.Write(b); err != nil {
+	write := func(f outFrame) bool {
+		if err := w.add(f); err != nil {
 			s.close()
 			return false
 		}
@@ -222,14 +222,14 @@ func (s *session) writer() {
 					drained = true
 				}
 			}
-			if write(b) {
+			if write(outFrame{head: b}) {
 				s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
-				bw.Flush()
+				w.flush()
 			}
 			s.close()
 			return
 		case <-ping.C:
-			if !write(pingFrame) {
+			if !write(outFrame{head: pingFrame}) {
 				return
 			}
 		case b := <-s.out:
@@ -249,7 +249,7 @@ func (s *session) writer() {
 			}
 		}
 		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
-		if err := bw.Flush(); err != nil {
+		if err := w.flush(); err != nil {
 			s.close()
 			return
 		}
@@ -257,7 +257,11 @@ func (s *session) writer() {
 }
 
 // enqueue queues an encoded frame; false once the session is closed.
-func (s *session) enqueue(b []byte) bool {
+func (s *session) enqueue(b []byte) bool { return s.enqueueFrame(outFrame{head: b}) }
+
+// enqueueFrame queues a frame whose body (a stored entry) is written after
+// its head without being copied; neither may change once queued.
+func (s *session) enqueueFrame(b outFrame) bool {
 	select {
 	case <-s.done:
 		return false
@@ -271,9 +275,9 @@ func (s *session) enqueue(b []byte) bool {
 	}
 }
 
-// offer queues an encoded frame if the queue has room, without waiting;
-// false when it is full or the session is closed.
-func (s *session) offer(b []byte) bool {
+// offer queues a frame if the queue has room, without waiting; false
+// when it is full or the session is closed.
+func (s *session) offer(b outFrame) bool {
 	select {
 	case <-s.done:
 		return false

@@ -206,17 +206,17 @@ func (s *blobStore) read(ctx context.Context, op, key string, offset, length int
 	if length >= 0 && length < n {
 		n = length
 	}
-	var buf bytes.Buffer
-	if n > 0 {
-		buf.Grow(int(n))
-	}
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, wrapErr(op, key, err)
-	}
-	if buf.Len() == 0 {
+	if n <= 0 {
 		return []byte{}, nil
 	}
-	return buf.Bytes(), nil
+	// Exactly n bytes: a growing buffer would zero more than it keeps, and
+	// when its last read needs room it doubles (the caller caches what it
+	// gets, so the spare capacity would stay alive with it).
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, wrapErr(op, key, err)
+	}
+	return buf, nil
 }
 
 func (s *blobStore) Delete(ctx context.Context, key string) error {

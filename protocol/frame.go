@@ -338,6 +338,22 @@ func unknownVarintField(raw []byte, num protowire.Number) (uint64, bool) {
 // ErrFrameTooLarge (a size does not fit a u32). On error dst is returned
 // unchanged (same length).
 func AppendFrame(dst []byte, f Frame) ([]byte, error) {
+	return appendFrame(dst, f, true)
+}
+
+// AppendFrameHead appends the encoding of f up to its entry: everything
+// AppendFrame would append except f.Entry's bytes, which the caller writes
+// right after (unchanged: the sizes and the CRC cover them). It lets a
+// stored entry go to the socket without being copied into the frame. f.Entry
+// must be set; errors as AppendFrame's.
+func AppendFrameHead(dst []byte, f Frame) ([]byte, error) {
+	if f.Entry == nil {
+		return dst, fmt.Errorf("%w: frame head without an entry", ErrMalformed)
+	}
+	return appendFrame(dst, f, false)
+}
+
+func appendFrame(dst []byte, f Frame, withEntry bool) ([]byte, error) {
 	if f.Cmd == nil {
 		return dst, fmt.Errorf("%w: nil command", ErrMalformed)
 	}
@@ -363,15 +379,24 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 		crcAt := len(dst)
 		dst = append(dst, 0, 0, 0, 0)
 		entryAt := len(dst)
-		if f.Entry != nil {
+		switch {
+		case !withEntry:
+			binary.BigEndian.PutUint32(dst[crcAt:], Checksum(f.Entry))
+		case f.Entry != nil:
 			dst = append(dst, f.Entry...)
-		} else if dst, err = AppendEntry(dst, f.Metadata, f.Payload); err != nil {
-			return dst[:start], err
+			binary.BigEndian.PutUint32(dst[crcAt:], Checksum(dst[entryAt:]))
+		default:
+			if dst, err = AppendEntry(dst, f.Metadata, f.Payload); err != nil {
+				return dst[:start], err
+			}
+			binary.BigEndian.PutUint32(dst[crcAt:], Checksum(dst[entryAt:]))
 		}
-		binary.BigEndian.PutUint32(dst[crcAt:], Checksum(dst[entryAt:]))
 	}
 
 	total := len(dst) - start - frameHeaderBytes
+	if !withEntry {
+		total += len(f.Entry)
+	}
 	if uint64(total) > math.MaxUint32 {
 		return dst[:start], fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, total)
 	}

@@ -545,3 +545,45 @@ func TestEntryDeliverAt(t *testing.T) {
 		}
 	}
 }
+
+// AppendFrameHead followed by the entry's bytes is the frame AppendFrame
+// encodes, with and without broker entry metadata, and it decodes back
+// to the same entry.
+func TestAppendFrameHead(t *testing.T) {
+	meta, err := proto.Marshal(&pb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(7), PublishTime: proto.Uint64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := AppendEntry(nil, meta, []byte("the payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bem := range [][]byte{nil, EntryMetadata(1700000000000, 41)} {
+		f := Frame{Cmd: Message(3, NewMessageID(1, 2, -1, -1), 0, nil), Entry: entry, BrokerEntryMetadata: bem}
+		whole, err := AppendFrame(nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := AppendFrameHead([]byte("prefix"), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(head[:6]) != "prefix" {
+			t.Fatalf("dst's bytes changed: %q", head[:6])
+		}
+		got := append(head[6:len(head):len(head)], entry...)
+		if !bytes.Equal(got, whole) {
+			t.Fatalf("head+entry differs from AppendFrame (broker entry metadata %v):\n%x\n%x", bem != nil, got, whole)
+		}
+		back, err := ReadFrame(bufio.NewReader(bytes.NewReader(got)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(back.Entry, entry) {
+			t.Fatalf("decoded entry %x, want %x", back.Entry, entry)
+		}
+	}
+	if _, err := AppendFrameHead(nil, Frame{Cmd: Ping()}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a head without an entry: %v", err)
+	}
+}

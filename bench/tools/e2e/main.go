@@ -19,6 +19,12 @@
 // prints the catch-up rate:
 //
 //	drain-result received=N seconds=S msgps=R
+//
+// -consumers K reads with K consumers, each with its own client (its own
+// connection and reading goroutines, as K reader processes would have): on
+// one Shared subscription, or with -per-partition one Exclusive consumer on
+// each of the topic's first K partitions (a consumer group reading a
+// partitioned topic).
 package main
 
 import (
@@ -29,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -54,6 +61,8 @@ type config struct {
 	drain      int
 	sub        string
 	consumers  int
+	perPart    bool
+	cpuprofile string
 }
 
 func run() error {
@@ -67,8 +76,21 @@ func run() error {
 	flag.IntVar(&c.maxRecords, "max-records", 10_000_000, "bound on the latencies kept (rate × time must not exceed it)")
 	flag.IntVar(&c.drain, "drain", 0, "only consume this many messages from -sub and print the rate")
 	flag.StringVar(&c.sub, "sub", "drain", "the subscription -drain reads")
-	flag.IntVar(&c.consumers, "consumers", 1, "-drain: consumers on the subscription (more than one: Shared)")
+	flag.IntVar(&c.consumers, "consumers", 1, "-drain: consumers on the subscription (more than one: Shared), a client each")
+	flag.BoolVar(&c.perPart, "per-partition", false, "-drain: consumer i reads partition i of -topic (Exclusive)")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write the client's CPU profile to this file")
 	flag.Parse()
+	if c.cpuprofile != "" {
+		f, err := os.Create(c.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if c.drain > 0 {
 		return runDrain(c)
 	}
@@ -113,25 +135,31 @@ func newClient(url string) (pulsar.Client, error) {
 }
 
 // runDrain consumes c.drain messages from the existing subscription c.sub
-// (its backlog) with c.consumers consumers (Shared when more than one), each
-// with pulsar-perf's receiver queue (1000), and prints the rate from the
-// first message to the last.
+// (its backlog) with c.consumers consumers (Shared when more than one, or
+// one per partition), each with pulsar-perf's receiver queue (1000), and
+// prints the rate from the first message to the last.
 func runDrain(c config) error {
-	client, err := newClient(c.url)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
 	typ := pulsar.Exclusive
-	if c.consumers > 1 {
+	if c.consumers > 1 && !c.perPart {
 		typ = pulsar.Shared
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var consumers []pulsar.Consumer
-	for range max(1, c.consumers) {
+	for i := range max(1, c.consumers) {
+		topic := c.topic
+		if c.perPart {
+			topic = fmt.Sprintf("%s-partition-%d", c.topic, i)
+		}
+		// A client each: its own connection and reading goroutine, as
+		// readers in separate processes would have.
+		client, err := newClient(c.url)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
 		consumer, err := client.Subscribe(pulsar.ConsumerOptions{
-			Topic: c.topic, SubscriptionName: c.sub, Type: typ, ReceiverQueueSize: 1000,
+			Topic: topic, SubscriptionName: c.sub, Type: typ, ReceiverQueueSize: 1000,
 			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
 		})
 		if err != nil {
