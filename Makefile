@@ -59,21 +59,10 @@ BENCHTIME   ?= 5000x
 ## clients run their scenario matrices, against a standalone node and again against a three-node
 ## cluster (one etcd, three `lakegate serve`), Pulsar's own pulsar-admin and pulsar-client
 ## (e2e/interop/tools), and against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure);
-## pinned packages go into .cache/ (venvs, jars, m2)
+## pinned packages go into .cache/ (venvs, jars, m2); two lanes at once (e2e/interop/lanes.sh;
+## INTEROP_LANES=1: one after the other)
 interop:
-	$(call timed,./e2e/interop/delta/run.sh)
-	$(call timed,./e2e/interop/spark/run.sh)
-	$(call timed,./e2e/interop/iceberg/run.sh)
-	$(call timed,./e2e/interop/iceberg-rest/run.sh)
-	$(call timed,./e2e/interop/iceberg-catalog/run.sh)
-	$(call timed,./e2e/interop/databricks/run.sh)
-	$(call timed,./e2e/interop/tables/run.sh)
-	$(call timed,./e2e/interop/python/run.sh)
-	$(call timed,./e2e/interop/java/run.sh)
-	$(call timed,LAKEGATE_NODES=3 ./e2e/interop/python/run.sh)
-	$(call timed,LAKEGATE_NODES=3 ./e2e/interop/java/run.sh)
-	$(call timed,./e2e/interop/tools/run.sh)
-	$(call timed,./e2e/interop/secure/run.sh)
+	$(call timed,interop,./e2e/interop/lanes.sh)
 
 ## bench: engine benchmarks (appends/s, MB/s, latency, PUTs/s for 1/100/1000 logs) and the
 ## upstream Go Pulsar perf tool against a standalone node (bench/pulsar-perf.sh); ~3–6 min
