@@ -94,7 +94,7 @@ bench-pulsar:
 ## bench-compare: lakegate standalone and Apache Pulsar 4.0.8 standalone (jars from Maven Central,
 ## bench/pulsar) side by side under the same pulsar-perf and Go perf loads, alternating, a fresh
 ## server per run; prints the ratio table, writes a latency plot (bench/compare.sh; COMPARE_* knobs,
-## COMPARE_DOC=1 updates docs/benchmarks.md). Not part of `make test`: ~27 min with 2 repeats.
+## COMPARE_DOC=1 updates docs/benchmarks.md). Not part of `make test`: ~31 min with 2 repeats.
 bench-compare:
 	./bench/compare.sh
 

@@ -15,11 +15,10 @@ import (
 // connection (buffered copies).
 func TestFrameWriterWritesFramesInOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	bytesSrc := rand.NewChaCha8([32]byte{1})
 	piece := func(n int) []byte {
 		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
+		bytesSrc.Read(b)
 		return b
 	}
 	var frames []outFrame
