@@ -77,12 +77,12 @@ func (c *consumer) Deliver(d actors.Deliver) {
 		// offset, the table's __offset) and the time the entry was stored.
 		f.BrokerEntryMetadata = protocol.EntryMetadata(d.Entry.WriteTimeMs, d.Entry.End()-1)
 	}
-	head, err := protocol.AppendFrameHead(nil, f)
+	out, err := entryFrame(f)
 	if err != nil {
 		c.sess.log.Error("encoding MESSAGE", "err", err)
 		return
 	}
-	if c.sess.enqueueFrame(outFrame{head: head, body: f.Entry}) {
+	if c.sess.enqueueFrame(out) {
 		m := c.sess.srv.metrics
 		c.out.add(int(d.Entry.Records), len(d.Entry.Payload))
 		m.dispatchedMsgs.Add(float64(d.Entry.Records))

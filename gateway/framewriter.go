@@ -4,12 +4,21 @@ import (
 	"bufio"
 	"io"
 	"net"
+
+	"github.com/lakegate/lakegate/protocol"
 )
 
 // outFrame is one queued frame: head's bytes, then body's. body is a stored
 // entry that goes to the socket without being copied into the frame (nil
 // for a frame encoded whole); neither changes once queued.
 type outFrame struct{ head, body []byte }
+
+// entryFrame encodes f (a MESSAGE with its Entry) as a head and f.Entry
+// referenced as the body.
+func entryFrame(f protocol.Frame) (outFrame, error) {
+	head, err := protocol.AppendFrameHead(nil, f)
+	return outFrame{head: head, body: f.Entry}, err
+}
 
 const (
 	// frameCopyMax: pieces up to this size are copied into the writer's

@@ -338,12 +338,12 @@ func (t *npTopic) publish(records int32, entry []byte) (protocol.MessageID, erro
 // deliverNP offers one entry to the consumer's connection without
 // waiting; false when its queue is full (the entry is dropped).
 func (c *consumer) deliverNP(id protocol.MessageID, records int32, entry []byte) bool {
-	head, err := protocol.AppendFrameHead(nil, protocol.Frame{Cmd: protocol.Message(c.id, id, 0, nil), Entry: entry})
+	out, err := entryFrame(protocol.Frame{Cmd: protocol.Message(c.id, id, 0, nil), Entry: entry})
 	if err != nil {
 		c.sess.log.Error("encoding MESSAGE", "err", err)
 		return false
 	}
-	if !c.sess.offer(outFrame{head: head, body: entry}) {
+	if !c.sess.offer(out) {
 		return false
 	}
 	c.np.permits.Add(-int64(records))
