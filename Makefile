@@ -16,7 +16,7 @@ FUZZ_TARGETS := \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse:FuzzNestedDecode:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
 
-.PHONY: run build test test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
+.PHONY: run build test test-scripts test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
 
 ## run: a standalone node on the embedded defaults (data in ./data)
 run: build
@@ -32,7 +32,12 @@ build:
 timed = @echo '$(strip $(1))'; s=$$SECONDS; $(or $(2),$(1)); rc=$$?; echo 'make: $(strip $(1)) took '$$((SECONDS - s))' s'; exit $$rc
 
 ## test: everything CI runs — vet, unit + integration tests with -race, short fuzzing
-test: tools lint test-unit fuzz
+test: tools lint test-scripts test-unit fuzz
+
+# test-scripts: the interop scripts' own checks (a failure outside the named
+# Go tests must fail go_test_pass).
+test-scripts:
+	./e2e/interop/gotest_selftest.sh
 
 # The two slowest packages (tables, engine: 3 and 2 min with -race) go
 # first, so that the others run beside them instead of after them.

@@ -23,7 +23,12 @@ go_test_pass() {
   fi
   local re
   re="^($(IFS='|'; echo "${tests[*]}"))\$"
-  local st
+  # The exit statuses of both sides of the pipe are read from PIPESTATUS
+  # right after it: with errexit off for the pipe alone (the caller's
+  # setting restored), so neither status is lost to an assignment.
+  local errexit=0
+  [[ $- == *e* ]] && errexit=1
+  set +e
   go test -json -run "$re" "$@" "$pkg" | python3 -c '
 import json, sys
 want = sys.argv[1:]
@@ -43,8 +48,10 @@ bad = [t for t in want if got.get(t) != "pass"]
 for t in bad:
     print("go_test_pass: %s: %s" % (t, got.get(t, "did not run (no such test?)")), file=sys.stderr)
 sys.exit(1 if bad else 0)
-' "${tests[@]}" && st=0 || st=$?
-  local go_st=${PIPESTATUS[0]}
+' "${tests[@]}"
+  local statuses=("${PIPESTATUS[@]}")
+  ((errexit)) && set -e
+  local go_st=${statuses[0]} st=${statuses[1]}
   if [[ $go_st -ne 0 ]]; then
     echo "go_test_pass: go test $pkg exited with status $go_st" >&2
     return "$go_st"

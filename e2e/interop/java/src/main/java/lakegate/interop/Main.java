@@ -115,9 +115,13 @@ public final class Main {
         System.out.println("java: " + passed + "/" + total + " scenarios passed"
             + (known > 0 ? "; known unsupported (not passed): " + String.join(", ", knownNames) : ""));
         System.out.println("java: " + passed + " passed, " + failed + " failed, " + (skipped + known) + " skipped");
+        if (total == 0) {
+            // A filter that matches nothing (a renamed scenario) proves nothing.
+            System.out.println("java: no scenario ran" + (only != null ? " (none matches " + only + ")" : ""));
+        }
         System.out.flush();
         // Client threads (netty, timers) are not all daemons: exit explicitly.
-        Runtime.getRuntime().halt(failed + skipped == 0 ? 0 : 1);
+        Runtime.getRuntime().halt(failed + skipped == 0 && total > 0 ? 0 : 1);
     }
 
     static String describe(Throwable t) {
