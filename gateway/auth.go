@@ -144,6 +144,7 @@ func (s *session) authenticateConnect(c *pb.CommandConnect) error {
 	s.log = s.log.With("role", id.Role)
 	if original.Role != "" {
 		s.log = s.log.With("original_principal", original.Role)
+		s.log.Info("a proxy connected for a client", "verified", original.Method != "") // as Pulsar's broker logs it
 	}
 	return nil
 }
