@@ -212,6 +212,7 @@ func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestrea
 	req.Header.Set(forwardedHeader, a.srv.self().ID)
 	if t := a.srv.cfg.BrokerClientToken; t != "" {
 		req.Header.Set("Authorization", "Bearer "+t) // this node speaks for the client it authorized
+		req.Header.Del(originalPrincipalHeader)      // (a proxy's client included)
 	}
 	resp, err := a.srv.httpClient.Do(req)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -325,5 +327,53 @@ func TestClientCertificateExpiryCloses(t *testing.T) {
 	}
 	if early := time.Until(notAfter); early > 100*time.Millisecond {
 		t.Fatalf("closed %v before the certificate's NotAfter", early)
+	}
+}
+
+// Admin requests: a proxy role naming its client in X-Original-Principal
+// (Apache Pulsar's proxy does) is authorized with the client's grants too;
+// no other role may name one.
+func TestAdminOriginalPrincipal(t *testing.T) {
+	secret, _ := auth.NewSecretKey()
+	a, err := auth.New(auth.Config{Providers: []string{auth.MethodToken}, Token: auth.TokenConfig{SecretKey: secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startMemGateway(t, func(c *Config) {
+		c.Auth, c.Authorization = a, true
+		c.SuperUserRoles = []string{"admin"}
+		c.ProxyRoles = []string{"proxy"}
+	})
+	ctx := context.Background()
+	if err := srv.cfg.Catalog.SetNamespaceProperties(ctx, "public/default", map[string]string{
+		permPrefix + "app": "produce,consume", permPrefix + "proxy": "produce,consume"}); err != nil {
+		t.Fatal(err)
+	}
+	h := srv.AdminHandler()
+	status := func(role, orig string) int {
+		tok, _ := auth.NewToken(auth.TokenSpec{Subject: role}, secret, nil, "")
+		req := httptest.NewRequest(http.MethodGet, "/admin/v2/namespaces/public/default/topics", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if orig != "" {
+			req.Header.Set("X-Original-Principal", orig)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	for _, c := range []struct {
+		role, orig string
+		want       int
+	}{
+		{"proxy", "app", http.StatusOK},
+		{"proxy", "", http.StatusOK},
+		{"proxy", "stranger", http.StatusForbidden}, // the client has no grant
+		{"proxy", "proxy", http.StatusOK},           // itself: no other principal
+		{"app", "admin", http.StatusForbidden},      // not a proxy role
+		{"stranger", "", http.StatusForbidden},
+	} {
+		if got := status(c.role, c.orig); got != c.want {
+			t.Errorf("%s for %q: HTTP %d, want %d", c.role, c.orig, got, c.want)
+		}
 	}
 }

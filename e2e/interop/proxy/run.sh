@@ -9,7 +9,8 @@
 # lakegate authorizes the client — and verifies its token — as original
 # principal. Apache Pulsar's Java client (ProxyClient.java) produces and
 # consumes through the proxy with a token that has grants, and is refused
-# with one that has none, or an expired one. Prints each scenario and
+# with one that has none, or an expired one; admin requests through the
+# proxy's HTTP port are allowed or refused (403) the same way. Prints each scenario and
 # `pulsar-proxy: N/M scenarios passed`; exits non-zero on any failure. About
 # a minute. KEEP=1 keeps the temporary directory.
 set -euo pipefail
@@ -109,6 +110,18 @@ say "pulsar-proxy at pulsar://127.0.0.1:$proxy_port in front of $broker_tls"
 rc=0
 java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$cp" "$here/ProxyClient.java" "pulsar://127.0.0.1:$proxy_port" "$certs" \
   persistent://public/default/proxied persistent://public/default/proxied-p 2>"$tmp/client.err" || rc=1
+# Admin requests through the proxy's HTTP port: it authenticates the
+# client, then calls lakegate as role proxy naming the client in
+# X-Original-Principal; lakegate authorizes both.
+web() { # TOKEN-FILE → HTTP status of the topic's stats through the proxy
+  curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$certs/$1")" \
+    "http://127.0.0.1:$proxy_web_port/admin/v2/persistent/public/default/proxied/stats"
+}
+for c in "app.jwt 200" "other.jwt 403"; do
+  set -- $c
+  got=$(web "$1")
+  if [[ $got == "$2" ]]; then echo "PASS admin through pulsar-proxy with $1: HTTP $got"; else echo "FAIL admin through pulsar-proxy with $1: HTTP $got, want $2"; rc=1; fi
+done
 if [[ $rc == 0 ]] && ! grep -qh 'original_principal=app' "${lg_logs[@]}"; then
   say "lakegate logged no connection with original_principal=app"
   rc=1
