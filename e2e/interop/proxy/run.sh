@@ -10,9 +10,10 @@
 # principal. Apache Pulsar's Java client (ProxyClient.java) produces and
 # consumes through the proxy with a token that has grants, and is refused
 # with one that has none, or an expired one; admin requests through the
-# proxy's HTTP port are allowed or refused (403) the same way. Prints each scenario and
-# `pulsar-proxy: N/M scenarios passed`; exits non-zero on any failure. About
-# a minute. KEEP=1 keeps the temporary directory.
+# proxy's HTTP port are allowed or refused (403) the same way. Prints each
+# scenario and `pulsar-proxy: N/M scenarios passed`; exits non-zero on any
+# failure. About two minutes (JVM starts; the refused client retries until
+# its operation timeout). KEEP=1 keeps the temporary directory.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
