@@ -52,9 +52,16 @@ type Identity struct {
 	Role   string
 	Method string // MethodToken or MethodTLS
 	// Expires is when the credentials stop being valid (zero: never): a
-	// connection is challenged then.
+	// connection is challenged then (Refreshable) or closed.
 	Expires time.Time
 }
+
+// Refreshable reports whether a live connection can renew these
+// credentials through AUTH_CHALLENGE / AUTH_RESPONSE: a token can (the
+// client sends a fresh one), a client certificate cannot (it is part of the
+// connection's TLS handshake; a renewed certificate needs a new
+// connection).
+func (id Identity) Refreshable() bool { return id.Method == MethodToken }
 
 // Config configures an Authenticator.
 type Config struct {
@@ -160,7 +167,19 @@ func tlsIdentity(state *tls.ConnectionState) (Identity, error) {
 	if cert.Subject.CommonName == "" {
 		return Identity{}, fmt.Errorf("%w: the client certificate has no common name", ErrInvalidCredentials)
 	}
+	// The handshake checked the validity; a long-lived connection asked
+	// again (AUTH_RESPONSE) may hold a certificate expired since.
+	if !time.Now().Before(cert.NotAfter) {
+		return Identity{}, fmt.Errorf("%w: the client certificate expired at %s", ErrExpired, cert.NotAfter.UTC().Format(time.RFC3339))
+	}
 	return Identity{Role: cert.Subject.CommonName, Method: MethodTLS, Expires: cert.NotAfter}, nil
+}
+
+// IsProxyRole reports whether role is one of proxyRoles (Pulsar's
+// proxyRoles): a role that may connect on behalf of another client, named
+// in CONNECT's original_principal.
+func IsProxyRole(role string, proxyRoles []string) bool {
+	return role != "" && slices.Contains(proxyRoles, role)
 }
 
 // IsSuperUser reports whether role is one of superUsers.

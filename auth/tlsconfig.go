@@ -142,9 +142,12 @@ func (r *Reloader) ServerConfig(requestClientCerts bool) *tls.Config {
 }
 
 // ClientConfig is the TLS configuration a node uses to reach other members
-// (forwarded admin requests, relayed connections): it trusts the CA file
-// (the system roots when there is none) and presents the node's
-// certificate (members may require client certificates).
+// (forwarded admin requests, hand-overs, relayed connections): it trusts the
+// CA file (the system roots when there is none) and presents the node's
+// certificate (members may require client certificates). The CA pool is
+// the one current when ClientConfig is called: call it for every new
+// connection, so that a rotated CA file is used from the next one on (the
+// certificate presented is looked up at each handshake anyway).
 func (r *Reloader) ClientConfig() *tls.Config {
 	_, pool := r.current()
 	return &tls.Config{
@@ -155,4 +158,15 @@ func (r *Reloader) ClientConfig() *tls.Config {
 			return cert, nil
 		},
 	}
+}
+
+// Certificate is the node's current certificate (reloaded as
+// ServerConfig's), parsed: its subject common name is the node's role for
+// the tls provider.
+func (r *Reloader) Certificate() (*x509.Certificate, error) {
+	cert, _ := r.current()
+	if cert.Leaf != nil {
+		return cert.Leaf, nil
+	}
+	return x509.ParseCertificate(cert.Certificate[0])
 }

@@ -441,7 +441,8 @@ func TestSecurityCluster(t *testing.T) {
 			flags := []string{"--pulsar-addr=", "--pulsar-tls-addr", "127.0.0.1:0", "--http-tls-addr", "127.0.0.1:0",
 				"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-file", certs.CAFile,
 				"--auth-enabled", "--auth-token-secret-key", "file://" + keyFile, "--auth-super-user-roles", "admin,lakegate-node",
-				"--auth-broker-client-token", tok("lakegate-node"), fmt.Sprintf("--cluster-proxy-lookups=%v", proxy)}
+				"--auth-broker-client-token", tok("lakegate-node"), "--auth-proxy-roles", "lakegate-node",
+				fmt.Sprintf("--cluster-proxy-lookups=%v", proxy)}
 			c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), flags...)
 			ctx := ctxFor(t, 2*time.Minute)
 			const topic = "persistent://public/default/secure-cluster"
@@ -457,6 +458,24 @@ func TestSecurityCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			url := c.nodes[0].pulsarTLSURL // proxy mode: the only address the client knows
+			if !proxy {
+				// A node that is not in proxy mode relays nothing.
+				pool, _ := loadPool(certs.CAFile)
+				conn, err := tls.Dial("tcp", strings.TrimPrefix(c.nodes[0].pulsarTLSURL, "pulsar+ssl://"), &tls.Config{RootCAs: pool, ServerName: "localhost"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				conn.SetDeadline(time.Now().Add(20 * time.Second))
+				r := &rawConn{t: t, c: conn, br: bufio.NewReader(conn)}
+				r.cmd(&pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: &pb.CommandConnect{
+					ClientVersion: proto.String("raw-test"), ProtocolVersion: proto.Int32(21),
+					AuthMethodName: proto.String("token"), AuthData: []byte(tok("app")),
+					ProxyToBrokerUrl: proto.String(c.nodes[1].pulsarTLSURL)}})
+				if got := r.read(); got.GetType() != pb.BaseCommand_ERROR || got.GetError().GetError() != pb.ServerError_NotAllowedError {
+					t.Fatalf("a CONNECT naming another member, without proxy mode: %v", got)
+				}
+				conn.Close()
+			}
 			if !proxy {
 				var hosts []string
 				for _, n := range c.nodes {

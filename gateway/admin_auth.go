@@ -97,17 +97,48 @@ func (a *admin) guarded(rule authRule, h http.HandlerFunc) http.HandlerFunc {
 			writeAdminError(w, fmt.Errorf("%w: %w", ErrAuthentication, err))
 			return
 		}
-		if a.srv.authzOn() {
-			if err := rule(a, r, id.Role); err != nil {
-				if errors.Is(err, ErrAuthorization) {
-					a.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+		roles, err := a.httpRoles(r, id.Role)
+		if err == nil && a.srv.authzOn() {
+			for _, role := range roles {
+				if err = rule(a, r, role); err != nil {
+					break
 				}
-				writeAdminError(w, err)
-				return
 			}
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, id.Role)))
+		if err != nil {
+			if errors.Is(err, ErrAuthorization) {
+				a.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+			}
+			writeAdminError(w, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, roles[len(roles)-1])))
 	}
+}
+
+// originalPrincipalHeader names the client a proxy's admin request is made
+// for (Pulsar's X-Original-Principal: Apache Pulsar's proxy sets it, and so
+// does a member forwarding a request).
+const originalPrincipalHeader = "X-Original-Principal"
+
+// httpRoles are the roles an admin request is authorized for: the
+// authenticated one and, when it is a proxy role (Config.ProxyRoles)
+// naming a client in X-Original-Principal, that client too — both must be
+// allowed, as on the binary protocol. Only a proxy role may name one, and
+// never another proxy role. The last role is the request's client.
+func (a *admin) httpRoles(r *http.Request, role string) ([]string, error) {
+	orig := r.Header.Get(originalPrincipalHeader)
+	if orig == "" || orig == role {
+		return []string{role}, nil
+	}
+	proxyRoles := a.srv.cfg.ProxyRoles
+	switch {
+	case !auth.IsProxyRole(role, proxyRoles):
+		return nil, fmt.Errorf("%w: role %q is not a proxy role (auth.proxyRoles) and may not name %s", ErrAuthorization, role, originalPrincipalHeader)
+	case auth.IsProxyRole(orig, proxyRoles):
+		return nil, fmt.Errorf("%w: the original principal %q is a proxy role", ErrAuthorization, orig)
+	}
+	return []string{role, orig}, nil
 }
 
 // --- grants ---

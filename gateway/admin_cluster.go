@@ -193,9 +193,9 @@ func (a *admin) owned(h http.HandlerFunc) http.HandlerFunc {
 
 // forward relays r to member and copies the answer back.
 func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestream.Member) {
-	base := memberHTTP(member)
-	if base == "" {
-		writeAdminError(w, fmt.Errorf("%w: member %s advertises no http endpoint", ErrServiceNotReady, member.ID))
+	base, err := a.srv.peerBase(member)
+	if err != nil {
+		writeAdminError(w, err)
 		return
 	}
 	body, err := readBody(r)
@@ -212,6 +212,7 @@ func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestrea
 	req.Header.Set(forwardedHeader, a.srv.self().ID)
 	if t := a.srv.cfg.BrokerClientToken; t != "" {
 		req.Header.Set("Authorization", "Bearer "+t) // this node speaks for the client it authorized
+		req.Header.Del(originalPrincipalHeader)      // (a proxy's client included)
 	}
 	resp, err := a.srv.httpClient.Do(req)
 	if err != nil {

@@ -67,9 +67,12 @@ func (a *admin) listNPTopics(w http.ResponseWriter, r *http.Request) {
 
 // memberNPTopics asks member for the non-persistent topics it serves.
 func (a *admin) memberNPTopics(r *http.Request, member lakestream.Member) ([]string, error) {
-	base := memberHTTP(member)
-	if base == "" {
+	if memberHTTP(member) == "" {
 		return nil, nil // a member without an admin API serves no clients' admin
+	}
+	base, err := a.srv.peerBase(member)
+	if err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, base+r.URL.EscapedPath(), http.NoBody)
 	if err != nil {

@@ -37,8 +37,6 @@ import (
 	"strconv"
 	"time"
 
-	gproto "google.golang.org/protobuf/proto"
-
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -193,33 +191,34 @@ func (s *Server) lookupUnit(ctx context.Context, name string) (string, error) {
 	return "", err
 }
 
-// proxyTarget decides what a CONNECT with proxy_to_broker_url asks for: ""
-// when it names this node (serve the connection here), else the address of
-// the member to relay to. A target that is no live member is refused: the
-// node relays to members only.
-func (s *Server) proxyTarget(ctx context.Context, to string) (string, bool, error) {
+// proxyTarget decides what a CONNECT with proxy_to_broker_url asks for:
+// nil when it names this node (serve the connection here), else the member
+// to relay to. Only a node in proxy mode (ProxyLookups) relays, and only to
+// live members; anything else is refused.
+func (s *Server) proxyTarget(ctx context.Context, to string) (*lakestream.Member, error) {
 	self := s.self()
 	if to == "" || sameHostPort(to, self.Endpoints["pulsar"]) || sameHostPort(to, self.Endpoints["pulsar+ssl"]) {
-		return "", false, nil
+		return nil, nil
 	}
 	if s.cfg.Membership == nil {
-		return "", false, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", ErrNotAllowed, to)
+		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", ErrNotAllowed, to)
+	}
+	if !s.cfg.ProxyLookups {
+		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node relays no connection (cluster.proxyLookups is off)", ErrNotAllowed, to)
 	}
 	ms, err := s.members(ctx)
 	if err != nil {
-		return "", false, err
+		return nil, err
 	}
 	for _, m := range ms {
-		for _, ep := range []string{"pulsar", "pulsar+ssl"} {
-			if sameHostPort(to, m.Endpoints[ep]) {
-				if m.ID == s.cfg.Membership.Self().ID {
-					return "", false, nil
-				}
-				return hostPort(m.Endpoints[ep]), ep == "pulsar+ssl", nil
+		if sameHostPort(to, m.Endpoints["pulsar"]) || sameHostPort(to, m.Endpoints["pulsar+ssl"]) {
+			if m.ID == s.cfg.Membership.Self().ID {
+				return nil, nil
 			}
+			return &m, nil
 		}
 	}
-	return "", false, fmt.Errorf("%w: proxy_to_broker_url %q is not a live member", ErrServiceNotReady, to)
+	return nil, fmt.Errorf("%w: proxy_to_broker_url %q is not a live member", ErrServiceNotReady, to)
 }
 
 // hostPort is the host:port of a pulsar:// URL (or of a bare host:port).
@@ -232,15 +231,19 @@ func hostPort(u string) string {
 
 func sameHostPort(a, b string) bool { return a != "" && b != "" && hostPort(a) == hostPort(b) }
 
-// relay connects the client to target: the client's CONNECT is sent on
-// (without proxy_to_broker_url), then bytes flow both ways until either
-// side closes.
-func (s *session) relay(target string, useTLS bool, connect *pb.CommandConnect, buffered []byte) error {
+// relay connects the client to member: this node, which authenticated the
+// client, connects to the member as a proxy (relayConnect: its own
+// credentials, the client's role as original_principal), then bytes flow
+// both ways until either side closes. A client whose certificate is its
+// credential is disconnected at the certificate's NotAfter here, as it
+// would be by the owner (auth.go).
+func (s *session) relay(member lakestream.Member, connect *pb.CommandConnect, buffered []byte) error {
+	target, useTLS, err := s.srv.relayEndpoint(member)
+	if err != nil {
+		return err
+	}
 	d := net.Dialer{Timeout: 10 * time.Second}
-	var (
-		up  net.Conn
-		err error
-	)
+	var up net.Conn
 	if useTLS {
 		host, _, _ := net.SplitHostPort(target)
 		cfg := s.srv.clientTLS()
@@ -253,9 +256,7 @@ func (s *session) relay(target string, useTLS bool, connect *pb.CommandConnect, 
 		return fmt.Errorf("proxy: dial %s: %w", target, err)
 	}
 	defer up.Close()
-	c := gproto.Clone(connect).(*pb.CommandConnect)
-	c.ProxyToBrokerUrl = nil
-	frame, err := protocol.AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: c})
+	frame, err := protocol.AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: s.relayConnect(connect)})
 	if err != nil {
 		return err
 	}
@@ -275,16 +276,19 @@ func (s *session) relay(target string, useTLS bool, connect *pb.CommandConnect, 
 	return err
 }
 
-// clientTLS is the configuration for reaching other members over TLS.
+// clientTLS is the configuration for reaching other members over TLS (a
+// fresh one per connection: the CA file may have been rotated).
 func (s *Server) clientTLS() *tls.Config {
 	if s.cfg.ClientTLS != nil {
-		return s.cfg.ClientTLS.Clone()
+		if c := s.cfg.ClientTLS(); c != nil {
+			return c.Clone()
+		}
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
-// memberHTTP is the admin base URL of member: its http endpoint, else its
-// https one.
+// memberHTTP is the admin base URL of member as listed to clients: its
+// http endpoint, else its https one. Requests to members use peerBase.
 func memberHTTP(member lakestream.Member) string {
 	if u := member.Endpoints["http"]; u != "" {
 		return u
@@ -458,9 +462,9 @@ func (s *Server) takeUnit(ctx context.Context, unit string) error {
 // forwardUnload asks the owner of unit to unload it (admin API, marked as
 // forwarded so that it is not sent on again).
 func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, unit, dest string) error {
-	base := memberHTTP(owner)
-	if base == "" {
-		return fmt.Errorf("%w: member %s advertises no http endpoint", ErrServiceNotReady, owner.ID)
+	base, err := s.peerBase(owner)
+	if err != nil {
+		return err
 	}
 	tn, err := ParseTopicName(unit)
 	if err != nil {

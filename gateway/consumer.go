@@ -153,7 +153,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	defer cancel()
 	if s.srv.authzOn() {
 		if tn, err := ParseTopicName(c.GetTopic()); err == nil {
-			if err := s.srv.checkSubscription(ctx, s.role(), tn, c.GetSubscription()); err != nil {
+			if err := s.authorize(func(role string) error { return s.srv.checkSubscription(ctx, role, tn, c.GetSubscription()) }); err != nil {
 				s.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
 				s.sendError(req, err)
 				return

@@ -91,12 +91,35 @@ type Config struct {
 	// with fresh credentials once its own expired. Default 30 s.
 	AuthRefreshGrace time.Duration
 	// BrokerClientToken, when set, is the token this node presents to other
-	// members (forwarded admin requests): its role should be a superuser.
-	// Without it, forwarded requests carry the client's own credentials.
+	// members: on forwarded admin requests (its role should be a superuser)
+	// and on relayed connections (its role must be one of the owners'
+	// ProxyRoles). Without it, forwarded requests carry the client's own
+	// credentials and relayed connections authenticate with this node's
+	// certificate (the tls provider).
 	BrokerClientToken string
-	// ClientTLS is the TLS configuration for reaching other members over
-	// TLS (their pulsar+ssl and https endpoints). Default: the system roots.
-	ClientTLS *tls.Config
+	// ClientTLS returns the TLS configuration for reaching other members
+	// over TLS (their pulsar+ssl and https endpoints). It is called for
+	// every new connection, so that a rotated CA file is used from the next
+	// one on (auth.Reloader.ClientConfig). Default: the system roots.
+	ClientTLS func() *tls.Config
+	// ProxyRoles are the roles that may connect on behalf of a client
+	// (Pulsar's proxyRoles): a CONNECT naming original_principal is only
+	// accepted from them, and then both roles are authorized; a proxy role
+	// must name one. Other members relaying to this node, and Apache
+	// Pulsar's proxy, authenticate as one. Default none.
+	ProxyRoles []string
+	// SkipOriginalAuthData turns off the check of the credentials a proxy
+	// forwards (original_auth_data): the original principal is then taken
+	// on the proxy's word. Default false: forwarded tokens are verified
+	// like the client's own, and their expiry is enforced (Pulsar's
+	// authenticateOriginalAuthData, on).
+	SkipOriginalAuthData bool
+	// AllowPlaintextPeers lets a node with Auth reach other members over
+	// plain TCP and HTTP when they advertise no TLS endpoint (forwarded
+	// admin requests, hand-overs, relays): the broker token and clients'
+	// credentials then travel in clear. Default false: such a request is
+	// refused (ServiceNotReady) instead.
+	AllowPlaintextPeers bool
 	// AdvertisedTLSAddr is the host:port of the pulsar+ssl listener LOOKUP
 	// answers name (with a TLS listener). Default: that listener's address.
 	AdvertisedTLSAddr string
@@ -215,8 +238,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	}
 	lns = append(lns, tlsLn...)
 	s := &Server{cfg: cfg, lns: lns, rt: cfg.Runtime, metrics: newGatewayMetrics()}
-	s.httpClient = &http.Client{Timeout: adminRequestTimeout,
-		Transport: &http.Transport{TLSClientConfig: s.clientTLS(), Proxy: http.ProxyFromEnvironment}}
+	s.httpClient = &http.Client{Timeout: adminRequestTimeout, Transport: s.peerTransport()}
 	if s.rt == nil {
 		s.rt = actors.NewRuntime(cfg.Logger.With("component", "actors"))
 		s.ownsRT = true

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -87,13 +88,12 @@ func (s *session) sendFinal(cmd *pb.BaseCommand) {
 // relayRequest ends the read loop of a connection whose CONNECT names
 // another member (proxy mode): the connection is relayed there.
 type relayRequest struct {
-	target   string
-	useTLS   bool
+	member   lakestream.Member
 	connect  *pb.CommandConnect
 	buffered []byte
 }
 
-func (r *relayRequest) Error() string { return "gateway: relay to " + r.target }
+func (r *relayRequest) Error() string { return "gateway: relay to " + r.member.ID }
 
 func (s *session) run() {
 	go s.writer()
@@ -102,7 +102,8 @@ func (s *session) run() {
 	if errors.As(err, &relay) {
 		close(s.stopWriter)
 		<-s.writerDone
-		err = s.relay(relay.target, relay.useTLS, relay.connect, relay.buffered)
+		s.auth.relaying.Store(true) // the owner challenges expiring tokens now
+		err = s.relay(relay.member, relay.connect, relay.buffered)
 	}
 	if errors.Is(err, errRefused) {
 		// The writer sends the refusal, then closes the connection.
@@ -168,20 +169,21 @@ func (s *session) readLoop() (err error) {
 			return err
 		}
 		if !s.connected && f.Cmd.GetType() == pb.BaseCommand_CONNECT && f.Cmd.GetConnect().GetProxyToBrokerUrl() != "" {
-			// Credentials are checked here and again by the owner.
+			// This node authenticates the client; the owner sees its role
+			// as the original principal of this node's connection.
 			if err := s.authenticateConnect(f.Cmd.GetConnect()); err != nil {
 				return err
 			}
 			ctx, cancel := s.ctx()
-			target, useTLS, err := s.srv.proxyTarget(ctx, f.Cmd.GetConnect().GetProxyToBrokerUrl())
+			member, err := s.srv.proxyTarget(ctx, f.Cmd.GetConnect().GetProxyToBrokerUrl())
 			cancel()
 			if err != nil {
 				s.sendFinal(protocol.Error(0, serverError(err), err.Error()))
 				return fmt.Errorf("%w: %w", errRefused, err)
 			}
-			if target != "" {
+			if member != nil {
 				buffered, _ := br.Peek(br.Buffered())
-				return &relayRequest{target: target, useTLS: useTLS, connect: f.Cmd.GetConnect(), buffered: buffered}
+				return &relayRequest{member: *member, connect: f.Cmd.GetConnect(), buffered: buffered}
 			}
 		}
 		if err := s.handle(f); err != nil {
@@ -375,11 +377,13 @@ func (s *session) handleConnect(c *pb.CommandConnect) error {
 	if s.connected {
 		return fmt.Errorf("%w: second CONNECT", errCloseConnection)
 	}
+	// Set before the credentials' expiry timer is armed: its challenge
+	// reads it.
+	s.protocolVersion = min(c.GetProtocolVersion(), protocol.ProtocolVersion)
 	if err := s.authenticateConnect(c); err != nil {
 		return err
 	}
 	s.connected = true
-	s.protocolVersion = min(c.GetProtocolVersion(), protocol.ProtocolVersion)
 	s.clientVersion = c.GetClientVersion()
 	s.entryMetadata = c.GetFeatureFlags().GetSupportsBrokerEntryMetadata()
 	s.log = s.log.With("client", s.clientVersion)

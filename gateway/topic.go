@@ -403,7 +403,7 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 	ctx, cancel := s.ctx()
 	defer cancel()
 	if s.srv.authzOn() {
-		if err := s.srv.checkNamespaceLookup(ctx, s.role(), c.GetNamespace()); err != nil {
+		if err := s.authorize(func(role string) error { return s.srv.checkNamespaceLookup(ctx, role, c.GetNamespace()) }); err != nil {
 			s.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
 			s.sendError(c.GetRequestId(), err)
 			return

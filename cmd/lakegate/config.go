@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,16 +33,16 @@ type Config struct {
 
 	Pulsar struct {
 		Addr              string `yaml:"addr" default:":6650" doc:"Pulsar binary protocol listen address (pulsar://); empty: no plain listener."`
-		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port that topic lookups send clients to. Default the bound address (localhost for a wildcard host)."`
+		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port that topic lookups send clients to. Default the bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
 		TLSAddr           string `yaml:"tlsAddr" doc:"pulsar+ssl:// listen address (Pulsar's brokerServicePortTls, e.g. :6651); empty: none. Needs tls.certFile and tls.keyFile."`
-		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port of the pulsar+ssl listener that lookups name. Default its bound address (localhost for a wildcard host)."`
+		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port of the pulsar+ssl listener that lookups name (and other members relay to). Default its bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
 	} `yaml:"pulsar"`
 
 	HTTP struct {
 		Addr              string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address (http://); empty: no plain listener."`
-		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (localhost for a wildcard host)."`
+		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
 		TLSAddr           string `yaml:"tlsAddr" doc:"HTTPS listen address of the same endpoints (e.g. :8443); empty: none. Needs tls.certFile and tls.keyFile."`
-		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port other members reach the HTTPS listener at. Default its bound address (localhost for a wildcard host)."`
+		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port other members reach the HTTPS listener at (preferred to http.advertisedAddr). Default its bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
 	} `yaml:"http"`
 
 	TLS struct {
@@ -60,15 +61,18 @@ type Config struct {
 		Authorization     bool          `yaml:"authorization" default:"true" doc:"Check roles against superusers, tenant admins and grants (with enabled)."`
 		SuperUserRoles    []string      `yaml:"superUserRoles" doc:"Roles that may do everything (Pulsar's superUserRoles)."`
 		RefreshGrace      time.Duration `yaml:"refreshGrace" default:"30s" doc:"How long a client has to answer AUTH_CHALLENGE with a fresh token once its own expired, before the connection closes."`
-		BrokerClientToken string        `yaml:"brokerClientToken" doc:"Token (of a superuser role) this node presents to other members for forwarded admin requests; prefer the environment variable. Empty: forwarded requests carry the client's credentials."`
+		BrokerClientToken string        `yaml:"brokerClientToken" doc:"Token this node presents to other members: on forwarded admin requests and hand-overs (give it a superuser role) and on connections it relays in proxy mode (a role in auth.proxyRoles); prefer the environment variable. Empty: forwarded requests carry the client's credentials, relays present the node's certificate (tls provider)."`
+		ProxyRoles        []string      `yaml:"proxyRoles" doc:"Roles that may connect on behalf of other clients (Pulsar's proxyRoles): the members' own role for the connections they relay in proxy mode, Apache Pulsar's proxy. Their CONNECT names the client in original_principal; both roles are authorized, and no other role may name one (docs/security.md, Clusters)."`
+		OriginalAuthData  bool          `yaml:"authenticateOriginalAuthData" default:"true" doc:"Verify the client token a proxy forwards (original_auth_data; must be the original principal's) and challenge it when it expires (Pulsar's authenticateOriginalAuthData); false takes the original principal on the proxy's word."`
 	} `yaml:"auth"`
 
 	Cluster struct {
-		SessionTTL        time.Duration `yaml:"sessionTtl" default:"5s" doc:"Time to live of this node's etcd session: a node that stops renewing it (killed, paused, cut off) loses its topics this long after its last renewal, and clients move to other nodes (docs/cluster.md)."`
-		ProxyLookups      bool          `yaml:"proxyLookups" default:"false" doc:"Answer topic lookups with 'connect through the address you dialled' and relay such connections to the topic's owner: for clients that reach the cluster through one load-balanced address (a Kubernetes Service) and cannot reach nodes directly."`
-		RebalanceInterval time.Duration `yaml:"rebalanceInterval" default:"10s" doc:"How often a node hands over topics that placement gives to another node (a node that joined takes its share gradually); 0 turns it off."`
-		RebalanceMax      int           `yaml:"rebalanceMax" default:"8" doc:"Topics handed over per rebalancing round, at most."`
-		DrainTimeout      time.Duration `yaml:"drainTimeout" default:"30s" doc:"On SIGTERM, how long the node spends handing its topics over to the other nodes before it exits."`
+		SessionTTL          time.Duration `yaml:"sessionTtl" default:"5s" doc:"Time to live of this node's etcd session: a node that stops renewing it (killed, paused, cut off) loses its topics this long after its last renewal, and clients move to other nodes (docs/cluster.md)."`
+		ProxyLookups        bool          `yaml:"proxyLookups" default:"false" doc:"Answer topic lookups with 'connect through the address you dialled' and relay such connections to the topic's owner: for clients that reach the cluster through one load-balanced address (a Kubernetes Service) and cannot reach nodes directly."`
+		RebalanceInterval   time.Duration `yaml:"rebalanceInterval" default:"10s" doc:"How often a node hands over topics that placement gives to another node (a node that joined takes its share gradually); 0 turns it off."`
+		RebalanceMax        int           `yaml:"rebalanceMax" default:"8" doc:"Topics handed over per rebalancing round, at most."`
+		DrainTimeout        time.Duration `yaml:"drainTimeout" default:"30s" doc:"On SIGTERM, how long the node spends handing its topics over to the other nodes before it exits."`
+		AllowPlaintextPeers bool          `yaml:"allowPlaintextPeers" default:"false" doc:"UNSAFE. Let a serve node with authentication reach other members without TLS (no http.tlsAddr; in proxy mode no pulsar.tlsAddr): its broker token and clients' credentials then travel in clear. Off, such a node refuses to start, and a member advertising no TLS endpoint is not reached."`
 	} `yaml:"cluster"`
 
 	Policies struct {
@@ -392,6 +396,32 @@ func (c *Config) validateSecurity() error {
 			}
 		default:
 			return fmt.Errorf("config auth.providers: %q is not one of token, tls", p)
+		}
+	}
+	return c.validatePeers()
+}
+
+// validatePeers checks what a cluster node with authentication sends to
+// other members (docs/security.md, Clusters): never a token in clear unless
+// cluster.allowPlaintextPeers, and in proxy mode credentials to relay with.
+func (c *Config) validatePeers() error {
+	if len(c.Etcd.Endpoints) == 0 { // standalone: no other member
+		return nil
+	}
+	if !c.Cluster.AllowPlaintextPeers {
+		if c.HTTP.TLSAddr == "" {
+			return errors.New("config http.tlsAddr: a cluster node with authentication forwards admin requests and hands topics over to other members with a token, which would travel in clear without an HTTPS listener; set http.tlsAddr (and tls.*), or cluster.allowPlaintextPeers (unsafe)")
+		}
+		if c.Cluster.ProxyLookups && c.Pulsar.TLSAddr == "" {
+			return errors.New("config pulsar.tlsAddr: in proxy mode a cluster node with authentication relays clients' connections, with their tokens, to other members, which would travel in clear without a pulsar+ssl listener; set pulsar.tlsAddr (and tls.*), or cluster.allowPlaintextPeers (unsafe)")
+		}
+	}
+	if c.Cluster.ProxyLookups {
+		if c.Auth.BrokerClientToken == "" && !slices.Contains(c.Auth.Providers, "tls") {
+			return errors.New("config auth.brokerClientToken: in proxy mode a node relays connections to other members as a proxy role (auth.proxyRoles); give it a broker client token, or turn the tls provider on so that its certificate authenticates it")
+		}
+		if len(c.Auth.ProxyRoles) == 0 {
+			return errors.New("config auth.proxyRoles: in proxy mode the members relay connections to each other as a proxy role; list the role of auth.brokerClientToken (or of the nodes' certificate)")
 		}
 	}
 	return nil

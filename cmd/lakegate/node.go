@@ -155,6 +155,9 @@ func runNode(c *Config) error {
 		gwCfg.SuperUserRoles = c.Auth.SuperUserRoles
 		gwCfg.AuthRefreshGrace = c.Auth.RefreshGrace
 		gwCfg.BrokerClientToken = c.Auth.BrokerClientToken
+		gwCfg.ProxyRoles = c.Auth.ProxyRoles
+		gwCfg.SkipOriginalAuthData = !c.Auth.OriginalAuthData
+		gwCfg.AllowPlaintextPeers = c.Cluster.AllowPlaintextPeers
 	}
 	gw, err := gateway.Serve(ls.pulsar, gwCfg, ls.tlsList()...)
 	if err != nil {
@@ -220,15 +223,26 @@ func runNode(c *Config) error {
 }
 
 // advertised is the host:port a node advertises for a listener: the
-// configured one, else the bound address (localhost for a wildcard host).
-func advertised(configured string, bound net.Addr) string {
+// configured one, else the bound address — for a wildcard host, localhost
+// on a node of its own, and the host's name on a cluster node (clustered),
+// whose advertised addresses other members connect to.
+func advertised(configured string, bound net.Addr, clustered bool) (string, error) {
 	if configured != "" {
-		return configured
+		return configured, nil
 	}
-	if a, ok := bound.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
-		return net.JoinHostPort("localhost", strconv.Itoa(a.Port))
+	a, ok := bound.(*net.TCPAddr)
+	if !ok || !a.IP.IsUnspecified() {
+		return bound.String(), nil
 	}
-	return bound.String()
+	host := "localhost"
+	if clustered {
+		h, err := os.Hostname()
+		if err != nil || h == "" || h == "localhost" {
+			return "", fmt.Errorf("the listener %s is bound to every interface, and the host name (%q, %v) cannot tell other members where to reach it: set the advertised address", bound, h, err)
+		}
+		host = h
+	}
+	return net.JoinHostPort(host, strconv.Itoa(a.Port)), nil
 }
 
 // gcInterval maps the config's 0 (off) to the engine's negative.

@@ -53,7 +53,40 @@ func newSecurity(c *Config) (*security, error) {
 		return nil, fmt.Errorf("config auth: %w", err)
 	}
 	sec.authn = a
+	if len(c.Etcd.Endpoints) > 0 && c.Cluster.ProxyLookups {
+		if err := sec.checkRelayRole(c); err != nil {
+			return nil, err
+		}
+	}
 	return sec, nil
+}
+
+// checkRelayRole makes sure that the role this node relays connections
+// with in proxy mode — its broker client token's, else its certificate's —
+// is one of auth.proxyRoles (every member has the same list): otherwise
+// every relayed connection would be refused by its owner.
+func (sec *security) checkRelayRole(c *Config) error {
+	var role, what string
+	if t := c.Auth.BrokerClientToken; t != "" {
+		id, err := sec.authn.Authenticate(auth.MethodToken, []byte(t), nil)
+		if err != nil {
+			return fmt.Errorf("config auth.brokerClientToken: this node's own token does not authenticate here: %w", err)
+		}
+		role, what = id.Role, "auth.brokerClientToken"
+	} else {
+		if sec.tls == nil {
+			return fmt.Errorf("config auth.brokerClientToken: in proxy mode without a broker client token a node relays with its certificate, and it has none (tls.certFile)")
+		}
+		cert, err := sec.tls.Certificate()
+		if err != nil {
+			return fmt.Errorf("config tls.certFile: %w", err)
+		}
+		role, what = cert.Subject.CommonName, "the certificate tls.certFile"
+	}
+	if !auth.IsProxyRole(role, c.Auth.ProxyRoles) {
+		return fmt.Errorf("config auth.proxyRoles: this node relays connections in proxy mode as role %q (%s), which is not among auth.proxyRoles %v: the other members would refuse them", role, what, c.Auth.ProxyRoles)
+	}
+	return nil
 }
 
 // serverTLS is the TLS configuration of the node's TLS listeners: client
@@ -63,13 +96,14 @@ func (sec *security) serverTLS() *tls.Config {
 	return sec.tls.ServerConfig(requestCerts)
 }
 
-// clientTLS is the configuration for reaching other members over TLS (nil:
-// the defaults).
-func (sec *security) clientTLS() *tls.Config {
+// clientTLS returns the configuration for reaching other members over TLS,
+// asked for at every new connection (a rotated CA file is used from the next
+// one on); nil: the defaults.
+func (sec *security) clientTLS() func() *tls.Config {
 	if sec.tls == nil {
 		return nil
 	}
-	return sec.tls.ClientConfig()
+	return sec.tls.ClientConfig
 }
 
 // listeners are a node's open listeners (nil when not configured) and the
@@ -113,19 +147,42 @@ func openListeners(c *Config, sec *security) (*listeners, error) {
 		l.close()
 		return nil, fmt.Errorf("https listener: %w", err)
 	}
+	// A cluster node's wildcard listener is advertised under the host's
+	// name (as Pulsar's advertisedAddress), never as localhost: other
+	// members would reach themselves there.
+	clustered := len(c.Etcd.Endpoints) > 0
+	adv := func(configured string, ln net.Listener) (string, error) {
+		a, err := advertised(configured, ln.Addr(), clustered)
+		if err != nil {
+			l.close()
+		}
+		return a, err
+	}
 	if l.pulsar != nil {
-		l.pulsarAdv = advertised(c.Pulsar.AdvertisedAddr, l.pulsar.Addr())
+		if l.pulsarAdv, err = adv(c.Pulsar.AdvertisedAddr, l.pulsar); err != nil {
+			return nil, fmt.Errorf("config pulsar.advertisedAddr: %w", err)
+		}
 		l.endpoints["pulsar"] = "pulsar://" + l.pulsarAdv
 	}
 	if l.pulsarTLS != nil {
-		l.pulsarTLSAdv = advertised(c.Pulsar.AdvertisedTLSAddr, l.pulsarTLS.Addr())
+		if l.pulsarTLSAdv, err = adv(c.Pulsar.AdvertisedTLSAddr, l.pulsarTLS); err != nil {
+			return nil, fmt.Errorf("config pulsar.advertisedTlsAddr: %w", err)
+		}
 		l.endpoints["pulsar+ssl"] = "pulsar+ssl://" + l.pulsarTLSAdv
 	}
 	if l.http != nil {
-		l.endpoints["http"] = "http://" + advertised(c.HTTP.AdvertisedAddr, l.http.Addr())
+		a, err := adv(c.HTTP.AdvertisedAddr, l.http)
+		if err != nil {
+			return nil, fmt.Errorf("config http.advertisedAddr: %w", err)
+		}
+		l.endpoints["http"] = "http://" + a
 	}
 	if l.https != nil {
-		l.endpoints["https"] = "https://" + advertised(c.HTTP.AdvertisedTLSAddr, l.https.Addr())
+		a, err := adv(c.HTTP.AdvertisedTLSAddr, l.https)
+		if err != nil {
+			return nil, fmt.Errorf("config http.advertisedTlsAddr: %w", err)
+		}
+		l.endpoints["https"] = "https://" + a
 	}
 	return l, nil
 }

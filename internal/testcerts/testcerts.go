@@ -1,6 +1,7 @@
 // Package testcerts makes a throwaway certificate authority, server and
 // client certificates for tests of TLS and mTLS (PEM files in a directory).
-// Keys are ECDSA P-256; certificates last a day. Never for production.
+// Keys are ECDSA P-256; certificates last a day (ClientUntil: as long as
+// asked). Never for production.
 package testcerts
 
 import (
@@ -73,6 +74,15 @@ func (s *Set) Server(name string, hosts ...string) (certFile, keyFile string, er
 func (s *Set) Client(name, role string) (certFile, keyFile string, err error) {
 	tmpl := s.template(role)
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	return s.issue(name, tmpl)
+}
+
+// ClientUntil is Client with a certificate that expires at notAfter (tests
+// of expiry on live connections).
+func (s *Set) ClientUntil(name, role string, notAfter time.Time) (certFile, keyFile string, err error) {
+	tmpl := s.template(role)
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	tmpl.NotAfter = notAfter
 	return s.issue(name, tmpl)
 }
 
