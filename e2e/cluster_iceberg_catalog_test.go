@@ -4,7 +4,8 @@ package e2e
 // clients (docs/iceberg-catalog.md): pyiceberg reads a topic's table
 // through every node, two pyiceberg processes on two nodes append to one
 // user table at once, and so do two iceberg-go REST clients. OAuth2 client
-// credentials are on. Needs LAKEGATE_PYICEBERG (a python with pyiceberg;
+// credentials are on; the nodes run without auth.authorization, so the
+// writes are opened with tables.iceberg.allowWrites. Needs LAKEGATE_PYICEBERG (a python with pyiceberg;
 // e2e/interop/iceberg-catalog/run.sh sets it).
 
 import (
@@ -47,7 +48,8 @@ func TestClusterIcebergCatalogInterop(t *testing.T) {
 	const cred = "reader:s3cret"
 	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()),
 		"--tables-age", "200ms", "--tables-interval", "300ms", "--tables-scan-interval", "500ms",
-		"--tables-iceberg-clients", cred, "--tables-iceberg-token-key", "cluster-key")
+		"--tables-iceberg-clients", cred, "--tables-iceberg-token-key", "cluster-key",
+		"--tables-iceberg-allow-writes") // no auth.authorization here: writes are opened explicitly
 	ctx := ctxFor(t, 5*time.Minute)
 
 	// A topic's table, read by pyiceberg through each node.

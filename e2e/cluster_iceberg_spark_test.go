@@ -39,7 +39,8 @@ func TestClusterIcebergCatalogSpark(t *testing.T) {
 	const cred = "spark:s3cret"
 	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()),
 		"--tables-age", "200ms", "--tables-interval", "300ms", "--tables-scan-interval", "500ms",
-		"--tables-iceberg-clients", cred, "--tables-iceberg-token-key", "cluster-key")
+		"--tables-iceberg-clients", cred, "--tables-iceberg-token-key", "cluster-key",
+		"--tables-iceberg-allow-writes") // no auth.authorization here: writes are opened explicitly
 	ctx := ctxFor(t, 10*time.Minute)
 
 	if code := admDo(t, http.MethodPut, c.nodes[0].httpURL+"/admin/v2/persistent/public/default/orders/partitions", "application/json", "2", nil); code/100 != 2 {

@@ -3,10 +3,14 @@ package icebergrest
 // Authentication of the REST catalog: OAuth2 client credentials exchanged
 // at POST /v1/oauth/tokens for a bearer token (what pyiceberg, Spark and
 // iceberg-go send when given credential=<id>:<secret>), and any other
-// bearer token an Verify function accepts (lakegate's Pulsar tokens, once
-// the node has token authentication). docs/iceberg-catalog.md, "Auth".
+// bearer token a Verify function accepts (lakegate's Pulsar tokens, once
+// the node has token authentication). The principal a token names — the
+// OAuth client's id, or the token's role — is what Options.Authorizer
+// decides on: an OAuth client is a role like any other.
+// docs/iceberg-catalog.md, "Auth".
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -102,11 +106,12 @@ func (a *Auth) middleware(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "NotAuthorizedException", "a bearer token is required (POST /v1/oauth/tokens)")
 			return
 		}
-		if _, err := a.check(strings.TrimSpace(tok)); err != nil {
+		who, err := a.check(strings.TrimSpace(tok))
+		if err != nil {
 			writeError(w, http.StatusUnauthorized, "NotAuthorizedException", err.Error())
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
 	})
 }
 

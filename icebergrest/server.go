@@ -10,6 +10,13 @@
 // and server-side scan planning are not served (not advertised in
 // /v1/config, so clients do not call them).
 //
+// It is a read/commit path for lakegate's tables, not a file-writing
+// service: clients' locations stay inside the warehouse, their storage
+// properties are dropped, the streams' identifiers are reserved
+// (policy.go); an Authorizer decides who reads and writes what, and
+// without one the catalog is read-only unless Options.AllowWrites
+// (access.go).
+//
 // It imports iceberg-go and metacat (for its sentinel errors) only:
 // nothing of the engine or the table layer.
 package icebergrest
@@ -21,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,10 +40,13 @@ import (
 )
 
 // Stager is what a catalog offers for stage-create (StageTable) and
-// register (RegisterTable); metacat.Catalog has both. A catalog without
-// them answers those requests 501.
+// register (ReadMetadata, RegisterTable); metacat.Catalog has them. A
+// catalog without them answers those requests 501.
 type Stager interface {
 	StageTable(ctx context.Context, ident table.Identifier, sc *ice.Schema, opts ...catalog.CreateTableOpt) (table.Metadata, error)
+	// ReadMetadata reads the table metadata file at loc with the
+	// catalog's own storage configuration.
+	ReadMetadata(ctx context.Context, loc string) (table.Metadata, error)
 	RegisterTable(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error)
 }
 
@@ -45,19 +54,42 @@ type Stager interface {
 type Options struct {
 	// Catalog is the catalog served. Required.
 	Catalog catalog.Catalog
+	// Warehouse is the location (URI, no trailing slash) under which
+	// clients' tables live: every location a client chooses must be
+	// inside <Warehouse>/<tenant>/ (policy.go), and a table created
+	// without one goes to <Warehouse>/<namespace levels>/<name>. Empty:
+	// clients cannot create tables nor choose locations.
+	Warehouse string
 	// ClientConfig is the FileIO configuration handed to every client with
 	// a loaded table ("config" of LoadTableResult) and as the table's
 	// storage credentials (GET …/credentials): the store's endpoint and
 	// region, and whatever credentials the operator chose to give readers
 	// (docs/iceberg-catalog.md, "Credentials"). Nil: none.
 	ClientConfig map[string]string
+	// StoreCredentials are handed with ClientConfig only to superusers
+	// (Authorizer.IsSuperUser), or to every client when there is no
+	// Authorizer: the node's own store keys (tables.iceberg.vendStoreCredentials).
+	StoreCredentials map[string]string
 	// ReadOnly reports whether a table, by its properties, refuses commits
 	// from clients (lakegate's stream tables, which only lakegate writes):
-	// such commits get 403 ForbiddenException. Nil: none does.
+	// such commits, drops and renames get 403 ForbiddenException. Nil:
+	// none does.
 	ReadOnly func(props ice.Properties) bool
+	// Reserved reports whether an identifier belongs to the streams'
+	// tables, existing or not (lakegate creates them when a topic has
+	// data): clients cannot create, register, rename onto or commit to
+	// it (403). Nil: none is.
+	Reserved func(ident table.Identifier) bool
 	// Auth, when set, authenticates every request but the token endpoint;
 	// nil serves without authentication.
 	Auth *Auth
+	// Authorizer, when set, decides what each principal may read and
+	// write (access.go). Nil: everyone reads, and writes only with
+	// AllowWrites.
+	Authorizer Authorizer
+	// AllowWrites opens writes (namespaces, tables, commits) to every
+	// client when there is no Authorizer. Default false: read-only.
+	AllowWrites bool
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -69,7 +101,7 @@ func Handler(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &server{o: o}
+	s := &server{o: o, warehouse: strings.TrimSuffix(o.Warehouse, "/")}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/config", s.config)
 	mux.HandleFunc("POST /v1/oauth/tokens", s.tokens)
@@ -119,7 +151,10 @@ var endpoints = []string{
 	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
 }
 
-type server struct{ o Options }
+type server struct {
+	o         Options
+	warehouse string // Options.Warehouse without a trailing slash
+}
 
 // ---- wire types (field names as in the OpenAPI spec) ----
 
@@ -186,11 +221,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code, typ = http.StatusConflict, "NamespaceNotEmptyException"
 	case errors.Is(err, table.ErrCommitFailed):
 		code, typ = http.StatusConflict, "CommitFailedException"
-	case errors.Is(err, errForbidden) || errors.Is(err, metacat.ErrForbidden):
+	case errors.Is(err, ErrForbidden) || errors.Is(err, metacat.ErrForbidden):
 		code, typ = http.StatusForbidden, "ForbiddenException"
 	case errors.Is(err, errBadRequest) || errors.Is(err, metacat.ErrInvalid) || errors.Is(err, catalog.ErrInvalidIdentifier):
 		code, typ = http.StatusBadRequest, "BadRequestException"
-	case errors.Is(err, metacat.ErrUnavailable):
+	case errors.Is(err, metacat.ErrUnavailable) || errors.Is(err, errUnavailable):
 		code, typ = http.StatusServiceUnavailable, "ServiceUnavailableException"
 	}
 	if code >= 500 {
@@ -199,10 +234,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, code, typ, err.Error())
 }
 
-var (
-	errBadRequest = errors.New("icebergrest: bad request")
-	errForbidden  = errors.New("icebergrest: forbidden")
-)
+// errBadRequest: a malformed request (400 BadRequestException).
+var errBadRequest = errors.New("icebergrest: bad request")
 
 func decode(r *http.Request, v any) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
@@ -267,16 +300,45 @@ func (s *server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	var parent table.Identifier
 	if p := r.URL.Query().Get("parent"); p != "" {
 		parent = strings.Split(p, "\x1f")
+		if err := s.canSee(r, parent); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	nss, err := s.o.Catalog.ListNamespaces(r.Context(), parent)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if nss == nil {
-		nss = []table.Identifier{}
+	out := []table.Identifier{}
+	for _, ns := range nss {
+		err := s.canSee(r, ns)
+		if errors.Is(err, ErrForbidden) {
+			continue
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out = append(out, ns)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"namespaces": nss})
+	writeJSON(w, http.StatusOK, map[string]any{"namespaces": out})
+}
+
+// namespaceProps applies the storage policy to namespace properties a
+// client sends: storage properties dropped, a location inside the
+// tenant's directory.
+func (s *server) namespaceProps(r *http.Request, ns table.Identifier, props map[string]string) (map[string]string, error) {
+	props, dropped := withoutStorageProps(props)
+	if len(dropped) > 0 {
+		s.o.Logger.Info("iceberg rest: storage properties of a namespace ignored", "namespace", strings.Join(ns, "."), "keys", dropped, "principal", principal(r))
+	}
+	if loc, ok := props["location"]; ok {
+		if err := s.checkLocation(ns, "namespace location", loc, true); err != nil {
+			return nil, err
+		}
+	}
+	return props, nil
 }
 
 func (s *server) createNamespace(w http.ResponseWriter, r *http.Request) {
@@ -292,18 +354,27 @@ func (s *server) createNamespace(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: empty namespace", errBadRequest))
 		return
 	}
-	if err := s.o.Catalog.CreateNamespace(r.Context(), req.Namespace, req.Properties); err != nil {
+	if err := s.canWrite(r, req.Namespace); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if req.Properties == nil {
-		req.Properties = map[string]string{}
+	props, err := s.namespaceProps(r, req.Namespace, req.Properties)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"namespace": req.Namespace, "properties": req.Properties})
+	if err := s.o.Catalog.CreateNamespace(r.Context(), req.Namespace, props); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespace": req.Namespace, "properties": props})
 }
 
 func (s *server) loadNamespace(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespace(r)
+	if err == nil {
+		err = s.canSee(r, ns)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -321,6 +392,9 @@ func (s *server) loadNamespace(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) namespaceExists(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespace(r)
+	if err == nil {
+		err = s.canSee(r, ns)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -339,6 +413,9 @@ func (s *server) namespaceExists(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) dropNamespace(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespace(r)
+	if err == nil {
+		err = s.canWrite(r, ns)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -352,6 +429,9 @@ func (s *server) dropNamespace(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) updateNamespace(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespace(r)
+	if err == nil {
+		err = s.canWrite(r, ns)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -364,7 +444,12 @@ func (s *server) updateNamespace(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	sum, err := s.o.Catalog.UpdateNamespaceProperties(r.Context(), ns, req.Removals, req.Updates)
+	updates, err := s.namespaceProps(r, ns, req.Updates)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sum, err := s.o.Catalog.UpdateNamespaceProperties(r.Context(), ns, req.Removals, updates)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -387,23 +472,52 @@ func (s *server) listTables(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// A principal that may read the namespace sees every table in it;
+	// another sees the tables it may read (a topic grant), and is refused
+	// when there is none.
+	all := s.canRead(r, ns, "")
+	if all != nil && !errors.Is(all, ErrForbidden) {
+		s.fail(w, r, all)
+		return
+	}
 	out := []tableIdent{}
 	for id, err := range s.o.Catalog.ListTables(r.Context(), ns) {
 		if err != nil {
+			if all != nil {
+				err = all // no existence of namespaces to whom may not see them
+			}
 			s.fail(w, r, err)
 			return
 		}
-		out = append(out, tableIdent{Namespace: catalog.NamespaceFromIdent(id), Name: catalog.TableNameFromIdent(id)})
+		tns, name := catalog.NamespaceFromIdent(id), catalog.TableNameFromIdent(id)
+		if all != nil {
+			err := s.canRead(r, tns, name)
+			if errors.Is(err, ErrForbidden) {
+				continue
+			}
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		out = append(out, tableIdent{Namespace: tns, Name: name})
+	}
+	if all != nil && len(out) == 0 {
+		s.fail(w, r, all) // nothing it may read here
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"identifiers": out})
 }
 
-func (s *server) result(t *table.Table) loadTableResult {
-	return loadTableResult{MetadataLocation: t.MetadataLocation(), Metadata: t.Metadata(), Config: maps.Clone(s.o.ClientConfig)}
+func (s *server) result(r *http.Request, t *table.Table) loadTableResult {
+	return loadTableResult{MetadataLocation: t.MetadataLocation(), Metadata: t.Metadata(), Config: s.clientConfig(r)}
 }
 
 func (s *server) createTable(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespace(r)
+	if err == nil {
+		err = s.canWrite(r, ns)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -418,10 +532,28 @@ func (s *server) createTable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := append(slices.Clone(ns), req.Name)
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(req.Properties)}
-	if req.Location != "" {
-		opts = append(opts, catalog.WithLocation(req.Location))
+	if err := s.reserved(id, "create"); err != nil {
+		s.fail(w, r, err)
+		return
 	}
+	props, dropped := withoutStorageProps(req.Properties)
+	if len(dropped) > 0 {
+		s.o.Logger.Info("iceberg rest: storage properties of a table ignored", "table", strings.Join(id, "."), "keys", dropped, "principal", principal(r))
+	}
+	loc := req.Location
+	if loc == "" {
+		loc, err = s.defaultLocation(id)
+	} else {
+		err = s.checkLocation(ns, "table location", loc, false)
+	}
+	if err == nil {
+		err = s.checkLocationProps(ns, props)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(props), catalog.WithLocation(loc)}
 	if req.PartitionSpec != nil {
 		opts = append(opts, catalog.WithPartitionSpec(req.PartitionSpec))
 	}
@@ -446,7 +578,7 @@ func (s *server) createTable(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, loadTableResult{Metadata: md, Config: maps.Clone(s.o.ClientConfig)})
+		writeJSON(w, http.StatusOK, loadTableResult{Metadata: md, Config: s.clientConfig(r)})
 		return
 	}
 	t, err := s.o.Catalog.CreateTable(r.Context(), id, req.Schema, opts...)
@@ -454,11 +586,14 @@ func (s *server) createTable(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.result(t))
+	writeJSON(w, http.StatusOK, s.result(r, t))
 }
 
 func (s *server) registerTable(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespace(r)
+	if err == nil {
+		err = s.canWrite(r, ns)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -471,21 +606,48 @@ func (s *server) registerTable(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if req.Name == "" || !isMetadataFile(req.MetadataLocation) {
+		s.fail(w, r, fmt.Errorf("%w: register needs a name and the location of a .metadata.json file", errBadRequest))
+		return
+	}
+	id := append(slices.Clone(ns), req.Name)
+	if err := s.reserved(id, "register"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// The file is read only once it is known to be inside the tenant's
+	// directory, and its table only registered if it stays there.
+	if err := s.checkLocation(ns, "metadata file", req.MetadataLocation, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	st, ok := s.o.Catalog.(Stager)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, "UnsupportedOperationException", "register is not supported")
 		return
 	}
-	t, err := st.RegisterTable(r.Context(), append(slices.Clone(ns), req.Name), req.MetadataLocation)
+	md, err := st.ReadMetadata(r.Context(), req.MetadataLocation)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %w", errBadRequest, err))
+		return
+	}
+	if err := s.checkMetadata(ns, md); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := st.RegisterTable(r.Context(), id, req.MetadataLocation)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.result(t))
+	writeJSON(w, http.StatusOK, s.result(r, t))
 }
 
 func (s *server) loadTable(w http.ResponseWriter, r *http.Request) {
 	id, err := ident(r)
+	if err == nil {
+		err = s.canRead(r, catalog.NamespaceFromIdent(id), catalog.TableNameFromIdent(id))
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -495,11 +657,14 @@ func (s *server) loadTable(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.result(t))
+	writeJSON(w, http.StatusOK, s.result(r, t))
 }
 
 func (s *server) tableExists(w http.ResponseWriter, r *http.Request) {
 	id, err := ident(r)
+	if err == nil {
+		err = s.canRead(r, catalog.NamespaceFromIdent(id), catalog.TableNameFromIdent(id))
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -516,8 +681,24 @@ func (s *server) tableExists(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// streamTable refuses t when it is a stream's table (Options.ReadOnly).
+func (s *server) streamTable(t *table.Table, what string) error {
+	if s.o.ReadOnly != nil && s.o.ReadOnly(t.Properties()) {
+		return fmt.Errorf("%w: %s is a stream's table: lakegate writes it, clients read it (a client cannot %s it)", ErrForbidden, strings.Join(t.Identifier(), "."), what)
+	}
+	return nil
+}
+
 func (s *server) commitTable(w http.ResponseWriter, r *http.Request) {
 	id, err := ident(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ns := catalog.NamespaceFromIdent(id)
+	if err = s.canWrite(r, ns); err == nil {
+		err = s.reserved(id, "commit to")
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -527,13 +708,31 @@ func (s *server) commitTable(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if s.o.ReadOnly != nil {
-		if t, err := s.o.Catalog.LoadTable(r.Context(), id); err == nil && s.o.ReadOnly(t.Properties()) {
-			s.fail(w, r, fmt.Errorf("%w: %s is a stream's table: lakegate writes it, clients read it", errForbidden, strings.Join(id, ".")))
-			return
+	// A table's current location and location properties must be inside
+	// the warehouse too: one that is not (made before this policy) is
+	// read-only.
+	t, err := s.o.Catalog.LoadTable(r.Context(), id)
+	switch {
+	case err == nil:
+		if err = s.streamTable(t, "commit to"); err == nil {
+			err = s.checkMetadata(ns, t.Metadata())
 		}
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		err = nil // a create (assert-create), or the catalog answers 404
 	}
-	md, loc, err := s.o.Catalog.CommitTable(r.Context(), id, req.Requirements, req.Updates)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	updates, dropped, err := s.sanitizeUpdates(ns, req.Updates)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(dropped) > 0 {
+		s.o.Logger.Info("iceberg rest: storage properties of a table ignored", "table", strings.Join(id, "."), "keys", dropped, "principal", principal(r))
+	}
+	md, loc, err := s.o.Catalog.CommitTable(r.Context(), id, req.Requirements, updates)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -543,6 +742,19 @@ func (s *server) commitTable(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) dropTable(w http.ResponseWriter, r *http.Request) {
 	id, err := ident(r)
+	if err == nil {
+		err = s.canWrite(r, catalog.NamespaceFromIdent(id))
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// A client's table squatting a stream's identifier (made before the
+	// identifiers were reserved) may be dropped; a stream's table not.
+	t, err := s.o.Catalog.LoadTable(r.Context(), id)
+	if err == nil {
+		err = s.streamTable(t, "drop")
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -565,6 +777,32 @@ func (s *server) renameTable(w http.ResponseWriter, r *http.Request) {
 	}
 	from := append(slices.Clone(req.Source.Namespace), req.Source.Name)
 	to := append(slices.Clone(req.Destination.Namespace), req.Destination.Name)
+	if len(req.Source.Namespace) == 0 || len(req.Destination.Namespace) == 0 || req.Source.Name == "" || req.Destination.Name == "" {
+		s.fail(w, r, fmt.Errorf("%w: rename needs a source and a destination, each with a namespace and a name", errBadRequest))
+		return
+	}
+	err := s.canWrite(r, req.Source.Namespace)
+	if err == nil {
+		err = s.canWrite(r, req.Destination.Namespace)
+	}
+	if err == nil {
+		err = s.reserved(to, "rename a table onto")
+	}
+	if err == nil && req.Source.Namespace[0] != req.Destination.Namespace[0] {
+		err = fmt.Errorf("%w: a table stays in its first namespace level %q (its files are in that level's directory of the warehouse)", ErrForbidden, req.Source.Namespace[0])
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.o.Catalog.LoadTable(r.Context(), from)
+	if err == nil {
+		err = s.streamTable(t, "rename")
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if _, err := s.o.Catalog.RenameTable(r.Context(), from, to); err != nil {
 		s.fail(w, r, err)
 		return
@@ -574,6 +812,9 @@ func (s *server) renameTable(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) credentials(w http.ResponseWriter, r *http.Request) {
 	id, err := ident(r)
+	if err == nil {
+		err = s.canRead(r, catalog.NamespaceFromIdent(id), catalog.TableNameFromIdent(id))
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -584,8 +825,8 @@ func (s *server) credentials(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	creds := []map[string]any{}
-	if len(s.o.ClientConfig) > 0 {
-		creds = append(creds, map[string]any{"prefix": t.Location(), "config": s.o.ClientConfig})
+	if cfg := s.clientConfig(r); len(cfg) > 0 {
+		creds = append(creds, map[string]any{"prefix": t.Location(), "config": cfg})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"storage-credentials": creds})
 }

@@ -36,17 +36,29 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
+// testCatalog is a metacat catalog and its warehouse.
+type testCatalog struct {
+	*metacat.Catalog
+	warehouse string
+}
+
+// options serves the catalog writable to every client.
+func (c testCatalog) options() Options {
+	return Options{Catalog: c.Catalog, Warehouse: c.warehouse, AllowWrites: true}
+}
+
 // newMetacat is a catalog on a fresh in-memory metadata store with a
 // file:// warehouse in a temp dir.
-func newMetacat(t testing.TB) *metacat.Catalog {
+func newMetacat(t testing.TB) testCatalog {
 	t.Helper()
 	ms := meta.NewMem(meta.MemOptions{})
 	t.Cleanup(func() { ms.Close() })
-	c, err := metacat.Open(ms, metacat.Options{Root: "/lg/iceberg/", Warehouse: "file://" + filepath.ToSlash(t.TempDir())})
+	wh := "file://" + filepath.ToSlash(t.TempDir())
+	c, err := metacat.Open(ms, metacat.Options{Root: "/lg/iceberg/", Warehouse: wh})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return testCatalog{Catalog: c, warehouse: wh}
 }
 
 // serve serves c over REST and returns its base URI.
@@ -68,7 +80,7 @@ func restClient(t testing.TB, uri string, opts ...rest.Option) *rest.Catalog {
 
 func TestConformanceMetacat(t *testing.T) {
 	catalogtest.RunCatalogTests(t, catalogtest.Config{
-		NewCatalog:                  func(t *testing.T) catalog.Catalog { return newMetacat(t) },
+		NewCatalog:                  func(t *testing.T) catalog.Catalog { return newMetacat(t).Catalog },
 		SupportsNamespaceProperties: true,
 	})
 }
@@ -76,7 +88,7 @@ func TestConformanceMetacat(t *testing.T) {
 func TestConformanceREST(t *testing.T) {
 	catalogtest.RunCatalogTests(t, catalogtest.Config{
 		NewCatalog: func(t *testing.T) catalog.Catalog {
-			return restClient(t, serve(t, Options{Catalog: newMetacat(t)}))
+			return restClient(t, serve(t, newMetacat(t).options()))
 		},
 		SupportsNamespaceProperties: true,
 	})
@@ -130,8 +142,8 @@ func TestConcurrentCommitters(t *testing.T) {
 	ctx := ctxT(t)
 	mc := newMetacat(t)
 	clients := []*rest.Catalog{
-		restClient(t, serve(t, Options{Catalog: mc})),
-		restClient(t, serve(t, Options{Catalog: mc})),
+		restClient(t, serve(t, mc.options())),
+		restClient(t, serve(t, mc.options())),
 	}
 	id := table.Identifier{"analytics", "events"}
 	if err := clients[0].CreateNamespace(ctx, id[:1], nil); err != nil {
@@ -202,7 +214,9 @@ func TestConcurrentCommitters(t *testing.T) {
 func TestAuth(t *testing.T) {
 	ctx := ctxT(t)
 	auth := &Auth{Clients: map[string]string{"spark": "s3cret"}, Key: []byte("k")}
-	uri := serve(t, Options{Catalog: newMetacat(t), Auth: auth})
+	o := newMetacat(t).options()
+	o.Auth = auth
+	uri := serve(t, o)
 
 	resp, err := http.Get(uri + "/v1/config")
 	if err != nil {
@@ -236,7 +250,8 @@ func TestReadOnlyTables(t *testing.T) {
 	ms := meta.NewMem(meta.MemOptions{})
 	defer ms.Close()
 	streamTable := func(p ice.Properties) bool { _, ok := p["lakegate.format"]; return ok }
-	mc, err := metacat.Open(ms, metacat.Options{Root: "/lg/iceberg/", Warehouse: "file://" + filepath.ToSlash(t.TempDir()), Protected: streamTable})
+	wh := "file://" + filepath.ToSlash(t.TempDir())
+	mc, err := metacat.Open(ms, metacat.Options{Root: "/lg/iceberg/", Warehouse: wh, Protected: streamTable})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +262,7 @@ func TestReadOnlyTables(t *testing.T) {
 	if _, err := mc.CreateTable(ctx, id, userSchema, catalog.WithProperties(ice.Properties{"lakegate.format": "1"})); err != nil {
 		t.Fatal(err)
 	}
-	cl := restClient(t, serve(t, Options{Catalog: mc, ReadOnly: streamTable}))
+	cl := restClient(t, serve(t, Options{Catalog: mc, Warehouse: wh, ReadOnly: streamTable, AllowWrites: true}))
 	tbl, err := cl.LoadTable(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -256,13 +271,13 @@ func TestReadOnlyTables(t *testing.T) {
 	if err := txn.SetProperties(ice.Properties{"x": "y"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(ctx); err == nil {
-		t.Fatal("a client's commit to a stream table was accepted")
+	if _, err := txn.Commit(ctx); !errors.Is(err, rest.ErrForbidden) {
+		t.Fatalf("a client's commit to a stream table: %v, want 403", err)
 	}
-	if err := cl.DropTable(ctx, id); err == nil {
-		t.Fatal("a stream table was dropped")
+	if err := cl.DropTable(ctx, id); !errors.Is(err, rest.ErrForbidden) {
+		t.Fatalf("a stream table dropped: %v, want 403", err)
 	}
-	if _, err := cl.RenameTable(ctx, id, table.Identifier{"public", "x"}); err == nil {
-		t.Fatal("a stream table was renamed")
+	if _, err := cl.RenameTable(ctx, id, table.Identifier{"public", "x"}); !errors.Is(err, rest.ErrForbidden) {
+		t.Fatalf("a stream table renamed: %v, want 403", err)
 	}
 }

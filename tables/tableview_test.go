@@ -9,6 +9,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
@@ -168,4 +171,36 @@ func TestTableViewScanIcebergOnly(t *testing.T) {
 		t.Fatalf("repack: %+v, %v", st, err)
 	}
 	check("after bin-packing")
+}
+
+// TestTableViewInfoIgnoresAnotherIcebergTable: a table at the stream's
+// Iceberg identifier that is not the stream's (a client's, made before
+// the REST catalog reserved those identifiers) is not reported as the
+// stream's table: its metadata location would send readers elsewhere.
+func TestTableViewInfoIgnoresAnotherIcebergTable(t *testing.T) {
+	env := newIcebergEnv(t)
+	clk := &testClock{t: time.Now()}
+	e := env.engine(t, env.opts(clk))
+	ctx := ctxT(t)
+	md := lakestream.StreamMetadata{
+		ID:     lakestream.StreamIdentifier{Namespace: "public/default", Name: "orders"},
+		LogIDs: []lakestream.LogID{9}, Partitioning: lakestream.Partitioning{NumPartitions: 1},
+	}
+	cat, err := e.tables.IcebergCatalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []table.Identifier{{"public"}, {"public", "default"}} {
+		if err := cat.Catalog().CreateNamespace(ctx, ns, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := ice.NewSchema(0, ice.NestedField{ID: 1, Name: "x", Type: ice.PrimitiveTypes.Int64, Required: true})
+	if _, err := cat.Catalog().CreateTable(ctx, table.Identifier(IcebergIdent(md.ID)), sc,
+		catalog.WithLocation(cat.Warehouse()+"/public/default/orders")); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := e.tables.View(md, "file:///x").Info(ctx); !errors.Is(err, lakestream.ErrNotMaterialized) {
+		t.Fatalf("Info with another table at the identifier: %+v %v, want ErrNotMaterialized", info, err)
+	}
 }

@@ -27,6 +27,14 @@ func IcebergIdent(id lakestream.StreamIdentifier) []string {
 	return append(strings.Split(id.Namespace, "/"), id.Name)
 }
 
+// IsStreamIdent reports whether an Iceberg identifier is in the space of
+// the streams' tables: a two-level namespace (tenant, namespace) and a
+// name, as IcebergIdent builds them for every topic. The REST catalog
+// reserves that whole space for lakegate, whether the stream exists yet
+// or not: a topic can be created (and its table materialized) at any
+// time, and a client's table at its identifier would block that for good.
+func IsStreamIdent(ident []string) bool { return len(ident) == 3 }
+
 // icebergInfo reports the stream's Iceberg table and the compacted end of
 // each of logs in it; ok is false when it has none (or the layer has no
 // Iceberg catalog configured).
@@ -45,6 +53,11 @@ func (t *Tables) icebergInfo(ctx context.Context, id lakestream.StreamIdentifier
 	}
 	if err != nil {
 		return fi, nil, false, fmt.Errorf("%w: iceberg table %v: %w", lakestream.ErrUnavailable, ident, err)
+	}
+	if !cat.OwnsTable(tbl, TableRoot(id)) {
+		// Another table at the stream's identifier: not reported (its
+		// metadata would send readers elsewhere).
+		return fi, nil, false, nil
 	}
 	fi = lakestream.TableFormatInfo{
 		Format: lakestream.TableIceberg, URI: tbl.MetadataLocation(), Identifier: strings.Join(ident, "."),

@@ -127,7 +127,8 @@ type Config struct {
 			Clients              []string `yaml:"clients" doc:"OAuth2 clients of the REST catalog, id:secret (comma-separated); when set, every request needs a bearer token from POST /iceberg/v1/oauth/tokens. Prefer the environment variable."`
 			TokenKey             string   `yaml:"tokenKey" doc:"Key that signs the REST catalog's tokens; every node needs the same one. Required with clients. Prefer the environment variable."`
 			ClientProps          []string `yaml:"clientProps" doc:"key=value FileIO properties handed to REST catalog clients with every table (e.g. read-only s3.access-key-id/s3.secret-access-key for readers); the store's endpoint and region are always handed."`
-			VendStoreCredentials bool     `yaml:"vendStoreCredentials" default:"false" doc:"Hand REST catalog clients the node's own object-store credentials with every table (read and write access to the whole store: for trusted clients only; see docs/iceberg-catalog.md, Credentials)."`
+			VendStoreCredentials bool     `yaml:"vendStoreCredentials" default:"false" doc:"Hand REST catalog clients the node's own object-store credentials with every table (read and write access to the whole store: for trusted clients only; with auth.authorization, superusers only; see docs/iceberg-catalog.md, Credentials)."`
+			AllowWrites          bool     `yaml:"allowWrites" default:"false" doc:"Let REST catalog clients write (namespaces, user tables, commits) on a node without auth.authorization; off, the catalog is read-only there. With authorization, the grants decide instead (tenant admins write their tenant's tables; docs/iceberg-catalog.md, Who may do what)."`
 		} `yaml:"iceberg"`
 	} `yaml:"tables"`
 }

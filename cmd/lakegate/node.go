@@ -172,7 +172,7 @@ func runNode(c *Config) error {
 		}
 	}()
 
-	icebergHandler, err := icebergREST(ctx, c, n, sec, log)
+	icebergHandler, err := icebergREST(ctx, c, n, gw, sec, log)
 	if err != nil {
 		return fmt.Errorf("iceberg REST catalog: %w", err)
 	}

@@ -8,12 +8,16 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/auth"
+	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/icebergrest"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/tables"
 )
 
 // defaultMaterialization is the cluster default policy for the configured
@@ -80,8 +84,10 @@ func icebergCatalogConfig(c *Config) iceberg.CatalogConfig {
 
 // icebergREST returns the node's Iceberg REST catalog handler (mounted at
 // /iceberg/ by httpHandler), or nil when tables.iceberg.rest is off or the
-// catalog is an external one.
-func icebergREST(ctx context.Context, c *Config, n *node.Node, sec *security, log *slog.Logger) (http.Handler, error) {
+// catalog is an external one. gw's grants decide who reads and writes
+// what when authorization is on (docs/iceberg-catalog.md, "Who may do
+// what").
+func icebergREST(ctx context.Context, c *Config, n *node.Node, gw *gateway.Server, sec *security, log *slog.Logger) (http.Handler, error) {
 	kind := icebergKind(c)
 	if !c.Tables.Iceberg.REST || (kind != iceberg.KindSQL && kind != iceberg.KindLakegate) {
 		return nil, nil
@@ -90,8 +96,8 @@ func icebergREST(ctx context.Context, c *Config, n *node.Node, sec *security, lo
 	if err != nil {
 		return nil, err
 	}
-	clientProps, err := iceberg.ClientProps(n.Config.ObjectURL, c.Tables.Iceberg.VendStoreCredentials)
-	if err != nil && !errors.Is(err, iceberg.ErrUnsupportedStore) {
+	clientProps, storeCreds, err := icebergClientConfig(n.Config.ObjectURL, c.Tables.Iceberg.VendStoreCredentials)
+	if err != nil {
 		return nil, err
 	}
 	for _, kv := range c.Tables.Iceberg.ClientProps {
@@ -101,7 +107,10 @@ func icebergREST(ctx context.Context, c *Config, n *node.Node, sec *security, lo
 		}
 		clientProps[k] = v
 	}
-	o := icebergrest.Options{Catalog: cat.Catalog(), ClientConfig: clientProps, ReadOnly: iceberg.IsStreamTable, Logger: log}
+	o := icebergrest.Options{Catalog: cat.Catalog(), Warehouse: cat.Warehouse(),
+		ClientConfig: clientProps, StoreCredentials: storeCreds,
+		ReadOnly: iceberg.IsStreamTable, Reserved: func(id table.Identifier) bool { return tables.IsStreamIdent(id) },
+		AllowWrites: c.Tables.Iceberg.AllowWrites, Logger: log}
 	if len(c.Tables.Iceberg.Clients) > 0 {
 		o.Auth = &icebergrest.Auth{Clients: map[string]string{}, Key: []byte(c.Tables.Iceberg.TokenKey)}
 		for _, cl := range c.Tables.Iceberg.Clients {
@@ -111,8 +120,7 @@ func icebergREST(ctx context.Context, c *Config, n *node.Node, sec *security, lo
 	}
 	if sec.authn != nil {
 		// A node with authentication never serves its tables anonymously:
-		// lakegate's Pulsar tokens are bearer tokens here too, and with
-		// authorization on only a superuser role reads every table.
+		// lakegate's Pulsar tokens are bearer tokens here too.
 		if o.Auth == nil {
 			o.Auth = &icebergrest.Auth{}
 		}
@@ -121,13 +129,64 @@ func icebergREST(ctx context.Context, c *Config, n *node.Node, sec *security, lo
 			if err != nil {
 				return "", err
 			}
-			if c.Auth.Authorization && !auth.IsSuperUser(id.Role, c.Auth.SuperUserRoles) {
-				return "", fmt.Errorf("role %q is not a superuser; the Iceberg REST catalog serves every table", id.Role)
-			}
 			return id.Role, nil
 		}
 	}
+	if ta := gw.TableAccess(); ta.Enabled() {
+		// The principal of a request — an OAuth client's id or a token's
+		// role — is a role: the grants decide.
+		o.Authorizer = icebergAuthorizer{ta}
+	}
 	return http.StripPrefix("/iceberg", icebergrest.Handler(o)), nil
+}
+
+// icebergClientConfig splits the FileIO configuration of the store at
+// storeURL into what every REST catalog client gets (where the store is)
+// and, when vend, the node's own store credentials (handed to superusers
+// only when authorization is on).
+func icebergClientConfig(storeURL string, vend bool) (public, secrets map[string]string, err error) {
+	public, err = iceberg.ClientProps(storeURL, false)
+	if errors.Is(err, iceberg.ErrUnsupportedStore) {
+		return nil, nil, nil
+	}
+	if err != nil || !vend {
+		return public, nil, err
+	}
+	all, err := iceberg.ClientProps(storeURL, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range all {
+		if _, ok := public[k]; !ok {
+			if secrets == nil {
+				secrets = map[string]string{}
+			}
+			secrets[k] = v
+		}
+	}
+	return public, secrets, nil
+}
+
+// icebergAuthorizer is the gateway's grants as the REST catalog asks
+// them (icebergrest.Authorizer): a refusal (gateway.ErrAuthorization) is
+// icebergrest.ErrForbidden.
+type icebergAuthorizer struct{ ta gateway.TableAccess }
+
+func (a icebergAuthorizer) CanRead(ctx context.Context, principal string, ns []string, name string) error {
+	return forbidden(a.ta.CanRead(ctx, principal, ns, name))
+}
+
+func (a icebergAuthorizer) CanWrite(ctx context.Context, principal string, ns []string) error {
+	return forbidden(a.ta.CanWrite(ctx, principal, ns))
+}
+
+func (a icebergAuthorizer) IsSuperUser(principal string) bool { return a.ta.IsSuperUser(principal) }
+
+func forbidden(err error) error {
+	if errors.Is(err, gateway.ErrAuthorization) {
+		return fmt.Errorf("%w: %w", icebergrest.ErrForbidden, err)
+	}
+	return err
 }
 
 // topicUnits is the membership the gateway sees: the same, but Owned lists

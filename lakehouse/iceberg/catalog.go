@@ -9,13 +9,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	"strings"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegate/lakegate/lakehouse/iceberg/metacat"
 	"github.com/lakegate/lakegate/meta"
@@ -37,8 +38,9 @@ const (
 )
 
 // WarehouseDir is the key prefix, in the node's object store, under which
-// the lakegate catalog places tables created without a location (user
-// tables): <store>/warehouse/<namespace levels>/<table>.
+// clients' tables live (user tables created through the REST API):
+// <store>/warehouse/<namespace levels>/<table> by default, and never
+// outside <store>/warehouse/<first level>/ (docs/iceberg-catalog.md).
 const WarehouseDir = "warehouse"
 
 // DefaultCatalogName is the catalog name used when CatalogConfig.Name is
@@ -132,6 +134,9 @@ func Open(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 		// Creating the catalog's tables (and switching a new file to WAL)
 		// can answer SQLITE_BUSY at once, without the busy timeout, when
 		// another catalog of this process does the same: one at a time.
+		if _, ok := props["warehouse"]; !ok {
+			props["warehouse"] = c.Warehouse()
+		}
 		sqlCreateMu.Lock()
 		cat, err := sqlcat.NewCatalog(cfg.Name, db, sqlcat.SQLite, ice.Properties(props))
 		sqlCreateMu.Unlock()
@@ -169,7 +174,7 @@ func Open(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 			return nil, fmt.Errorf("%w: the lakegate catalog needs a metadata store and a key root", ErrInvalid)
 		}
 		cat, err := metacat.Open(cfg.Meta, metacat.Options{
-			Root: cfg.MetaRoot, Warehouse: base + "/" + WarehouseDir, Props: ice.Properties(props),
+			Root: cfg.MetaRoot, Warehouse: c.Warehouse(), Props: ice.Properties(props),
 			Protected: IsStreamTable,
 		})
 		if err != nil {
@@ -185,6 +190,10 @@ func Open(ctx context.Context, cfg CatalogConfig) (*Catalog, error) {
 // Location returns the Iceberg location of the table whose root key in the
 // object store is root ("tables/<tenant>/<ns>/<topic>").
 func (c *Catalog) Location(root string) string { return c.base + "/" + root }
+
+// Warehouse is the location of the store's WarehouseDir: where the REST
+// API puts clients' tables.
+func (c *Catalog) Warehouse() string { return c.base + "/" + WarehouseDir }
 
 // Close releases the catalog.
 func (c *Catalog) Close() error {
@@ -203,6 +212,15 @@ func (c *Catalog) Close() error {
 // the lakegate catalog refuses to drop or rename such a table, and the
 // REST API refuses other writers' commits to it.
 func IsStreamTable(props ice.Properties) bool { _, ok := props[formatProp]; return ok }
+
+// OwnsTable reports whether tbl is the stream table lakegate keeps at
+// root: marked as a stream's table and located at Location(root). A table
+// found at a stream's identifier that is not (a client's, made before the
+// REST API reserved those identifiers) is not the stream's: nothing of it
+// is reported or read as the stream's.
+func (c *Catalog) OwnsTable(tbl *table.Table, root string) bool {
+	return IsStreamTable(tbl.Properties()) && strings.TrimSuffix(tbl.Location(), "/") == c.Location(root)
+}
 
 // FileIOProps returns the FileIO properties of the store (StoreLocation)
 // with cfg.Props over them: what a reader needs to open the store's files.

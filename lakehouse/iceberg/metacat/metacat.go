@@ -60,7 +60,9 @@ type Options struct {
 	// such creates.
 	Warehouse string
 	// Props are the FileIO properties (s3.*, gcs.*, adls.*) used to read
-	// and write metadata files; table properties override them per table.
+	// and write metadata files — the only ones: a table's own properties
+	// never configure the catalog's storage access (a client could name
+	// its own endpoint or credentials there).
 	Props ice.Properties
 	// Protected reports whether a table (by its current properties) is
 	// owned by lakegate; DropTable and RenameTable refuse such tables with
@@ -357,11 +359,14 @@ func (c *Catalog) record(ctx context.Context, ident table.Identifier) (tableReco
 	return r, kv.ModRevision, true, nil
 }
 
-// ioProps are the FileIO properties for a table with properties tprops.
-func (c *Catalog) ioProps(tprops ice.Properties) ice.Properties {
-	p := maps.Clone(c.opts.Props)
-	maps.Copy(p, tprops)
-	return p
+// ioProps are the FileIO properties the catalog opens storage with:
+// Options.Props, whatever the table's properties say.
+func (c *Catalog) ioProps() ice.Properties { return maps.Clone(c.opts.Props) }
+
+// ReadMetadata reads the table metadata file at loc with Options.Props
+// (what the REST API checks before it registers a table).
+func (c *Catalog) ReadMetadata(ctx context.Context, loc string) (table.Metadata, error) {
+	return c.metadata(ctx, loc)
 }
 
 // metadata reads (or finds in the cache) the metadata file at loc.
@@ -404,7 +409,7 @@ func (c *Catalog) remember(loc string, md table.Metadata) {
 }
 
 func (c *Catalog) newTable(ident table.Identifier, md table.Metadata, loc string) *table.Table {
-	return table.New(ident, md, loc, icebergio.LoadFSFunc(c.ioProps(md.Properties()), loc), c)
+	return table.New(ident, md, loc, icebergio.LoadFSFunc(c.ioProps(), loc), c)
 }
 
 // LoadTable implements catalog.Catalog.
@@ -633,7 +638,7 @@ func (c *Catalog) writeMetadata(ctx context.Context, md table.Metadata, version 
 	if err != nil {
 		return "", fmt.Errorf("metacat: encode metadata: %w", err)
 	}
-	fs, err := icebergio.LoadFS(ctx, c.ioProps(md.Properties()), loc)
+	fs, err := icebergio.LoadFS(ctx, c.ioProps(), loc)
 	if err != nil {
 		return "", fmt.Errorf("metacat: file io for %s: %w", loc, err)
 	}
@@ -648,14 +653,17 @@ func (c *Catalog) writeMetadata(ctx context.Context, md table.Metadata, version 
 }
 
 func (c *Catalog) removeFile(ctx context.Context, md table.Metadata, loc string) {
-	if fs, err := icebergio.LoadFS(ctx, c.ioProps(md.Properties()), loc); err == nil {
+	if fs, err := icebergio.LoadFS(ctx, c.ioProps(), loc); err == nil {
 		_ = fs.Remove(loc)
 	}
 }
 
 // deleteOldMetadata removes the metadata files the commit dropped from the
 // metadata log, when write.metadata.delete-after-commit.enabled is set
-// (what every Iceberg catalog does after a commit).
+// (what every Iceberg catalog does after a commit). Only files this
+// catalog writes are removed — <location>/metadata/<name>.metadata.json of
+// the table's current location — whatever else a metadata log (of a
+// registered table) lists.
 func (c *Catalog) deleteOldMetadata(ctx context.Context, old, md table.Metadata) {
 	if !md.Properties().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
 		return
@@ -664,10 +672,13 @@ func (c *Catalog) deleteOldMetadata(ctx context.Context, old, md table.Metadata)
 	for e := range md.PreviousFiles() {
 		kept[e.MetadataFile] = true
 	}
+	dir := strings.TrimSuffix(md.Location(), "/") + "/metadata/"
 	for e := range old.PreviousFiles() {
-		if !kept[e.MetadataFile] {
-			c.removeFile(ctx, md, e.MetadataFile)
+		name, inside := strings.CutPrefix(e.MetadataFile, dir)
+		if kept[e.MetadataFile] || !inside || strings.ContainsAny(name, "/\\%") || !strings.HasSuffix(name, ".metadata.json") {
+			continue
 		}
+		c.removeFile(ctx, md, e.MetadataFile)
 	}
 }
 
@@ -775,10 +786,16 @@ func (c *Catalog) RenameTable(ctx context.Context, from, to table.Identifier) (*
 	return c.LoadTable(ctx, to)
 }
 
-// RegisterTable adds an existing table by its metadata file.
+// RegisterTable adds an existing table by its metadata file, which must
+// be inside Options.Warehouse (ErrForbidden otherwise: the catalog reads
+// no file outside it for a client).
 func (c *Catalog) RegisterTable(ctx context.Context, ident table.Identifier, metadataLocation string) (*table.Table, error) {
 	if err := checkTable(ident); err != nil {
 		return nil, err
+	}
+	wh := strings.TrimSuffix(c.opts.Warehouse, "/") + "/"
+	if c.opts.Warehouse == "" || !strings.HasPrefix(metadataLocation, wh) || strings.Contains(metadataLocation[len(wh):], "..") {
+		return nil, fmt.Errorf("%w: metadata file %s is outside the warehouse %s", ErrForbidden, metadataLocation, wh)
 	}
 	md, err := c.metadata(ctx, metadataLocation)
 	if err != nil {
