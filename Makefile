@@ -58,7 +58,8 @@ BENCHTIME   ?= 5000x
 ## our tables (and the 100 000-message scenario of e2e/interop/tables), the Java and Python Pulsar
 ## clients run their scenario matrices, against a standalone node and again against a three-node
 ## cluster (one etcd, three `lakegate serve`), Pulsar's own pulsar-admin and pulsar-client
-## (e2e/interop/tools), and against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure);
+## (e2e/interop/tools), against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure) and
+## with their OAuth2 plugins against a test OpenID Connect issuer (e2e/interop/oauth);
 ## pinned packages go into .cache/ (venvs, jars, m2); two lanes at once (e2e/interop/lanes.sh;
 ## INTEROP_LANES=1: one after the other)
 interop:

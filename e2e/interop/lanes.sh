@@ -12,7 +12,7 @@
 #           matrix against three nodes (it balances the lanes)
 #   lane 2  the clients: Python and Java scenario matrices against one node,
 #           Python against three, Pulsar's pulsar-admin and pulsar-client,
-#           the secured node
+#           the secured node, OAuth2 against a test OpenID issuer
 #
 # The lanes share no setup and no fixed port. Within a lane the suites run
 # in order and the lane stops at its first failure, as make would. Each
@@ -40,6 +40,7 @@ lane2=(
   "LAKEGATE_NODES=3 ./e2e/interop/python/run.sh"
   "./e2e/interop/tools/run.sh"
   "./e2e/interop/secure/run.sh"
+  "./e2e/interop/oauth/run.sh"
 )
 setups=(
   e2e/interop/delta/setup.sh e2e/interop/spark/setup.sh e2e/interop/iceberg/setup.sh
