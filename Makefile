@@ -14,7 +14,8 @@ FUZZ_TARGETS := \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress ./protocol:FuzzEntryRecordKeys \
 	./actors:FuzzDecodeCompactedEntry ./actors:FuzzDecodeCompactionRecord \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse:FuzzNestedDecode:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
-	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
+	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x \
+	./auth:FuzzParseJWKS:100000x
 
 .PHONY: run build test test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
 
