@@ -174,7 +174,7 @@ func newOpenIDProvider(cfg OpenIDConfig) (*openIDProvider, error) {
 	if cfg.TrustCertsFile != "" {
 		b, err := os.ReadFile(cfg.TrustCertsFile)
 		if err != nil {
-			return nil, fmt.Errorf("auth: the token issuers' trust certificates: %v", errors.Unwrap(err))
+			return nil, fmt.Errorf("auth: reading %s (the token issuers' trust certificates): %v", cfg.TrustCertsFile, errors.Unwrap(err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(b) {
