@@ -157,6 +157,37 @@ func TestOAuth2(t *testing.T) {
 		}
 	})
 
+	t.Run("RefreshOnALiveConnection", func(t *testing.T) {
+		// Access tokens that expire: the node challenges the connection, the
+		// client fetches a fresh token from the issuer and answers; the
+		// connection lives on (no "expired" closure).
+		n.issuer.SetTTL(2 * time.Second)
+		defer n.issuer.SetTTL(time.Hour)
+		expired := func() int {
+			m := grepLines(httpGet(t, n.httpURL+"/metrics"), `lakegate_auth_failures_total{reason="expired"}`)
+			v, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(m, `lakegate_auth_failures_total{reason="expired"}`)))
+			return v
+		}
+		closedBefore := expired()
+		cl, err := n.client(t, n.oauth2("orders-app", "lakegate"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		before := n.issuer.TokenRequests()
+		waitFor(t, ctx, "two refreshes from the issuer", func() bool { return n.issuer.TokenRequests() >= before+2 })
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after refresh")}); err != nil {
+			t.Fatalf("send after the access token was refreshed: %v", err)
+		}
+		if got := expired(); got != closedBefore {
+			t.Fatalf("%d connections closed for expired credentials, want none", got-closedBefore)
+		}
+	})
+
 	t.Run("BadTokens", func(t *testing.T) {
 		// The access token the issuer gives for another audience.
 		wrongAud, err := n.clientTimeout(t, n.oauth2("orders-app", "another-service"), time.Second)

@@ -86,6 +86,7 @@ type Issuer struct {
 	srv  *http.Server
 	ln   net.Listener
 	seq  atomic.Int64
+	ttl  atomic.Int64 // of issued tokens, ns
 	// JWKSFetches counts GET /jwks; TokenRequests counts POST /token.
 	jwksFetches, tokenRequests atomic.Int64
 
@@ -121,6 +122,7 @@ func Start(opts Options) (*Issuer, error) {
 	}
 	is := &Issuer{URL: scheme + "://" + ln.Addr().String(), opts: opts, ln: ln}
 	is.mu.clients = map[string]Client{}
+	is.ttl.Store(int64(opts.TTL))
 	if _, err := is.Rotate(); err != nil {
 		ln.Close()
 		return nil, err
@@ -142,6 +144,9 @@ func Start(opts Options) (*Issuer, error) {
 
 // Close stops the issuer.
 func (is *Issuer) Close() error { return is.srv.Close() }
+
+// SetTTL changes the lifetime of the tokens issued from now on.
+func (is *Issuer) SetTTL(d time.Duration) { is.ttl.Store(int64(d)) }
 
 // AddClient registers (or replaces) a client.
 func (is *Issuer) AddClient(c Client) {
@@ -381,7 +386,8 @@ func (is *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	for k, v := range c.Claims {
 		extra[k] = v
 	}
-	claims := Claims{Subject: sub, Expiry: is.opts.TTL, Extra: extra}
+	ttl := time.Duration(is.ttl.Load())
+	claims := Claims{Subject: sub, Expiry: ttl, Extra: extra}
 	if aud != "" {
 		claims.Audience = aud
 	}
@@ -391,7 +397,7 @@ func (is *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"access_token": tok, "token_type": "Bearer", "expires_in": int(is.opts.TTL / time.Second),
+		"access_token": tok, "token_type": "Bearer", "expires_in": int(ttl / time.Second),
 	})
 }
 
