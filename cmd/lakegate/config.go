@@ -53,7 +53,7 @@ type Config struct {
 	Auth struct {
 		Enabled                             bool          `yaml:"enabled" default:"false" doc:"Require authentication of every connection and admin request (docs/security.md)."`
 		Providers                           []string      `yaml:"providers" default:"token" doc:"Authentication providers, any of token (JWTs signed with tokenSecretKey or tokenPublicKey: CONNECT auth method token, HTTP Authorization: Bearer), openid (access tokens of OpenID Connect issuers, as the clients' AuthenticationOAuth2 sends them; same method token, tried in the order listed) and tls (client certificate common name)."`
-		TokenSecretKey                      string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider: file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
+		TokenSecretKey                      string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider, at least 256 bits (lakegate token create-secret-key): file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
 		TokenPublicKey                      string        `yaml:"tokenPublicKey" doc:"RS*/ES*/PS* public key of the token provider (PEM or DER): file:///path or data:;base64,... (as Pulsar's tokenPublicKey)."`
 		TokenClaim                          string        `yaml:"tokenClaim" default:"sub" doc:"Claim of a token holding the role (Pulsar's tokenAuthClaim)."`
 		TokenAudience                       string        `yaml:"tokenAudience" doc:"When set, a token's tokenAudienceClaim claim must be this audience or a list holding it (Pulsar's tokenAudience)."`
