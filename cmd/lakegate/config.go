@@ -51,29 +51,31 @@ type Config struct {
 	} `yaml:"tls"`
 
 	Auth struct {
-		Enabled                             bool          `yaml:"enabled" default:"false" doc:"Require authentication of every connection and admin request (docs/security.md)."`
-		Providers                           []string      `yaml:"providers" default:"token" doc:"Authentication providers, any of token (JWTs signed with tokenSecretKey or tokenPublicKey: CONNECT auth method token, HTTP Authorization: Bearer), openid (access tokens of OpenID Connect issuers, as the clients' AuthenticationOAuth2 sends them; same method token, tried in the order listed) and tls (client certificate common name)."`
-		TokenSecretKey                      string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider, at least 256 bits (lakegate token create-secret-key): file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
-		TokenPublicKey                      string        `yaml:"tokenPublicKey" doc:"RS*/ES*/PS* public key of the token provider (PEM or DER): file:///path or data:;base64,... (as Pulsar's tokenPublicKey)."`
-		TokenClaim                          string        `yaml:"tokenClaim" default:"sub" doc:"Claim of a token holding the role (Pulsar's tokenAuthClaim)."`
-		TokenAudience                       string        `yaml:"tokenAudience" doc:"When set, a token's tokenAudienceClaim claim must be this audience or a list holding it (Pulsar's tokenAudience)."`
-		TokenAudienceClaim                  string        `yaml:"tokenAudienceClaim" default:"aud" doc:"Claim of a token that must hold tokenAudience (Pulsar's tokenAudienceClaim; Pulsar checks nothing without it, lakegate checks aud when only tokenAudience is set). Another claim without tokenAudience is an error."`
-		Authorization                       bool          `yaml:"authorization" default:"true" doc:"Check roles against superusers, tenant admins and grants (with enabled)."`
-		SuperUserRoles                      []string      `yaml:"superUserRoles" doc:"Roles that may do everything (Pulsar's superUserRoles)."`
-		RefreshGrace                        time.Duration `yaml:"refreshGrace" default:"30s" doc:"How long a client has to answer AUTH_CHALLENGE with a fresh token once its own expired, before the connection closes."`
-		OpenIDAllowedTokenIssuers           []string      `yaml:"openIDAllowedTokenIssuers" doc:"Provider openid: the OpenID Connect issuers whose access tokens are accepted, exactly as their iss claim names them (https URLs; keys discovered from <issuer>/.well-known/openid-configuration). Required with openid (Pulsar's openIDAllowedTokenIssuers)."`
-		OpenIDAllowedAudiences              []string      `yaml:"openIDAllowedAudiences" doc:"Provider openid: a token's aud must hold one of these. Required with openid (Pulsar's openIDAllowedAudiences)."`
-		OpenIDRoleClaim                     string        `yaml:"openIDRoleClaim" default:"sub" doc:"Provider openid: claim holding the role; a list gives its first element (Pulsar's openIDRoleClaim)."`
-		OpenIDAcceptedTimeLeewaySeconds     int           `yaml:"openIDAcceptedTimeLeewaySeconds" default:"0" doc:"Provider openid: clock skew allowed on exp, nbf and iat, in seconds."`
-		OpenIDCacheSize                     int           `yaml:"openIDCacheSize" default:"5" doc:"Provider openid: issuers whose keys are cached (least recently used dropped first)."`
-		OpenIDCacheRefreshAfterWriteSeconds int           `yaml:"openIDCacheRefreshAfterWriteSeconds" default:"64800" doc:"Provider openid: cached issuer keys this old (seconds) are fetched again when next used; if the issuer is down they serve until openIDCacheExpirationSeconds."`
-		OpenIDCacheExpirationSeconds        int           `yaml:"openIDCacheExpirationSeconds" default:"86400" doc:"Provider openid: cached issuer keys this old (seconds) are never used."`
-		OpenIDKeyIDCacheMissRefreshSeconds  int           `yaml:"openIDKeyIdCacheMissRefreshSeconds" default:"300" doc:"Provider openid: a token whose kid is not cached fetches the issuer's keys again only if the last fetch is at least this old (seconds, at least 1): how often tokens of a rotated key, or made-up kids, can make the node ask the issuer."`
-		OpenIDHTTPConnectionTimeoutMillis   int           `yaml:"openIDHttpConnectionTimeoutMillis" default:"10000" doc:"Provider openid: timeout of connecting to an issuer, in milliseconds."`
-		OpenIDHTTPReadTimeoutMillis         int           `yaml:"openIDHttpReadTimeoutMillis" default:"10000" doc:"Provider openid: timeout of an issuer's answer (discovery document, JWKS), in milliseconds."`
-		OpenIDRequireIssuersUseHTTPS        bool          `yaml:"openIDRequireIssuersUseHttps" default:"true" doc:"Provider openid: refuse http:// issuers and JWKS URIs; false is for tests on loopback only."`
-		OpenIDTokenIssuerTrustCertsFilePath string        `yaml:"openIDTokenIssuerTrustCertsFilePath" doc:"Provider openid: PEM CA certificates the issuers' HTTPS certificates are checked against. Default the system's."`
-		BrokerClientToken                   string        `yaml:"brokerClientToken" doc:"Token (of a superuser role) this node presents to other members for forwarded admin requests; prefer the environment variable. Empty: forwarded requests carry the client's credentials."`
+		Enabled           bool          `yaml:"enabled" default:"false" doc:"Require authentication of every connection and admin request (docs/security.md)."`
+		Providers         []string      `yaml:"providers" default:"token" doc:"Authentication providers, any of token (JWTs signed with tokenSecretKey or tokenPublicKey: CONNECT auth method token, HTTP Authorization: Bearer), openid (access tokens of OpenID Connect issuers, as the clients' AuthenticationOAuth2 sends them; same method token, tried in the order listed) and tls (client certificate common name)."`
+		TokenSecretKey    string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider, at least 256 bits (lakegate token create-secret-key): file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
+		TokenPublicKey    string        `yaml:"tokenPublicKey" doc:"RS*/ES*/PS* public key of the token provider (PEM or DER): file:///path or data:;base64,... (as Pulsar's tokenPublicKey)."`
+		TokenClaim        string        `yaml:"tokenClaim" default:"sub" doc:"Claim of a token holding the role (Pulsar's tokenAuthClaim)."`
+		TokenAudience     string        `yaml:"tokenAudience" doc:"When set, a token's tokenAudienceClaim claim must be this audience or a list holding it (Pulsar's tokenAudience)."`
+		Authorization     bool          `yaml:"authorization" default:"true" doc:"Check roles against superusers, tenant admins and grants (with enabled)."`
+		SuperUserRoles    []string      `yaml:"superUserRoles" doc:"Roles that may do everything (Pulsar's superUserRoles)."`
+		RefreshGrace      time.Duration `yaml:"refreshGrace" default:"30s" doc:"How long a client has to answer AUTH_CHALLENGE with a fresh token once its own expired, before the connection closes."`
+		BrokerClientToken string        `yaml:"brokerClientToken" doc:"Token (of a superuser role) this node presents to other members for forwarded admin requests; prefer the environment variable. Empty: forwarded requests carry the client's credentials."`
+		// Pulsar's tokenAudienceClaim and its openid provider's settings
+		// (openID*, auth/openid.go), under Pulsar's names.
+		TokenAudienceClaim                  string   `yaml:"tokenAudienceClaim" default:"aud" doc:"Claim of a token that must hold tokenAudience (Pulsar's tokenAudienceClaim; Pulsar checks nothing without it, lakegate checks aud when only tokenAudience is set). Another claim without tokenAudience is an error."`
+		OpenIDAllowedTokenIssuers           []string `yaml:"openIDAllowedTokenIssuers" doc:"Provider openid: the OpenID Connect issuers whose access tokens are accepted, exactly as their iss claim names them (https URLs; keys discovered from <issuer>/.well-known/openid-configuration). Required with openid (Pulsar's openIDAllowedTokenIssuers)."`
+		OpenIDAllowedAudiences              []string `yaml:"openIDAllowedAudiences" doc:"Provider openid: a token's aud must hold one of these. Required with openid (Pulsar's openIDAllowedAudiences)."`
+		OpenIDRoleClaim                     string   `yaml:"openIDRoleClaim" default:"sub" doc:"Provider openid: claim holding the role; a list gives its first element (Pulsar's openIDRoleClaim)."`
+		OpenIDAcceptedTimeLeewaySeconds     int      `yaml:"openIDAcceptedTimeLeewaySeconds" default:"0" doc:"Provider openid: clock skew allowed on exp, nbf and iat, in seconds."`
+		OpenIDCacheSize                     int      `yaml:"openIDCacheSize" default:"5" doc:"Provider openid: issuers whose keys are cached (least recently used dropped first)."`
+		OpenIDCacheRefreshAfterWriteSeconds int      `yaml:"openIDCacheRefreshAfterWriteSeconds" default:"64800" doc:"Provider openid: cached issuer keys this old (seconds) are fetched again when next used; if the issuer is down they serve until openIDCacheExpirationSeconds."`
+		OpenIDCacheExpirationSeconds        int      `yaml:"openIDCacheExpirationSeconds" default:"86400" doc:"Provider openid: cached issuer keys this old (seconds) are never used."`
+		OpenIDKeyIDCacheMissRefreshSeconds  int      `yaml:"openIDKeyIdCacheMissRefreshSeconds" default:"300" doc:"Provider openid: a token whose kid is not cached fetches the issuer's keys again only if the last fetch is at least this old (seconds, at least 1): how often tokens of a rotated key, or made-up kids, can make the node ask the issuer."`
+		OpenIDHTTPConnectionTimeoutMillis   int      `yaml:"openIDHttpConnectionTimeoutMillis" default:"10000" doc:"Provider openid: timeout of connecting to an issuer, in milliseconds."`
+		OpenIDHTTPReadTimeoutMillis         int      `yaml:"openIDHttpReadTimeoutMillis" default:"10000" doc:"Provider openid: timeout of an issuer's answer (discovery document, JWKS), in milliseconds."`
+		OpenIDRequireIssuersUseHTTPS        bool     `yaml:"openIDRequireIssuersUseHttps" default:"true" doc:"Provider openid: refuse http:// issuers and JWKS URIs; false is for tests on loopback only."`
+		OpenIDTokenIssuerTrustCertsFilePath string   `yaml:"openIDTokenIssuerTrustCertsFilePath" doc:"Provider openid: PEM CA certificates the issuers' HTTPS certificates are checked against. Default the system's."`
 	} `yaml:"auth"`
 
 	Cluster struct {
