@@ -14,7 +14,8 @@ FUZZ_TARGETS := \
 	./protocol:FuzzReadFrame ./protocol:FuzzSplitBatch ./protocol:FuzzDecompress ./protocol:FuzzEntryRecordKeys \
 	./actors:FuzzDecodeCompactedEntry ./actors:FuzzDecodeCompactionRecord \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse:FuzzNestedDecode:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
-	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x
+	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x \
+	./auth:FuzzParseJWKS:100000x
 
 .PHONY: run build test test-scripts test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
 
@@ -63,8 +64,9 @@ BENCHTIME   ?= 5000x
 ## our tables (and the 100 000-message scenario of e2e/interop/tables), the Java and Python Pulsar
 ## clients run their scenario matrices, against a standalone node and again against a three-node
 ## cluster (one etcd, three `lakegate serve`), Pulsar's own pulsar-admin and pulsar-client
-## (e2e/interop/tools), against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure), and
-## through Apache Pulsar's own proxy (pulsar-proxy 4.0.8) in front of three secured nodes (e2e/interop/proxy);
+## (e2e/interop/tools), against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure), with
+## their OAuth2 plugins against a test OpenID Connect issuer (e2e/interop/oauth), and through Apache
+## Pulsar's own proxy (pulsar-proxy 4.0.8) in front of three secured nodes (e2e/interop/proxy);
 ## pinned packages go into .cache/ (venvs, jars, m2); two lanes at once (e2e/interop/lanes.sh;
 ## INTEROP_LANES=1: one after the other)
 interop:

@@ -41,6 +41,8 @@ func Reason(err error) string {
 		return "expired"
 	case errors.Is(err, ErrUnknownMethod):
 		return "unknown_method"
+	case errors.Is(err, ErrIssuerUnavailable):
+		return "issuer_unavailable"
 	case errors.Is(err, ErrInvalidCredentials):
 		return "invalid"
 	}
@@ -50,7 +52,7 @@ func Reason(err error) string {
 // Identity is who a client is.
 type Identity struct {
 	Role   string
-	Method string // MethodToken or MethodTLS
+	Method string // MethodToken (token and openid providers) or MethodTLS
 	// Expires is when the credentials stop being valid (zero: never): a
 	// connection is challenged then (Refreshable) or closed.
 	Expires time.Time
@@ -65,17 +67,29 @@ func (id Identity) Refreshable() bool { return id.Method == MethodToken }
 
 // Config configures an Authenticator.
 type Config struct {
-	// Providers are the enabled methods, MethodToken and/or MethodTLS.
+	// Providers are the enabled providers: MethodToken, ProviderOpenID
+	// and/or MethodTLS. The token and openid providers both serve method
+	// "token"; a token is tried with each in the order given here.
 	Providers []string
-	// Token configures MethodToken.
+	// Token configures the token provider.
 	Token TokenConfig
+	// OpenID configures the openid provider.
+	OpenID OpenIDConfig
+}
+
+// tokenVerifier is a provider of method "token".
+type tokenVerifier interface {
+	authenticate(token string) (Identity, error)
 }
 
 // Authenticator checks credentials with the configured providers. Safe for
 // concurrent use.
 type Authenticator struct {
-	token *tokenProvider // nil unless MethodToken is enabled
-	tls   bool
+	// tokens are the providers of method "token" in the configured order
+	// (as Pulsar's AuthenticationProviderList tries the providers of one
+	// method): the first that accepts a token gives its identity.
+	tokens []tokenVerifier
+	tls    bool
 }
 
 // New returns an Authenticator for cfg.
@@ -84,27 +98,60 @@ func New(cfg Config) (*Authenticator, error) {
 	if len(cfg.Providers) == 0 {
 		return nil, errors.New("auth: no authentication provider configured")
 	}
+	seen := map[string]bool{}
 	for _, p := range cfg.Providers {
+		if seen[p] {
+			return nil, fmt.Errorf("auth: provider %q given twice", p)
+		}
+		seen[p] = true
 		switch p {
 		case MethodToken:
 			t, err := newTokenProvider(cfg.Token)
 			if err != nil {
 				return nil, err
 			}
-			a.token = t
+			a.tokens = append(a.tokens, t)
+		case ProviderOpenID:
+			o, err := newOpenIDProvider(cfg.OpenID)
+			if err != nil {
+				return nil, err
+			}
+			a.tokens = append(a.tokens, o)
 		case MethodTLS:
 			a.tls = true
 		default:
-			return nil, fmt.Errorf("auth: unknown provider %q (want %s or %s)", p, MethodToken, MethodTLS)
+			return nil, fmt.Errorf("auth: unknown provider %q (want %s, %s or %s)", p, MethodToken, ProviderOpenID, MethodTLS)
 		}
 	}
 	return a, nil
 }
 
+// authenticateToken tries a token with each provider of method "token".
+// When all refuse it, the refusal reported is the one of the provider the
+// token belongs to (the openid provider's, for a token of an allowed
+// issuer), else every provider's.
+func (a *Authenticator) authenticateToken(token string) (Identity, error) {
+	var errs []error
+	for _, v := range a.tokens {
+		id, err := v.authenticate(token)
+		if err == nil {
+			return id, nil
+		}
+		if pe := (*providerError)(nil); errors.As(err, &pe) && pe.mine {
+			return Identity{}, err
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return Identity{}, errs[0]
+	}
+	return Identity{}, fmt.Errorf("%w; %w", errs[0], errs[1])
+}
+
 // Methods lists the enabled methods.
 func (a *Authenticator) Methods() []string {
 	var out []string
-	if a.token != nil {
+	if len(a.tokens) > 0 {
 		out = append(out, MethodToken)
 	}
 	if a.tls {
@@ -119,10 +166,10 @@ func (a *Authenticator) Methods() []string {
 func (a *Authenticator) Authenticate(method string, data []byte, state *tls.ConnectionState) (Identity, error) {
 	switch method {
 	case MethodToken:
-		if a.token == nil {
+		if len(a.tokens) == 0 {
 			break
 		}
-		return a.token.authenticate(string(data))
+		return a.authenticateToken(string(data))
 	case MethodTLS:
 		if !a.tls {
 			break

@@ -93,6 +93,9 @@ func NewToken(spec TokenSpec, secret []byte, private crypto.Signer, algOverride 
 		if len(secret) == 0 {
 			return "", fmt.Errorf("auth: a token needs a secret key or a private key")
 		}
+		if err := CheckSecretKey(secret); err != nil {
+			return "", err
+		}
 		m, key = jwt.SigningMethodHS256, secret
 	case *rsa.PrivateKey:
 		m, key = jwt.SigningMethodRS256, k

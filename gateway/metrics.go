@@ -74,7 +74,7 @@ func newGatewayMetrics() *gatewayMetrics {
 		}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_auth_failures_total",
-			Help: "Refused authentications (reason: no_credentials, invalid, expired, unknown_method) and authorizations (unauthorized), binary protocol and admin REST.",
+			Help: "Refused authentications (reason: no_credentials, invalid, expired, unknown_method, issuer_unavailable) and authorizations (unauthorized), binary protocol and admin REST.",
 		}, []string{"reason"}),
 		policyActions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_policy_actions_total",

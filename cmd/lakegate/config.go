@@ -53,17 +53,32 @@ type Config struct {
 
 	Auth struct {
 		Enabled           bool          `yaml:"enabled" default:"false" doc:"Require authentication of every connection and admin request (docs/security.md)."`
-		Providers         []string      `yaml:"providers" default:"token" doc:"Authentication providers, any of token (JWT: CONNECT auth method token, HTTP Authorization: Bearer) and tls (client certificate common name)."`
-		TokenSecretKey    string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider: file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
+		Providers         []string      `yaml:"providers" default:"token" doc:"Authentication providers, any of token (JWTs signed with tokenSecretKey or tokenPublicKey: CONNECT auth method token, HTTP Authorization: Bearer), openid (access tokens of OpenID Connect issuers, as the clients' AuthenticationOAuth2 sends them; same method token, tried in the order listed) and tls (client certificate common name)."`
+		TokenSecretKey    string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider, at least 256 bits (lakegate token create-secret-key): file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
 		TokenPublicKey    string        `yaml:"tokenPublicKey" doc:"RS*/ES*/PS* public key of the token provider (PEM or DER): file:///path or data:;base64,... (as Pulsar's tokenPublicKey)."`
 		TokenClaim        string        `yaml:"tokenClaim" default:"sub" doc:"Claim of a token holding the role (Pulsar's tokenAuthClaim)."`
-		TokenAudience     string        `yaml:"tokenAudience" doc:"When set, tokens must name it in their aud claim."`
+		TokenAudience     string        `yaml:"tokenAudience" doc:"When set, a token's tokenAudienceClaim claim must be this audience or a list holding it (Pulsar's tokenAudience)."`
 		Authorization     bool          `yaml:"authorization" default:"true" doc:"Check roles against superusers, tenant admins and grants (with enabled)."`
 		SuperUserRoles    []string      `yaml:"superUserRoles" doc:"Roles that may do everything (Pulsar's superUserRoles)."`
 		RefreshGrace      time.Duration `yaml:"refreshGrace" default:"30s" doc:"How long a client has to answer AUTH_CHALLENGE with a fresh token once its own expired, before the connection closes."`
 		BrokerClientToken string        `yaml:"brokerClientToken" doc:"Token this node presents to other members: on forwarded admin requests and hand-overs (give it a superuser role) and on connections it relays in proxy mode (a role in auth.proxyRoles); prefer the environment variable. Empty: forwarded requests carry the client's credentials, relays present the node's certificate (tls provider)."`
 		ProxyRoles        []string      `yaml:"proxyRoles" doc:"Roles that may connect on behalf of other clients (Pulsar's proxyRoles): the members' own role for the connections they relay in proxy mode, Apache Pulsar's proxy. Their CONNECT names the client in original_principal; both roles are authorized, and no other role may name one (docs/security.md, Clusters)."`
 		OriginalAuthData  bool          `yaml:"authenticateOriginalAuthData" default:"true" doc:"Verify the client token a proxy forwards (original_auth_data; must be the original principal's) and challenge it when it expires (Pulsar's authenticateOriginalAuthData); false takes the original principal on the proxy's word."`
+		// Pulsar's tokenAudienceClaim and its openid provider's settings
+		// (openID*, auth/openid.go), under Pulsar's names.
+		TokenAudienceClaim                  string   `yaml:"tokenAudienceClaim" default:"aud" doc:"Claim of a token that must hold tokenAudience (Pulsar's tokenAudienceClaim; Pulsar checks nothing without it, lakegate checks aud when only tokenAudience is set). Another claim without tokenAudience is an error."`
+		OpenIDAllowedTokenIssuers           []string `yaml:"openIDAllowedTokenIssuers" doc:"Provider openid: the OpenID Connect issuers whose access tokens are accepted, exactly as their iss claim names them (https URLs; keys discovered from <issuer>/.well-known/openid-configuration). Required with openid (Pulsar's openIDAllowedTokenIssuers)."`
+		OpenIDAllowedAudiences              []string `yaml:"openIDAllowedAudiences" doc:"Provider openid: a token's aud must hold one of these. Required with openid (Pulsar's openIDAllowedAudiences)."`
+		OpenIDRoleClaim                     string   `yaml:"openIDRoleClaim" default:"sub" doc:"Provider openid: claim holding the role; a list gives its first element (Pulsar's openIDRoleClaim)."`
+		OpenIDAcceptedTimeLeewaySeconds     int      `yaml:"openIDAcceptedTimeLeewaySeconds" default:"0" doc:"Provider openid: clock skew allowed on exp, nbf and iat, in seconds."`
+		OpenIDCacheSize                     int      `yaml:"openIDCacheSize" default:"5" doc:"Provider openid: issuers whose keys are cached (least recently used dropped first)."`
+		OpenIDCacheRefreshAfterWriteSeconds int      `yaml:"openIDCacheRefreshAfterWriteSeconds" default:"64800" doc:"Provider openid: cached issuer keys this old (seconds) are fetched again when next used; if the issuer is down they serve until openIDCacheExpirationSeconds."`
+		OpenIDCacheExpirationSeconds        int      `yaml:"openIDCacheExpirationSeconds" default:"86400" doc:"Provider openid: cached issuer keys this old (seconds) are never used."`
+		OpenIDKeyIDCacheMissRefreshSeconds  int      `yaml:"openIDKeyIdCacheMissRefreshSeconds" default:"300" doc:"Provider openid: a token whose kid is not cached fetches the issuer's keys again only if the last fetch is at least this old (seconds, at least 1): how often tokens of a rotated key, or made-up kids, can make the node ask the issuer."`
+		OpenIDHTTPConnectionTimeoutMillis   int      `yaml:"openIDHttpConnectionTimeoutMillis" default:"10000" doc:"Provider openid: timeout of connecting to an issuer, in milliseconds."`
+		OpenIDHTTPReadTimeoutMillis         int      `yaml:"openIDHttpReadTimeoutMillis" default:"10000" doc:"Provider openid: timeout of an issuer's answer (discovery document, JWKS), in milliseconds."`
+		OpenIDRequireIssuersUseHTTPS        bool     `yaml:"openIDRequireIssuersUseHttps" default:"true" doc:"Provider openid: refuse http:// issuers and JWKS URIs; false is for tests on loopback only."`
+		OpenIDTokenIssuerTrustCertsFilePath string   `yaml:"openIDTokenIssuerTrustCertsFilePath" doc:"Provider openid: PEM CA certificates the issuers' HTTPS certificates are checked against. Default the system's."`
 	} `yaml:"auth"`
 
 	Cluster struct {
@@ -182,17 +197,21 @@ func configFields(c *Config) []configField {
 	return out
 }
 
-// snake turns "dataDir" into "data_dir" (separators are kept).
+// snake turns "dataDir" into "data_dir" (separators are kept); a run of
+// capitals is one word: "openIDRoleClaim" is "open_id_role_claim".
 func snake(s string) string {
+	isUpper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
 	var b strings.Builder
-	for i, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 && s[i-1] != '_' && s[i-1] != '-' && s[i-1] != '.' {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isUpper(c) {
+			if i > 0 && s[i-1] != '_' && s[i-1] != '-' && s[i-1] != '.' &&
+				(!isUpper(s[i-1]) || (i+1 < len(s) && !isUpper(s[i+1]) && s[i+1] != '_' && s[i+1] != '-' && s[i+1] != '.')) {
 				b.WriteByte('_')
 			}
-			r += 'a' - 'A'
+			c += 'a' - 'A'
 		}
-		b.WriteRune(r)
+		b.WriteByte(c)
 	}
 	return b.String()
 }
@@ -383,7 +402,7 @@ func (c *Config) validateSecurity() error {
 		return nil
 	}
 	if len(c.Auth.Providers) == 0 {
-		return errors.New("config auth.providers: authentication needs at least one provider (token, tls)")
+		return errors.New("config auth.providers: authentication needs at least one provider (token, openid, tls)")
 	}
 	for _, p := range c.Auth.Providers {
 		switch p {
@@ -391,12 +410,31 @@ func (c *Config) validateSecurity() error {
 			if (c.Auth.TokenSecretKey == "") == (c.Auth.TokenPublicKey == "") {
 				return errors.New("config auth.tokenSecretKey, auth.tokenPublicKey: the token provider needs exactly one of them")
 			}
+			if c.Auth.TokenAudienceClaim != "" && c.Auth.TokenAudienceClaim != "aud" && c.Auth.TokenAudience == "" {
+				return fmt.Errorf("config auth.tokenAudienceClaim, auth.tokenAudience: claim %q is set but no audience to find in it", c.Auth.TokenAudienceClaim)
+			}
+		case "openid":
+			if len(c.Auth.OpenIDAllowedTokenIssuers) == 0 || len(c.Auth.OpenIDAllowedAudiences) == 0 {
+				return errors.New("config auth.openIDAllowedTokenIssuers, auth.openIDAllowedAudiences: the openid provider needs both")
+			}
+			for key, v := range map[string]int{
+				"openIDCacheSize":                     c.Auth.OpenIDCacheSize,
+				"openIDCacheRefreshAfterWriteSeconds": c.Auth.OpenIDCacheRefreshAfterWriteSeconds,
+				"openIDCacheExpirationSeconds":        c.Auth.OpenIDCacheExpirationSeconds,
+				"openIDKeyIdCacheMissRefreshSeconds":  c.Auth.OpenIDKeyIDCacheMissRefreshSeconds,
+				"openIDHttpConnectionTimeoutMillis":   c.Auth.OpenIDHTTPConnectionTimeoutMillis,
+				"openIDHttpReadTimeoutMillis":         c.Auth.OpenIDHTTPReadTimeoutMillis,
+			} {
+				if v < 1 {
+					return fmt.Errorf("config auth.%s: must be at least 1", key)
+				}
+			}
 		case "tls":
 			if !tlsListener || c.TLS.CAFile == "" {
 				return errors.New("config auth.providers: tls needs a TLS listener and tls.caFile (the CA client certificates are checked against)")
 			}
 		default:
-			return fmt.Errorf("config auth.providers: %q is not one of token, tls", p)
+			return fmt.Errorf("config auth.providers: %q is not one of token, openid, tls", p)
 		}
 	}
 	return c.validatePeers()

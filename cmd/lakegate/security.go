@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/lakegate/lakegate/auth"
 )
@@ -28,10 +29,17 @@ func newSecurity(c *Config) (*security, error) {
 	if !c.Auth.Enabled {
 		return sec, nil
 	}
-	ac := auth.Config{Providers: c.Auth.Providers, Token: auth.TokenConfig{RoleClaim: c.Auth.TokenClaim, Audience: c.Auth.TokenAudience}}
+	ac := auth.Config{
+		Providers: c.Auth.Providers,
+		Token:     auth.TokenConfig{RoleClaim: c.Auth.TokenClaim, Audience: c.Auth.TokenAudience, AudienceClaim: c.Auth.TokenAudienceClaim},
+		OpenID:    openIDConfig(c),
+	}
 	if slices.Contains(c.Auth.Providers, auth.MethodToken) {
 		if c.Auth.TokenSecretKey != "" {
 			k, err := auth.ReadKeyData(c.Auth.TokenSecretKey)
+			if err == nil {
+				err = auth.CheckSecretKey(k)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("config auth.tokenSecretKey: %w", err)
 			}
@@ -87,6 +95,28 @@ func (sec *security) checkRelayRole(c *Config) error {
 		return fmt.Errorf("config auth.proxyRoles: this node relays connections in proxy mode as role %q (%s), which is not among auth.proxyRoles %v: the other members would refuse them", role, what, c.Auth.ProxyRoles)
 	}
 	return nil
+}
+
+// openIDConfig is the openid provider's configuration (Pulsar's openID*
+// settings, whose names the auth.openID* keys keep).
+func openIDConfig(c *Config) auth.OpenIDConfig {
+	sec := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	a := &c.Auth
+	return auth.OpenIDConfig{
+		AllowedTokenIssuers:    a.OpenIDAllowedTokenIssuers,
+		AllowedAudiences:       a.OpenIDAllowedAudiences,
+		RoleClaim:              a.OpenIDRoleClaim,
+		AcceptedTimeLeeway:     sec(a.OpenIDAcceptedTimeLeewaySeconds),
+		CacheSize:              a.OpenIDCacheSize,
+		CacheRefreshAfterWrite: sec(a.OpenIDCacheRefreshAfterWriteSeconds),
+		CacheExpiration:        sec(a.OpenIDCacheExpirationSeconds),
+		KeyIDCacheMissRefresh:  sec(a.OpenIDKeyIDCacheMissRefreshSeconds),
+		HTTPConnectionTimeout:  ms(a.OpenIDHTTPConnectionTimeoutMillis),
+		HTTPReadTimeout:        ms(a.OpenIDHTTPReadTimeoutMillis),
+		AllowInsecureIssuers:   !a.OpenIDRequireIssuersUseHTTPS,
+		TrustCertsFile:         a.OpenIDTokenIssuerTrustCertsFilePath,
+	}
 }
 
 // serverTLS is the TLS configuration of the node's TLS listeners: client

@@ -12,8 +12,8 @@
 #           matrix against three nodes (it balances the lanes)
 #   lane 2  the clients: Python and Java scenario matrices against one node,
 #           Python against three, Pulsar's pulsar-admin and pulsar-client,
-#           the secured node, Apache Pulsar's proxy in front of three
-#           secured nodes
+#           the secured node, OAuth2 against a test OpenID issuer,
+#           Apache Pulsar's proxy in front of three secured nodes
 #
 # The lanes share no setup and no fixed port. Within a lane the suites run
 # in order and the lane stops at its first failure, as make would. Each
@@ -42,6 +42,7 @@ lane2=(
   "./e2e/interop/tools/run.sh"
   "./e2e/interop/secure/run.sh"
   "./e2e/interop/proxy/run.sh"
+  "./e2e/interop/oauth/run.sh"
 )
 setups=(
   e2e/interop/delta/setup.sh e2e/interop/spark/setup.sh e2e/interop/iceberg/setup.sh
