@@ -84,7 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	cfg.DataDir = abs
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	if cfg.ObjectURL == "" {
