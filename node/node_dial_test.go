@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"testing"
 	"time"
 
@@ -29,5 +30,30 @@ func TestStartUnreachableEtcd(t *testing.T) {
 	}
 	if !errors.Is(err, meta.ErrUnavailable) {
 		t.Fatalf("Start: %v, want meta.ErrUnavailable", err)
+	}
+}
+
+// TestEmbeddedEtcdLoopbackOnly: the embedded member of a standalone node
+// (which takes no credentials) listens on 127.0.0.1 only.
+func TestEmbeddedEtcdLoopbackOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := Start(ctx, Config{DataDir: t.TempDir(), ObjectURL: "mem://", GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	eps := n.Embedded.Endpoints()
+	if len(eps) == 0 {
+		t.Fatal("no endpoints")
+	}
+	for _, ep := range eps {
+		u, err := url.Parse(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+			t.Errorf("embedded etcd listens on %s, want loopback only", ep)
+		}
 	}
 }
