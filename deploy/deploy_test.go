@@ -10,6 +10,10 @@ package deploy
 //   - TestKubernetesManifests: every manifest parses; probes, resources,
 //     security contexts, selectors, ports and references hold together.
 //   - TestCompose: images pinned, commands and files exist, ports consistent.
+//   - TestKubernetesEtcdSecured, TestEtcdCertsScript, TestComposeEtcdAuth
+//     (etcd_test.go): etcd with client TLS and client certificates, a
+//     NetworkPolicy that lets only the gateways in, and compose's etcd
+//     authentication, tried on real etcd member processes.
 //   - TestConfigsLoad: the ConfigMap's, compose's and the example
 //     configuration load with `lakegate config check` (the binary built
 //     above), with the environment the manifests give them.
@@ -696,7 +700,7 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	var members []string
 	for i := range replicas {
-		members = append(members, fmt.Sprintf("%s-%d=http://%s-%d.%s:2380", str(sts, "metadata.name"), i, str(sts, "metadata.name"), i, svcName))
+		members = append(members, fmt.Sprintf("%s-%d=https://%s-%d.%s:2380", str(sts, "metadata.name"), i, str(sts, "metadata.name"), i, svcName))
 	}
 	if got := flags["--initial-cluster"]; got != strings.Join(members, ",") {
 		t.Errorf("etcd --initial-cluster %q, want %q", got, strings.Join(members, ","))
@@ -716,7 +720,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Errorf("ConfigMap etcd.endpoints %v: want one per member (%d)", cfg.Etcd.Endpoints, replicas)
 	}
 	for i, ep := range cfg.Etcd.Endpoints {
-		if want := fmt.Sprintf("http://%s-%d.%s:2379", str(sts, "metadata.name"), i, svcName); ep != want {
+		if want := fmt.Sprintf("https://%s-%d.%s:2379", str(sts, "metadata.name"), i, svcName); ep != want {
 			t.Errorf("ConfigMap etcd.endpoints[%d] = %s, want %s", i, ep, want)
 		}
 	}

@@ -345,15 +345,17 @@ func (s *session) stopAuth() {
 	}
 }
 
-// checkTopicName checks the session's role may do action on a topic name
-// (nil without authorization; a name that does not parse is left to the
-// command, which reports it).
+// checkTopicName checks a topic name a client sent (clientTopicName:
+// ErrInvalidTopicName, or ErrNotAllowed for the reserved tenant), then that
+// the session's role may do action on it (nil without authorization).
+// Every command naming a topic calls it first, before the topic is looked
+// up: nothing about a topic is revealed to a role that may not use it.
 func (s *session) checkTopicName(ctx context.Context, name, action string) error {
-	if !s.srv.authzOn() {
-		return nil
-	}
-	tn, err := ParseTopicName(name)
+	tn, err := clientTopicName(name)
 	if err != nil {
+		return err
+	}
+	if !s.srv.authzOn() {
 		return nil
 	}
 	if err := s.authorize(func(role string) error { return s.srv.checkTopic(ctx, role, tn, action) }); err != nil {

@@ -6,7 +6,9 @@ package gateway
 //   - A tenant's admin roles (TenantInfo.adminRoles) may do everything in
 //     the tenant: administer its namespaces and topics, produce, consume.
 //   - Grants: per namespace and per topic, a role gets actions among
-//     "produce" and "consume" (a topic grant adds to its namespace's).
+//     "produce" and "consume" (a topic grant adds to its namespace's; a
+//     partitioned topic's covers its partitions, not other topics whose
+//     names merely end in "-partition-N": topicGrants).
 //     Looking a topic up needs either.
 //   - Subscription restrictions: a namespace may name, per subscription,
 //     the roles allowed to consume it; a subscription with no such entry is
@@ -114,18 +116,12 @@ func (s *Server) checkTopic(ctx context.Context, role string, tn TopicName, acti
 	case !errors.Is(err, lakestream.ErrNoSuchNamespace):
 		return err
 	}
-	for _, id := range []lakestream.StreamIdentifier{tn.StreamID(), fullStreamID(tn)} {
-		if tn.NonPersistent {
-			break // no stream: the namespace's grants only
-		}
-		md, err := s.cfg.Catalog.LoadStream(ctx, id)
-		if err == nil {
-			actions = append(actions, grantedActions(md.Properties, role)...)
-			break
-		}
-		if !errors.Is(err, lakestream.ErrNoSuchStream) {
+	if !tn.NonPersistent { // a non-persistent topic has no stream: the namespace's grants only
+		props, err := s.topicGrants(ctx, tn)
+		if err != nil {
 			return err
 		}
+		actions = append(actions, grantedActions(props, role)...)
 	}
 	allowed := slices.Contains(actions, action) ||
 		(action == actionLookup && (slices.Contains(actions, actionProduce) || slices.Contains(actions, actionConsume)))
@@ -133,6 +129,33 @@ func (s *Server) checkTopic(ctx context.Context, role string, tn TopicName, acti
 		return fmt.Errorf("%w: role %q may not %s %s", ErrAuthorization, role, action, tn.Base())
 	}
 	return nil
+}
+
+// topicGrants returns the properties holding the topic grants that apply
+// to tn (nil when its stream does not exist): those of the partitioned
+// stream for one of its partitions, else those of the stream the whole name
+// denotes. A "-partition-N" name that is no partition of a partitioned
+// stream is a topic of its own, as resolveName reads it: a grant on x does
+// not cover a non-partitioned x-partition-0 (nor creating one), nor
+// x-partition-7 of an x with fewer partitions.
+func (s *Server) topicGrants(ctx context.Context, tn TopicName) (map[string]string, error) {
+	if tn.Partition >= 0 {
+		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
+		switch {
+		case err == nil && tn.Partition < md.Partitioning.NumPartitions:
+			return md.Properties, nil
+		case err != nil && !errors.Is(err, lakestream.ErrNoSuchStream):
+			return nil, err
+		}
+	}
+	md, err := s.cfg.Catalog.LoadStream(ctx, fullStreamID(tn))
+	switch {
+	case err == nil:
+		return md.Properties, nil
+	case errors.Is(err, lakestream.ErrNoSuchStream):
+		return nil, nil
+	}
+	return nil, err
 }
 
 // checkSubscription allows role to consume subscription sub of topic: it

@@ -151,6 +151,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if _, err := clientTopicName(c.GetTopic()); err != nil {
+		s.sendError(req, err)
+		return
+	}
 	if s.srv.authzOn() {
 		if tn, err := ParseTopicName(c.GetTopic()); err == nil {
 			if err := s.authorize(func(role string) error { return s.srv.checkSubscription(ctx, role, tn, c.GetSubscription()) }); err != nil {

@@ -498,14 +498,17 @@ func (s *session) handleGetSchema(c *pb.CommandGetSchema) {
 	req := c.GetRequestId()
 	ctx, cancel := s.ctx()
 	defer cancel()
+	// Authorized first: a role that may not look the topic up learns
+	// nothing, not even whether it exists.
+	if err := s.checkTopicName(ctx, c.GetTopic(), actionLookup); err != nil {
+		s.send(protocol.GetSchemaError(req, serverError(err), err.Error()))
+		return
+	}
 	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
 		s.send(protocol.GetSchemaError(req, pb.ServerError_TopicNotFound, fmt.Sprintf("%s is non-persistent: lakegate keeps no schema for it", tn)))
 		return
 	}
 	t, err := s.srv.resolveName(ctx, c.GetTopic(), false)
-	if err == nil {
-		err = s.checkTopicName(ctx, c.GetTopic(), actionLookup)
-	}
 	if err != nil {
 		s.send(protocol.GetSchemaError(req, serverError(err), err.Error()))
 		return

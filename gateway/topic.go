@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakestream"
@@ -39,7 +41,8 @@ type TopicName struct {
 const partitionSuffix = "-partition-"
 
 // ParseTopicName parses a Pulsar topic name (persistent:// or
-// non-persistent://).
+// non-persistent://) and checks its parts (checkTopicNameParts): a name
+// that fails is ErrInvalidTopicName, with the reason.
 func ParseTopicName(s string) (TopicName, error) {
 	nonPersistent := false
 	rest, ok := strings.CutPrefix(s, "persistent://")
@@ -58,13 +61,84 @@ func ParseTopicName(s string) (TopicName, error) {
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
 		return TopicName{}, fmt.Errorf("%w: %q", ErrInvalidTopicName, s)
 	}
+	if reason := checkTopicNameParts(parts[0], parts[1], parts[2]); reason != "" {
+		return TopicName{}, fmt.Errorf("%w: %q: %s", ErrInvalidTopicName, s, reason)
+	}
 	t := TopicName{Tenant: parts[0], Namespace: parts[1], Local: parts[2], Partition: -1, NonPersistent: nonPersistent}
 	if i := strings.LastIndex(t.Local, partitionSuffix); i > 0 {
-		if n, err := strconv.Atoi(t.Local[i+len(partitionSuffix):]); err == nil && n >= 0 {
-			t.Partition = n
-		}
+		t.Partition = partitionIndex(t.Local[i+len(partitionSuffix):])
 	}
 	return t, nil
+}
+
+// partitionIndex is the partition a "-partition-" suffix names: decimal
+// digits in canonical form (as Pulsar's TopicName reads them: "01", "+1"
+// and "-1" name no partition, so that no two names mean one partition),
+// else -1.
+func partitionIndex(s string) int {
+	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+		return -1
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return -1
+		}
+	}
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// checkTopicNameParts returns why a topic name's parts are invalid, or "".
+// Tenants and namespaces: Pulsar's named-entity characters (ASCII letters,
+// digits, '_', '-', '=', '.'; Pulsar's ':' is refused too: the names are
+// table paths, where a colon is a URI scheme), and neither "." nor "..".
+// Local names: valid UTF-8 without ':', '*' or control characters, and
+// neither "." nor "..". They name object-store paths, table locations and
+// regex subscriptions' matches, so nothing in them may act as a path
+// step, a scheme, a wildcard or a terminal escape.
+func checkTopicNameParts(tenant, namespace, local string) string {
+	for _, p := range [2][2]string{{"tenant", tenant}, {"namespace", namespace}} {
+		kind, v := p[0], p[1]
+		if v == "." || v == ".." {
+			return fmt.Sprintf("%s %q is a path step", kind, v)
+		}
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '=' || c == '.') {
+				return fmt.Sprintf("%s %q: only letters, digits and _ - = . are allowed", kind, v)
+			}
+		}
+	}
+	if local == "." || local == ".." {
+		return fmt.Sprintf("topic %q is a path step", local)
+	}
+	if !utf8.ValidString(local) {
+		return "topic name is not UTF-8"
+	}
+	for _, r := range local {
+		switch {
+		case r == ':' || r == '*':
+			return fmt.Sprintf("topic names may not contain %q", r)
+		case unicode.IsControl(r):
+			return fmt.Sprintf("topic names may not contain control characters (%U)", r)
+		}
+	}
+	return ""
+}
+
+// clientTopicName parses a topic name a client sent: ParseTopicName, and
+// the tenant must not be the reserved one (adminHiddenTenant: the tenant
+// records and compacted logs), which no client may look up, create,
+// produce to or subscribe to (ErrNotAllowed).
+func clientTopicName(name string) (TopicName, error) {
+	tn, err := ParseTopicName(name)
+	if err != nil {
+		return tn, err
+	}
+	if tn.Tenant == adminHiddenTenant {
+		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", ErrNotAllowed, name, adminHiddenTenant)
+	}
+	return tn, nil
 }
 
 // String is the full name.

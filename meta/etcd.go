@@ -131,8 +131,11 @@ type DialOptions struct {
 
 // Dial connects to an external etcd cluster at endpoints (host:port or
 // URLs) and checks that it answers a linearizable read within ctx (bounded
-// by DialTimeout), failing with ErrUnavailable otherwise. The returned
-// store owns its client: Close closes it.
+// by DialTimeout), failing with ErrUnavailable otherwise (with the reason
+// found by connecting to the endpoints once more: refused, a TLS handshake
+// that failed and why, plain HTTP to a TLS member), or with
+// ErrPermissionDenied when etcd refuses the user, password or prefix. The
+// returned store owns its client: Close closes it.
 func Dial(ctx context.Context, endpoints []string, opts DialOptions) (*Etcd, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no etcd endpoints", ErrInvalid)
@@ -167,15 +170,16 @@ func Dial(ctx context.Context, endpoints []string, opts DialOptions) (*Etcd, err
 		Logger:               opts.Logger,
 	})
 	if err != nil {
-		return nil, mapEtcdErr("dial", err)
+		return nil, dialError(ctx, endpoints, opts.TLS, mapEtcdErr("dial", err))
 	}
 	cctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
 	defer cancel()
 	// A plain linearizable read of a key nobody writes (as `etcdctl
-	// endpoint health` does) proves a quorum answers.
-	if _, err := cli.Get(cctx, "health"); err != nil {
+	// endpoint health` does) proves a quorum answers — under the prefix,
+	// which is all an etcd user of this store may need to read.
+	if _, err := cli.Get(cctx, opts.Prefix+"health"); err != nil {
 		_ = cli.Close()
-		return nil, mapEtcdErr("dial", err)
+		return nil, dialError(ctx, endpoints, opts.TLS, mapEtcdErr("dial", err))
 	}
 	e := NewEtcd(cli, opts.EtcdOptions)
 	e.ownsClient = true
@@ -236,10 +240,18 @@ func mapEtcdErr(op string, err error) error {
 		return fmt.Errorf("%w (etcd %s: %w)", ErrInvalid, op, err)
 	case errors.Is(err, rpctypes.ErrLeaseNotFound), errors.Is(err, rpctypes.ErrGRPCLeaseNotFound):
 		return fmt.Errorf("%w (etcd %s: %w)", ErrLeaseExpired, op, err)
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrGRPCAuthFailed),
+		errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrGRPCUserEmpty),
+		errors.Is(err, rpctypes.ErrUserNotFound), errors.Is(err, rpctypes.ErrGRPCUserNotFound),
+		errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrGRPCPermissionDenied),
+		errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrGRPCInvalidAuthToken):
+		return fmt.Errorf("%w (etcd %s: %w)", ErrPermissionDenied, op, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w (etcd %s: %w)", ErrUnavailable, op, err)
 	}
 	switch grpcCode(err) {
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return fmt.Errorf("%w (etcd %s: %w)", ErrPermissionDenied, op, err)
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return fmt.Errorf("%w (etcd %s: %w)", ErrUnavailable, op, err)
 	}

@@ -34,6 +34,12 @@ var (
 	// or a put of a key that a delete in the same Txn also covers). It is a
 	// caller bug, never transient; nothing was applied.
 	ErrInvalid = errors.New("meta: invalid request")
+	// ErrPermissionDenied is returned when the store refuses the client's
+	// credentials or what they allow: etcd with authentication on and no
+	// user, a wrong user or password, or a user whose roles do not cover
+	// the key. Never transient (the configuration is wrong); Dial fails
+	// with it at once.
+	ErrPermissionDenied = errors.New("meta: permission denied")
 )
 
 // KV is one key with its value and revisions.

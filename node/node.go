@@ -9,6 +9,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +44,15 @@ type Config struct {
 	// EtcdPrefix prefixes every metadata key in an external cluster shared
 	// with other users. Default "".
 	EtcdPrefix string
+	// EtcdTLS, when set, is the TLS of the connections to an external
+	// cluster (its CA, and the client certificate members may require);
+	// used for https:// endpoints and endpoints without a scheme. Default
+	// nil: https:// endpoints trust the system roots.
+	EtcdTLS *tls.Config
+	// EtcdUsername and EtcdPassword authenticate to an external cluster
+	// with etcd's authentication on. Default none. The embedded member
+	// needs neither: it binds loopback only.
+	EtcdUsername, EtcdPassword string
 	// Engine options (NodeID, flush sizes, …). RemoteStore is set from the
 	// ObjectURL's scheme when left false; ChunkDecoder and Attachments are
 	// the tables package's (tables.EngineOptions).
@@ -84,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	cfg.DataDir = abs
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	if cfg.ObjectURL == "" {
@@ -129,10 +139,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		n.Meta = n.Embedded.NewStore(meta.EtcdOptions{Prefix: cfg.EtcdPrefix})
 	} else {
-		n.Meta, err = meta.Dial(ctx, cfg.EtcdEndpoints, meta.DialOptions{EtcdOptions: meta.EtcdOptions{Prefix: cfg.EtcdPrefix}})
+		// Not into n.Meta directly: a failed Dial's nil *Etcd would be a
+		// non-nil Store that Close calls.
+		m, err := meta.Dial(ctx, cfg.EtcdEndpoints, meta.DialOptions{EtcdOptions: meta.EtcdOptions{Prefix: cfg.EtcdPrefix},
+			TLS: cfg.EtcdTLS, Username: cfg.EtcdUsername, Password: cfg.EtcdPassword})
 		if err != nil {
 			return nil, err
 		}
+		n.Meta = m
 	}
 	if n.Engine, err = engine.New(n.Store, n.Meta, tables.EngineOptions(cfg.Engine)); err != nil {
 		return nil, err

@@ -89,15 +89,15 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 		q.Set("metadata", "skip")
 	}
 	u.RawQuery = q.Encode()
+	if u.Scheme == "file" {
+		// Before fileblob, which would create a missing root 0777.
+		if s.file, err = newFileBackend(fileDir(u), prefix, fsync); err != nil {
+			return nil, err
+		}
+	}
 	bucket, err := blob.OpenBucket(ctx, u.String())
 	if err != nil {
 		return nil, fmt.Errorf("objstore: open %s://%s: %w", u.Scheme, u.Host, err)
-	}
-	if u.Scheme == "file" {
-		if s.file, err = newFileBackend(fileDir(u), prefix, fsync); err != nil {
-			_ = bucket.Close()
-			return nil, err
-		}
 	}
 	if prefix != "" {
 		bucket = blob.PrefixedBucket(bucket, prefix)

@@ -54,9 +54,11 @@ type fileBackend struct {
 const (
 	tmpPrefix = reservedPrefix + "-"
 	tmpSuffix = ".tmp"
-	// dirMode and fileMode are those fileblob uses (before the umask).
-	dirMode  = 0o777
-	fileMode = 0o666
+	// dirMode and fileMode (before the umask): the objects are the
+	// cluster's data, readable by the node's user and group only, never
+	// by every local user (fileblob itself would use 0777 and 0666).
+	dirMode  = 0o750
+	fileMode = 0o640
 )
 
 // fileDir returns the directory a file:// URL names, as fileblob reads it:

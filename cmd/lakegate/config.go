@@ -28,7 +28,15 @@ type Config struct {
 	Etcd struct {
 		Endpoints []string `yaml:"endpoints" doc:"External etcd endpoints (comma-separated in env and flags). Empty runs an embedded single member in <dataDir>/etcd (standalone only)."`
 		Prefix    string   `yaml:"prefix" doc:"Prefix of every metadata key, to share an etcd cluster."`
-		Port      int      `yaml:"port" default:"0" doc:"Client port of the embedded member (0 = any free port)."`
+		Port      int      `yaml:"port" default:"0" doc:"Client port of the embedded member (0 = any free port); it listens on 127.0.0.1 only."`
+		// Securing an external cluster (docs/security.md, "etcd"): whoever
+		// can write its keys owns the lakegate cluster.
+		TLSCAFile    string `yaml:"tlsCaFile" doc:"PEM CA certificates the etcd members' certificates are checked against (https:// endpoints). Default the system roots."`
+		TLSCertFile  string `yaml:"tlsCertFile" doc:"PEM client certificate presented to etcd (members started with --client-cert-auth); reloaded when the file changes. Needs etcd.tlsKeyFile."`
+		TLSKeyFile   string `yaml:"tlsKeyFile" doc:"PEM private key of etcd.tlsCertFile."`
+		Username     string `yaml:"username" doc:"etcd user (etcd's authentication on); needs etcd.password or etcd.passwordFile. Give it a role limited to etcd.prefix."`
+		Password     string `yaml:"password" secret:"true" doc:"Password of etcd.username; prefer etcd.passwordFile or the environment variable."`
+		PasswordFile string `yaml:"passwordFile" doc:"File holding the password of etcd.username (one trailing newline is ignored), e.g. a mounted Kubernetes Secret."`
 	} `yaml:"etcd"`
 
 	Pulsar struct {
@@ -54,14 +62,14 @@ type Config struct {
 	Auth struct {
 		Enabled           bool          `yaml:"enabled" default:"false" doc:"Require authentication of every connection and admin request (docs/security.md)."`
 		Providers         []string      `yaml:"providers" default:"token" doc:"Authentication providers, any of token (JWTs signed with tokenSecretKey or tokenPublicKey: CONNECT auth method token, HTTP Authorization: Bearer), openid (access tokens of OpenID Connect issuers, as the clients' AuthenticationOAuth2 sends them; same method token, tried in the order listed) and tls (client certificate common name)."`
-		TokenSecretKey    string        `yaml:"tokenSecretKey" doc:"HS256 key of the token provider, at least 256 bits (lakegate token create-secret-key): file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
+		TokenSecretKey    string        `yaml:"tokenSecretKey" secret:"true" doc:"HS256 key of the token provider, at least 256 bits (lakegate token create-secret-key): file:///path or data:;base64,... (as Pulsar's tokenSecretKey)."`
 		TokenPublicKey    string        `yaml:"tokenPublicKey" doc:"RS*/ES*/PS* public key of the token provider (PEM or DER): file:///path or data:;base64,... (as Pulsar's tokenPublicKey)."`
 		TokenClaim        string        `yaml:"tokenClaim" default:"sub" doc:"Claim of a token holding the role (Pulsar's tokenAuthClaim)."`
 		TokenAudience     string        `yaml:"tokenAudience" doc:"When set, a token's tokenAudienceClaim claim must be this audience or a list holding it (Pulsar's tokenAudience)."`
 		Authorization     bool          `yaml:"authorization" default:"true" doc:"Check roles against superusers, tenant admins and grants (with enabled)."`
 		SuperUserRoles    []string      `yaml:"superUserRoles" doc:"Roles that may do everything (Pulsar's superUserRoles)."`
 		RefreshGrace      time.Duration `yaml:"refreshGrace" default:"30s" doc:"How long a client has to answer AUTH_CHALLENGE with a fresh token once its own expired, before the connection closes."`
-		BrokerClientToken string        `yaml:"brokerClientToken" doc:"Token this node presents to other members: on forwarded admin requests and hand-overs (give it a superuser role) and on connections it relays in proxy mode (a role in auth.proxyRoles); prefer the environment variable. Empty: forwarded requests carry the client's credentials, relays present the node's certificate (tls provider)."`
+		BrokerClientToken string        `yaml:"brokerClientToken" secret:"true" doc:"Token this node presents to other members: on forwarded admin requests and hand-overs (give it a superuser role) and on connections it relays in proxy mode (a role in auth.proxyRoles); prefer the environment variable. Empty: forwarded requests carry the client's credentials, relays present the node's certificate (tls provider)."`
 		ProxyRoles        []string      `yaml:"proxyRoles" doc:"Roles that may connect on behalf of other clients (Pulsar's proxyRoles): the members' own role for the connections they relay in proxy mode, Apache Pulsar's proxy. Their CONNECT names the client in original_principal; both roles are authorized, and no other role may name one (docs/security.md, Clusters)."`
 		OriginalAuthData  bool          `yaml:"authenticateOriginalAuthData" default:"true" doc:"Verify the client token a proxy forwards (original_auth_data; must be the original principal's) and challenge it when it expires (Pulsar's authenticateOriginalAuthData); false takes the original principal on the proxy's word."`
 		// Pulsar's tokenAudienceClaim and its openid provider's settings
@@ -136,12 +144,12 @@ type Config struct {
 			Kind                 string   `yaml:"kind" default:"auto" doc:"Iceberg catalog the tables are committed to: lakegate (kept in etcd, shared by every node, served over the Iceberg REST API: docs/iceberg-catalog.md), sql (a sqlite file, one node only), rest (an external REST catalog), or auto = sql for standalone, lakegate for serve."`
 			URI                  string   `yaml:"uri" doc:"sql: the sqlite file (default <dataDir>/iceberg/catalog.db); rest: the catalog's base URL."`
 			Warehouse            string   `yaml:"warehouse" doc:"rest: the warehouse to ask the catalog for."`
-			Credential           string   `yaml:"credential" doc:"rest: OAuth client credential (id:secret); prefer the environment variable."`
-			Token                string   `yaml:"token" doc:"rest: bearer token; prefer the environment variable."`
+			Credential           string   `yaml:"credential" secret:"true" doc:"rest: OAuth client credential (id:secret); prefer the environment variable."`
+			Token                string   `yaml:"token" secret:"true" doc:"rest: bearer token; prefer the environment variable."`
 			REST                 bool     `yaml:"rest" default:"true" doc:"Serve this node's Iceberg catalog (lakegate or sql) over the Iceberg REST API at http://<http.advertisedAddr>/iceberg (clients: uri=that URL)."`
-			Clients              []string `yaml:"clients" doc:"OAuth2 clients of the REST catalog, id:secret (comma-separated); when set, every request needs a bearer token from POST /iceberg/v1/oauth/tokens. Prefer the environment variable."`
-			TokenKey             string   `yaml:"tokenKey" doc:"Key that signs the REST catalog's tokens; every node needs the same one. Required with clients. Prefer the environment variable."`
-			ClientProps          []string `yaml:"clientProps" doc:"key=value FileIO properties handed to REST catalog clients with every table (e.g. read-only s3.access-key-id/s3.secret-access-key for readers); the store's endpoint and region are always handed."`
+			Clients              []string `yaml:"clients" secret:":" doc:"OAuth2 clients of the REST catalog, id:secret (comma-separated); when set, every request needs a bearer token from POST /iceberg/v1/oauth/tokens. Prefer the environment variable."`
+			TokenKey             string   `yaml:"tokenKey" secret:"true" doc:"Key that signs the REST catalog's tokens; every node needs the same one. Required with clients. Prefer the environment variable."`
+			ClientProps          []string `yaml:"clientProps" secret:"=" doc:"key=value FileIO properties handed to REST catalog clients with every table (e.g. read-only s3.access-key-id/s3.secret-access-key for readers); the store's endpoint and region are always handed."`
 			VendStoreCredentials bool     `yaml:"vendStoreCredentials" default:"false" doc:"Hand REST catalog clients the node's own object-store credentials with every table (read and write access to the whole store: for trusted clients only; with auth.authorization, superusers only; see docs/iceberg-catalog.md, Credentials)."`
 			AllowWrites          bool     `yaml:"allowWrites" default:"false" doc:"Let REST catalog clients write (namespaces, user tables, commits) on a node without auth.authorization; off, the catalog is read-only there. With authorization, the grants decide instead (tenant admins write their tenant's tables; docs/iceberg-catalog.md, Who may do what)."`
 		} `yaml:"iceberg"`
@@ -169,6 +177,12 @@ type configField struct {
 	def   string
 	doc   string
 	value reflect.Value
+	// secret is the field's secret tag: "true" for a value that is a
+	// secret as a whole (a password, a token, a key: file:// references
+	// excepted), ":" or "=" for a list of "name:secret" or "key=value"
+	// items whose part after the first separator is; "" for none.
+	// `lakegate config check` prints such values masked (maskSecret).
+	secret string
 }
 
 func configFields(c *Config) []configField {
@@ -184,12 +198,13 @@ func configFields(c *Config) []configField {
 				continue
 			}
 			out = append(out, configField{
-				path:  strings.Join(p, "."),
-				env:   "LAKEGATE_" + strings.ToUpper(snake(strings.Join(p, "_"))),
-				flag:  strings.ReplaceAll(snake(strings.Join(p, "-")), "_", "-"),
-				def:   sf.Tag.Get("default"),
-				doc:   sf.Tag.Get("doc"),
-				value: v.Field(i),
+				path:   strings.Join(p, "."),
+				env:    "LAKEGATE_" + strings.ToUpper(snake(strings.Join(p, "_"))),
+				flag:   strings.ReplaceAll(snake(strings.Join(p, "-")), "_", "-"),
+				def:    sf.Tag.Get("default"),
+				doc:    sf.Tag.Get("doc"),
+				value:  v.Field(i),
+				secret: sf.Tag.Get("secret"),
 			})
 		}
 	}
@@ -383,7 +398,40 @@ func (c *Config) validate() error {
 	if c.Engine.MaxInflightFlushes < 1 {
 		return errors.New("config engine.maxInflightFlushes: must be at least 1")
 	}
+	if err := c.validateEtcd(); err != nil {
+		return err
+	}
 	return c.validateSecurity()
+}
+
+// validateEtcd checks the keys that secure an external etcd cluster
+// (security.go builds them).
+func (c *Config) validateEtcd() error {
+	e := c.Etcd
+	secured := e.TLSCAFile != "" || e.TLSCertFile != "" || e.TLSKeyFile != "" || e.Username != "" || e.Password != "" || e.PasswordFile != ""
+	if secured && len(e.Endpoints) == 0 {
+		return errors.New("config etcd.tls*, etcd.username, etcd.password: only for an external cluster (etcd.endpoints); the embedded member listens on 127.0.0.1 only")
+	}
+	if (e.TLSCertFile == "") != (e.TLSKeyFile == "") {
+		return errors.New("config etcd.tlsCertFile, etcd.tlsKeyFile: a client certificate needs both")
+	}
+	if e.TLSCAFile != "" || e.TLSCertFile != "" {
+		for _, ep := range e.Endpoints {
+			if strings.HasPrefix(ep, "http://") {
+				return fmt.Errorf("config etcd.endpoints: %s is plain HTTP while etcd TLS is configured (etcd.tlsCaFile, etcd.tlsCertFile): use https://", ep)
+			}
+		}
+	}
+	if e.Password != "" && e.PasswordFile != "" {
+		return errors.New("config etcd.password, etcd.passwordFile: give one of them")
+	}
+	if e.Username != "" && e.Password == "" && e.PasswordFile == "" {
+		return errors.New("config etcd.username: needs etcd.password or etcd.passwordFile")
+	}
+	if e.Username == "" && (e.Password != "" || e.PasswordFile != "") {
+		return errors.New("config etcd.password, etcd.passwordFile: need etcd.username")
+	}
+	return nil
 }
 
 // validateSecurity checks the TLS and auth keys (security.go).

@@ -18,6 +18,7 @@ import (
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/tables"
 )
@@ -58,10 +59,18 @@ func runNode(c *Config) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	etcdTLS, etcdUser, etcdPassword, err := etcdClient(c)
+	if err != nil {
+		return err
+	}
+	if etcdPassword != "" && etcdTLS == nil && !allHTTPS(c.Etcd.Endpoints) {
+		log.Warn("the etcd password travels in clear: give the etcd members TLS (https:// endpoints, etcd.tlsCaFile)")
+	}
 	cfg := node.Config{
 		DataDir: c.DataDir, ObjectURL: c.Objects,
 		GCInterval:    gcInterval(c.Engine.GCInterval),
 		EtcdEndpoints: c.Etcd.Endpoints, EtcdClientPort: c.Etcd.Port, EtcdPrefix: c.Etcd.Prefix,
+		EtcdTLS: etcdTLS, EtcdUsername: etcdUser, EtcdPassword: etcdPassword,
 		Engine: engine.Options{
 			NodeID:                c.Engine.NodeID,
 			FlushBytes:            c.Engine.FlushBytes,
@@ -89,6 +98,12 @@ func runNode(c *Config) error {
 		},
 	}
 	n, err := node.Start(ctx, cfg)
+	if errors.Is(err, meta.ErrPermissionDenied) {
+		return fmt.Errorf("etcd refused this node (check etcd.username, etcd.password or etcd.passwordFile, and that the user's role covers etcd.prefix %q): %w", c.Etcd.Prefix, err)
+	}
+	if errors.Is(err, meta.ErrUnavailable) && len(c.Etcd.Endpoints) > 0 {
+		return fmt.Errorf("etcd at %s did not answer (check etcd.endpoints and, for TLS, etcd.tlsCaFile, etcd.tlsCertFile, etcd.tlsKeyFile): %w", strings.Join(c.Etcd.Endpoints, ","), err)
+	}
 	if err != nil {
 		return err
 	}
@@ -277,4 +292,14 @@ func maintenanceInterval(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// allHTTPS reports whether every etcd endpoint is an https:// URL.
+func allHTTPS(endpoints []string) bool {
+	for _, ep := range endpoints {
+		if !strings.HasPrefix(ep, "https://") {
+			return false
+		}
+	}
+	return true
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lakegate/lakegate/auth"
@@ -117,6 +120,47 @@ func openIDConfig(c *Config) auth.OpenIDConfig {
 		AllowInsecureIssuers:   !a.OpenIDRequireIssuersUseHTTPS,
 		TrustCertsFile:         a.OpenIDTokenIssuerTrustCertsFilePath,
 	}
+}
+
+// etcdClient returns what the node presents to an external etcd cluster
+// (docs/security.md, "etcd"): the TLS configuration (nil without
+// etcd.tls* keys) and the user and password (the password read from
+// etcd.passwordFile when given). Whoever can write the cluster's keys owns
+// the lakegate cluster, so production clusters set both.
+func etcdClient(c *Config) (cfg *tls.Config, user, password string, err error) {
+	e := c.Etcd
+	switch {
+	case e.TLSCertFile != "":
+		// The client certificate is re-read when its files change
+		// (rotation without restart), like the listeners' certificates.
+		r, err := auth.NewReloader(auth.TLSFiles{CertFile: e.TLSCertFile, KeyFile: e.TLSKeyFile, CAFile: e.TLSCAFile})
+		if err != nil {
+			return nil, "", "", fmt.Errorf("config etcd.tlsCertFile, etcd.tlsKeyFile, etcd.tlsCaFile: %w", err)
+		}
+		cfg = r.ClientConfig()
+	case e.TLSCAFile != "":
+		b, err := os.ReadFile(e.TLSCAFile)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("config etcd.tlsCaFile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, "", "", fmt.Errorf("config etcd.tlsCaFile: %s holds no PEM certificate", e.TLSCAFile)
+		}
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	}
+	password = e.Password
+	if e.PasswordFile != "" {
+		b, err := os.ReadFile(e.PasswordFile)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("config etcd.passwordFile: %w", err)
+		}
+		password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if password == "" {
+			return nil, "", "", fmt.Errorf("config etcd.passwordFile: %s is empty", e.PasswordFile)
+		}
+	}
+	return cfg, e.Username, password, nil
 }
 
 // serverTLS is the TLS configuration of the node's TLS listeners: client

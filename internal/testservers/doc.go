@@ -2,7 +2,9 @@
 // as an S3 service and Azurite as an Azure Blob service (external
 // processes), fake-gcs-server as a GCS service (in process), and a
 // cluster of real etcd member processes (StartEtcdCluster; the etcd server
-// of go.mod built from ./etcdmember into .cache/bin on first use). Every server listens on loopback on ports chosen
+// of go.mod built from ./etcdmember into .cache/bin on first use; also
+// with client TLS, client certificates and users: StartSecureEtcdCluster).
+// Every server listens on loopback on ports chosen
 // free at start, so test packages can run in parallel, and is stopped by the
 // test's cleanup.
 //

@@ -4,6 +4,8 @@ package testservers
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lakegate/lakegate/internal/testcerts"
 )
 
 // Bounds of the etcd cluster helper.
@@ -43,9 +47,21 @@ const (
 // internal/testservers/etcdmember) on loopback. Members can be stopped
 // (SIGKILL) and started again on the same ports and data directories.
 type EtcdCluster struct {
-	// Endpoints are the client URLs of every member, "http://127.0.0.1:PORT".
+	// Endpoints are the client URLs of every member, "http://127.0.0.1:PORT"
+	// ("https://…" with EtcdSecurity.TLS).
 	Endpoints []string
 	Members   []*EtcdMember
+	// Security is what the cluster was started with (StartSecureEtcdCluster).
+	Security EtcdSecurity
+	// With TLS: CAFile is what clients trust, and ClientCertFile and
+	// ClientKeyFile a client certificate the members accept (common name
+	// "root": with auth on, etcd takes it for user root). Certs is the CA
+	// made for the cluster (nil with EtcdSecurity.CAFile): issue more
+	// client certificates with Certs.Client.
+	CAFile                        string
+	Certs                         *testcerts.Set
+	ClientCertFile, ClientKeyFile string
+	memberCert, memberKey         string
 
 	t   testing.TB
 	bin string
@@ -134,8 +150,21 @@ func runWithTimeout(cmd *exec.Cmd, timeout time.Duration) ([]byte, error) {
 // process's writes are in the page cache.
 func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 	t.Helper()
+	return StartSecureEtcdCluster(t, n, EtcdSecurity{})
+}
+
+// StartSecureEtcdCluster is StartEtcdCluster with the client side secured
+// as sec says: TLS, client certificates, authentication with users.
+func StartSecureEtcdCluster(t testing.TB, n int, sec EtcdSecurity) *EtcdCluster {
+	t.Helper()
 	if n < 1 || n%2 == 0 {
 		t.Fatalf("etcd cluster: %d members: want an odd count", n)
+	}
+	if (sec.ClientCertAuth || sec.CAFile != "") && !sec.TLS {
+		t.Fatal("etcd cluster: ClientCertAuth and CAFile need TLS")
+	}
+	if len(sec.Users) > 0 && sec.RootPassword == "" {
+		t.Fatal("etcd cluster: Users need RootPassword (authentication on)")
 	}
 	bin, err := EtcdMemberPath()
 	if err != nil {
@@ -143,7 +172,7 @@ func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 	}
 	var errs []error
 	for range etcdStartAttempts {
-		c, err := startEtcdCluster(t, bin, n)
+		c, err := startEtcdCluster(t, bin, n, sec)
 		if err == nil {
 			return c
 		}
@@ -154,18 +183,25 @@ func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 	return nil
 }
 
-func startEtcdCluster(t testing.TB, bin string, n int) (*EtcdCluster, error) {
+func startEtcdCluster(t testing.TB, bin string, n int, sec EtcdSecurity) (*EtcdCluster, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
 	base := t.TempDir()
-	c := &EtcdCluster{t: t, bin: bin}
+	c := &EtcdCluster{t: t, bin: bin, Security: sec}
+	scheme := "http"
+	if sec.TLS {
+		scheme = "https"
+		if err := c.makeCerts(filepath.Join(base, "certs")); err != nil {
+			return nil, err
+		}
+	}
 	var initial []string
 	for i := range n {
 		m := &EtcdMember{
 			Name:      "m" + strconv.Itoa(i),
-			ClientURL: "http://127.0.0.1:" + strconv.Itoa(ports[2*i]),
+			ClientURL: scheme + "://127.0.0.1:" + strconv.Itoa(ports[2*i]),
 			PeerURL:   "http://127.0.0.1:" + strconv.Itoa(ports[2*i+1]),
 			Dir:       filepath.Join(base, "m"+strconv.Itoa(i)),
 			cluster:   c,
@@ -192,8 +228,116 @@ func startEtcdCluster(t testing.TB, bin string, n int) (*EtcdCluster, error) {
 		stopAll()
 		return nil, err
 	}
+	if sec.RootPassword != "" {
+		if err := c.enableAuth(); err != nil {
+			stopAll()
+			return nil, err
+		}
+	}
 	t.Cleanup(stopAll)
 	return c, nil
+}
+
+// makeCerts makes the cluster's CA, the members' server certificate and a
+// client certificate for user root — or takes EtcdSecurity's files.
+func (c *EtcdCluster) makeCerts(dir string) error {
+	if sec := c.Security; sec.CAFile != "" {
+		c.CAFile, c.memberCert, c.memberKey = sec.CAFile, sec.MemberCertFile, sec.MemberKeyFile
+		c.ClientCertFile, c.ClientKeyFile = sec.MemberCertFile, sec.MemberKeyFile
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	certs, err := testcerts.New(dir)
+	if err != nil {
+		return err
+	}
+	c.Certs, c.CAFile = certs, certs.CAFile
+	if c.memberCert, c.memberKey, err = certs.Server("member"); err != nil {
+		return err
+	}
+	c.ClientCertFile, c.ClientKeyFile, err = certs.Client("root-client", "root")
+	return err
+}
+
+// ClientTLS is a TLS configuration that trusts the cluster's CA and
+// presents its root client certificate (nil without TLS).
+func (c *EtcdCluster) ClientTLS() (*tls.Config, error) {
+	if !c.Security.TLS {
+		return nil, nil
+	}
+	b, err := os.ReadFile(c.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("no certificate in %s", c.CAFile)
+	}
+	cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Client returns an etcd client of the cluster as user root (its
+// certificate and password, when the cluster has them); the caller closes
+// it.
+func (c *EtcdCluster) Client() (*clientv3.Client, error) {
+	cfg, err := c.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	cc := clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: cfg}
+	if c.Security.RootPassword != "" && !c.Security.ClientCertAuth {
+		cc.Username, cc.Password = "root", c.Security.RootPassword
+	}
+	return clientv3.New(cc)
+}
+
+// enableAuth adds user root and the Users with their roles, then turns
+// authentication on.
+func (c *EtcdCluster) enableAuth() error {
+	cli, err := c.Client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), etcdHealthyTimeout)
+	defer cancel()
+	if _, err := cli.UserAdd(ctx, "root", c.Security.RootPassword); err != nil {
+		return fmt.Errorf("etcd user root: %w", err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		return fmt.Errorf("etcd user root: %w", err)
+	}
+	for _, u := range c.Security.Users {
+		end := clientv3.GetPrefixRangeEnd(u.Prefix)
+		key := u.Prefix
+		if key == "" {
+			key, end = "\x00", "\x00" // every key
+		}
+		steps := []func() error{
+			func() error { _, err := cli.RoleAdd(ctx, u.Name); return err },
+			func() error {
+				_, err := cli.RoleGrantPermission(ctx, u.Name, key, end, clientv3.PermissionType(clientv3.PermReadWrite))
+				return err
+			},
+			func() error { _, err := cli.UserAdd(ctx, u.Name, u.Password); return err },
+			func() error { _, err := cli.UserGrantRole(ctx, u.Name, u.Name); return err },
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return fmt.Errorf("etcd user %s: %w", u.Name, err)
+			}
+		}
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("etcd auth enable: %w", err)
+	}
+	return nil
 }
 
 // initialCluster is the --initial-cluster value of c.
@@ -227,6 +371,12 @@ func (m *EtcdMember) start(initial string) error {
 		"--heartbeat-interval=100", "--election-timeout=1000",
 		"--unsafe-no-fsync",
 		"--log-level=warn",
+	}
+	if sec := m.cluster.Security; sec.TLS {
+		args = append(args, "--cert-file="+m.cluster.memberCert, "--key-file="+m.cluster.memberKey)
+		if sec.ClientCertAuth {
+			args = append(args, "--client-cert-auth", "--trusted-ca-file="+m.cluster.CAFile)
+		}
 	}
 	m.started++
 	logPath := filepath.Join(m.Dir, "etcd-"+strconv.Itoa(m.started)+".log")
@@ -327,9 +477,19 @@ func (c *EtcdCluster) waitHealthy(ms []*EtcdMember, deadline time.Time) error {
 var etcdHealthClient = &http.Client{Timeout: 2 * time.Second}
 
 // health asks GET /health, which etcd answers {"health":"true"} when the
-// member has a leader and a linearizable read succeeds.
+// member has a leader and a linearizable read succeeds (with
+// authentication on too: the read needs no user).
 func (m *EtcdMember) health() error {
-	resp, err := etcdHealthClient.Get(m.ClientURL + "/health")
+	hc := etcdHealthClient
+	if m.cluster.Security.TLS {
+		cfg, err := m.cluster.ClientTLS()
+		if err != nil {
+			return err
+		}
+		hc = &http.Client{Timeout: etcdHealthClient.Timeout, Transport: &http.Transport{TLSClientConfig: cfg}}
+		defer hc.CloseIdleConnections()
+	}
+	resp, err := hc.Get(m.ClientURL + "/health")
 	if err != nil {
 		return err
 	}
@@ -355,7 +515,7 @@ func (m *EtcdMember) health() error {
 // the running members, or -1 if none answers within 5 s.
 func (c *EtcdCluster) Leader() int {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := c.Client()
 	if err != nil {
 		return -1
 	}

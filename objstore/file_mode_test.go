@@ -1,0 +1,71 @@
+//go:build unix
+
+package objstore_test
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"testing"
+
+	"github.com/lakegate/lakegate/objstore"
+)
+
+// A file:// store creates its objects 0640 and its directories 0750 (at
+// most: the umask may take more away), whichever path wrote them — put
+// (rename of a named temporary file), put-if-absent through an unnamed
+// O_TMPFILE file or a named temporary file (link), a prepared object and
+// its fill — and the store's own root: the objects are the cluster's data,
+// not for every local user to read.
+func TestFileModes(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "store") // created by Open
+	s := open(t, fileURL(root))
+	named := open(t, fileURL(root))
+	objstore.NamedTempOnly(named)
+	if err := s.Put(ctx, "put/a/b", []byte("put")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsent(ctx, "anon/a/b", []byte("anon")); err != nil {
+		t.Fatal(err)
+	}
+	if err := named.PutIfAbsent(ctx, "named/a/b", []byte("named")); err != nil {
+		t.Fatal(err)
+	}
+	if err := named.Put(ctx, "named/a/c", []byte("named put")); err != nil {
+		t.Fatal(err)
+	}
+	p := objstore.PreparerOf(s)
+	if err := p.Prepare(ctx, []string{"prep/a/filled", "prep/a/empty"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsent(ctx, "prep/a/filled", []byte("filled")); err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		limit := fs.FileMode(0o640)
+		if d.IsDir() {
+			limit = 0o750
+		} else {
+			files++
+		}
+		if perm := fi.Mode().Perm(); perm&^limit != 0 {
+			t.Errorf("%s: mode %#o, want at most %#o", path, perm, limit)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files != 6 {
+		t.Fatalf("%d files under the store, want 6", files)
+	}
+}
