@@ -38,9 +38,13 @@ type session struct {
 	// writes it after what is queued, flushes, and closes the connection.
 	final chan []byte
 
-	connected       bool
-	protocolVersion int32
-	clientVersion   string // from CONNECT
+	// handshakeDeadline is when a connection that has not completed
+	// CONNECT is closed: Config.HandshakeTimeout after accept, whatever
+	// it sends meanwhile.
+	handshakeDeadline time.Time
+	connected         bool
+	protocolVersion   int32
+	clientVersion     string // from CONNECT
 	// entryMetadata: the client parses broker entry metadata (CONNECT's
 	// feature flags); MESSAGEs then carry it (consumer.Deliver).
 	entryMetadata bool
@@ -52,18 +56,32 @@ type session struct {
 
 func newSession(srv *Server, conn net.Conn) *session {
 	return &session{
-		srv:        srv,
-		conn:       conn,
-		log:        srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
-		out:        make(chan outFrame, srv.cfg.OutboundFramesMax),
-		done:       make(chan struct{}),
-		stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{}),
-		final:      make(chan []byte, 1),
-		producers:  map[uint64]*producer{},
-		consumers:  map[uint64]*consumer{},
+		srv:               srv,
+		conn:              conn,
+		handshakeDeadline: time.Now().Add(srv.cfg.HandshakeTimeout),
+		log:               srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
+		out:               make(chan outFrame, srv.cfg.OutboundFramesMax),
+		done:              make(chan struct{}),
+		stopWriter:        make(chan struct{}),
+		writerDone:        make(chan struct{}),
+		final:             make(chan []byte, 1),
+		producers:         map[uint64]*producer{},
+		consumers:         map[uint64]*consumer{},
 	}
 }
+
+// Reading before and after CONNECT.
+const (
+	// preConnectFrameMax bounds a frame read before CONNECT succeeded, in
+	// bytes: a CONNECT with its credentials fits (a JWT, a SASL token);
+	// a larger frame closes the connection before anything is allocated
+	// for it (docs/security.md).
+	preConnectFrameMax = 64 << 10
+	// preConnectReadBytes and connectedReadBytes are the connection's read
+	// buffer before and after CONNECT, in bytes.
+	preConnectReadBytes = 4 << 10
+	connectedReadBytes  = 64 << 10
+)
 
 // errCloseConnection ends the session without an error worth logging.
 var errCloseConnection = errors.New("gateway: close connection")
@@ -146,24 +164,30 @@ func (s *session) readLoop() (err error) {
 			err = fmt.Errorf("gateway: panic handling a frame: %v", r)
 		}
 	}()
-	br := bufio.NewReaderSize(s.conn, 64<<10)
+	// Until CONNECT succeeds: a small read buffer, frames of at most
+	// preConnectFrameMax bytes, one deadline for the whole handshake, and
+	// anything unexpected closes the connection.
+	br := bufio.NewReaderSize(s.conn, preConnectReadBytes)
 	maxFrame := s.srv.cfg.MaxMessageSize + protocol.FramePaddingBytes
+	s.conn.SetReadDeadline(s.handshakeDeadline)
 	for {
-		timeout := s.srv.cfg.IdleTimeout
-		if !s.connected {
-			timeout = s.srv.cfg.HandshakeTimeout
+		limit := preConnectFrameMax
+		if s.connected {
+			limit = maxFrame
+			s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
 		}
-		s.conn.SetReadDeadline(time.Now().Add(timeout))
-		f, err := protocol.ReadFrame(br, maxFrame)
+		f, err := protocol.ReadFrame(br, limit)
 		switch {
 		case err == nil:
-		case errors.Is(err, protocol.ErrUnknownCommand):
+		case errors.Is(err, protocol.ErrUnknownCommand) && s.connected:
 			s.log.Debug("ignoring unknown command", "err", err)
 			continue
 		case errors.Is(err, protocol.ErrChecksum) && f.Cmd.GetType() == pb.BaseCommand_SEND && s.connected:
 			send := f.Cmd.GetSend()
 			s.send(protocol.SendError(send.GetProducerId(), send.GetSequenceId(), pb.ServerError_ChecksumError, err.Error()))
 			continue
+		case !s.connected:
+			return fmt.Errorf("%w before CONNECT: %w", errCloseConnection, err)
 		default:
 			return err
 		}
@@ -184,8 +208,12 @@ func (s *session) readLoop() (err error) {
 				return &relayRequest{target: target, useTLS: useTLS, connect: f.Cmd.GetConnect(), buffered: buffered}
 			}
 		}
+		wasConnected := s.connected
 		if err := s.handle(f); err != nil {
 			return err
+		}
+		if !wasConnected && s.connected && br.Buffered() == 0 {
+			br = bufio.NewReaderSize(s.conn, connectedReadBytes)
 		}
 	}
 }
