@@ -194,8 +194,8 @@ func (s *session) readLoop() (err error) {
 			send := f.Cmd.GetSend()
 			s.send(protocol.SendError(send.GetProducerId(), send.GetSequenceId(), pb.ServerError_ChecksumError, err.Error()))
 			continue
-		case !s.connected:
-			return fmt.Errorf("%w before CONNECT: %w", errCloseConnection, err)
+		case errors.Is(err, protocol.ErrUnknownCommand):
+			return fmt.Errorf("%w: %w before CONNECT", errCloseConnection, err)
 		default:
 			return err
 		}
