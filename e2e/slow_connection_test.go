@@ -23,6 +23,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -179,6 +180,9 @@ func TestSlowConsumerDoesNotStallShared(t *testing.T) {
 	if held == 0 || held == msgs {
 		t.Fatalf("the stalled consumer holds %d of %d messages: the test did not stall it", held, msgs)
 	}
+	if v, _ := familyValue(scrape(t, c.tn.HTTP.URL+"/metrics")["lakegate_dispatch_deferred_entries_total"], nil); v == 0 {
+		t.Fatal("lakegate_dispatch_deferred_entries_total is 0: no entry was refused")
+	}
 	conn.Close()
 	waitFor(t, ctxFor(t, 30*time.Second), "the two to receive everything once the stalled consumer is gone", func() bool { return got() == msgs })
 }
@@ -207,6 +211,27 @@ func TestSlowProducerDoesNotStallPartition(t *testing.T) {
 	}
 	t.Logf("200 sends alone in %v", sends())
 
+	sent, stopped := silentProducer(t, c, topic)
+	select {
+	case err := <-stopped:
+		if !isTimeout(err) {
+			t.Fatalf("the silent producer's connection failed: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the node kept reading a connection that reads none of its receipts")
+	}
+	t.Logf("the node stopped reading the silent producer after about %d SENDs", sent())
+
+	t.Logf("200 sends beside a silent producer in %v", sends())
+}
+
+// silentProducer attaches a producer on a raw connection that then sends
+// SENDs, in batches of 256, and never reads a receipt. It returns how many
+// it has written, and a channel that gets the error that stopped it: a
+// write blocked for a second (the node no longer reads the connection), or
+// the connection closed by the node.
+func silentProducer(t *testing.T, c *cluster, topic string) (sent func() int64, stopped <-chan error) {
+	t.Helper()
 	conn, br := dialStalled(t, c)
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	if err := protocol.WriteFrame(conn, protocol.Frame{Cmd: &pb.BaseCommand{Type: pb.BaseCommand_PRODUCER.Enum(), Producer: &pb.CommandProducer{
@@ -217,47 +242,66 @@ func TestSlowProducerDoesNotStallPartition(t *testing.T) {
 		t.Fatalf("PRODUCER: %v %v", f.Cmd, err)
 	}
 	conn.SetDeadline(time.Time{})
-
-	// SENDs, written in batches, until the node stops reading them (a
-	// write blocked for a second) and never a receipt read.
-	var sent atomic.Int64
-	blocked := make(chan struct{})
+	var n atomic.Int64
+	done := make(chan error, 1)
 	go func() {
-		meta, _ := protocol.MarshalMetadata(&pb.MessageMetadata{ProducerName: proto.String("raw"), PublishTime: proto.Uint64(1)})
 		var batch []byte
 		for seq := uint64(0); ; {
 			batch = batch[:0]
 			for range 256 {
-				m := &pb.MessageMetadata{}
-				proto.Unmarshal(meta, m)
-				m.SequenceId = proto.Uint64(seq)
-				md, _ := protocol.MarshalMetadata(m)
+				md, _ := protocol.MarshalMetadata(&pb.MessageMetadata{ProducerName: proto.String("raw"),
+					SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(1)})
 				var err error
 				batch, err = protocol.AppendFrame(batch, protocol.Frame{Cmd: &pb.BaseCommand{Type: pb.BaseCommand_SEND.Enum(),
 					Send: &pb.CommandSend{ProducerId: proto.Uint64(1), SequenceId: proto.Uint64(seq)}}, Metadata: md, Payload: []byte("x")})
 				if err != nil {
-					panic(err)
+					done <- err
+					return
 				}
 				seq++
 			}
 			conn.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := conn.Write(batch); err != nil {
-				if isTimeout(err) {
-					close(blocked)
-				}
+				done <- err
 				return
 			}
-			sent.Add(256)
+			n.Add(256)
 		}
 	}()
-	select {
-	case <-blocked:
-	case <-ctx.Done():
-		t.Fatal("the node kept reading a connection that reads none of its receipts")
-	}
-	t.Logf("the node stopped reading the silent producer after about %d SENDs", sent.Load())
+	return n.Load, done
+}
 
-	t.Logf("200 sends beside a silent producer in %v", sends())
+// TestSilentProducerOverflowClosesConnection: with a small outbound bound,
+// a producer connection that never reads its receipts makes the node owe
+// it more than OutboundFramesMax + OutboundOwedMax frames (its pending
+// window is larger): the node closes that connection — counted in
+// lakegate_connections_overflowed_total — and nothing else notices.
+func TestSilentProducerOverflowClosesConnection(t *testing.T) {
+	c := startNode(t, testnode.Config{HTTP: true, Gateway: gateway.Config{OutboundFramesMax: 16, OutboundOwedMax: 64}})
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic = "persistent://public/default/silent-overflow"
+	sent, stopped := silentProducer(t, c, topic)
+	waitFor(t, ctx, "the node to close the silent producer's connection", func() bool {
+		v, _ := familyValue(scrape(t, c.tn.HTTP.URL+"/metrics")["lakegate_connections_overflowed_total"], nil)
+		return v == 1
+	})
+	select {
+	case err := <-stopped:
+		if isTimeout(err) {
+			t.Fatalf("the silent producer's connection was not closed: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the silent producer's writes go on")
+	}
+	t.Logf("closed after about %d SENDs", sent())
+	prod, err := c.client().CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after")}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // consumerUnacked is the unacknowledged messages of the consumer named

@@ -86,10 +86,11 @@ func (c *consumer) Deliver(d actors.Deliver) bool {
 		c.sess.log.Error("encoding MESSAGE", "err", err)
 		return true // dropped: redelivered when the consumer leaves or asks
 	}
+	m := c.sess.srv.metrics
 	if !c.sess.offer(out, c.sinkReady) {
+		m.dispatchDeferred.Inc()
 		return false
 	}
-	m := c.sess.srv.metrics
 	c.out.add(int(d.Entry.Records), len(d.Entry.Payload))
 	m.dispatchedMsgs.Add(float64(d.Entry.Records))
 	m.dispatchedBytes.Add(float64(len(d.Entry.Payload)))

@@ -311,6 +311,7 @@ func (s *session) post(f outFrame) bool {
 	err := s.out.post(f)
 	if errors.Is(err, errOutboundOverflow) {
 		s.log.Warn("closing connection: it does not read what it is sent", "framesMax", s.out.hard)
+		s.srv.metrics.connectionsOverflowed.Inc()
 		s.close()
 	}
 	return err == nil
