@@ -73,7 +73,10 @@ func TestHostileHugeFrameLengths(t *testing.T) {
 	defer prod.Close()
 	idle := produceConsume(t, ctx, prod, cons, msgs)
 	t.Logf("well-behaved client without attack: %d messages in %v (%.0f msg/s)", msgs, idle, msgs/idle.Seconds())
-	baseRSS, baseHeap := nodeMemory(t, pid, node.httpURL)
+	baseRSS, baseHeap, err := nodeMemory(pid, node.httpURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("idle baseline: RSS %d MiB, Go heap %d MiB", baseRSS>>20, baseHeap>>20)
 
 	// The attack.
@@ -155,7 +158,11 @@ func TestHostileHugeFrameLengths(t *testing.T) {
 		peakRSS, peakHeap int64
 	)
 	sample := func() {
-		rss, heap := nodeMemory(t, pid, node.httpURL)
+		rss, heap, err := nodeMemory(pid, node.httpURL)
+		if err != nil {
+			t.Errorf("sampling the node's memory: %v", err)
+			return
+		}
 		peakMu.Lock()
 		peakRSS, peakHeap = max(peakRSS, rss), max(peakHeap, heap)
 		peakMu.Unlock()
@@ -238,24 +245,23 @@ func produceConsume(t *testing.T, ctx context.Context, prod pulsar.Producer, con
 
 // nodeMemory returns a node process's resident set (VmRSS) and its Go
 // heap in use (go_memstats_heap_inuse_bytes on /metrics), in bytes.
-func nodeMemory(t *testing.T, pid int, httpURL string) (rss, heap int64) {
-	t.Helper()
+func nodeMemory(pid int, httpURL string) (rss, heap int64, err error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
 	for line := range strings.Lines(string(status)) {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
+				return 0, 0, fmt.Errorf("VmRSS %q: %w", v, err)
 			}
 			rss = kb << 10
 		}
 	}
 	resp, err := http.Get(httpURL + "/metrics")
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -264,15 +270,15 @@ func nodeMemory(t *testing.T, pid int, httpURL string) (rss, heap int64) {
 		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				t.Fatalf("heap %q: %v", v, err)
+				return 0, 0, fmt.Errorf("heap %q: %w", v, err)
 			}
 			heap = int64(f)
 		}
 	}
 	if rss == 0 || heap == 0 {
-		t.Fatalf("no VmRSS (%d) or Go heap (%d) for pid %d", rss, heap, pid)
+		return 0, 0, fmt.Errorf("no VmRSS (%d) or Go heap (%d) for pid %d", rss, heap, pid)
 	}
-	return rss, heap
+	return rss, heap, nil
 }
 
 func isTimeout(err error) bool {

@@ -266,6 +266,7 @@ func (s *session) writer() {
 			batch = s.out.take(batch)
 			n := len(batch)
 			if n == 0 {
+				w.release()
 				return true
 			}
 			for _, f := range batch {
@@ -297,6 +298,7 @@ func (s *session) writer() {
 			if !write(outFrame{head: pingFrame}) || !flush() {
 				return
 			}
+			w.release()
 		case <-s.out.ready:
 			if !drain() {
 				return
