@@ -18,7 +18,9 @@
 //	             the connection), waitRoom (the reader)
 //	framewriter.go the writer's output: on TCP, frames gathered into one
 //	             vectored write per queue drain, a MESSAGE's stored entry
-//	             referenced rather than copied; on TLS, a buffered writer
+//	             referenced rather than copied (small ones copied into a
+//	             pooled buffer held only while writing); on TLS, a buffered
+//	             writer
 //	cluster.go   ownership (docs/cluster.md): LOOKUP answers, placement,
 //	             proxy relay, hand-over of topics (unload, Drain on SIGTERM,
 //	             rebalancing)
