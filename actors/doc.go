@@ -8,7 +8,10 @@
 // subscription actor persists its cursor when a consumer leaves, recreates
 // it on a seek, and looks up the entries of acknowledgements still waiting
 // (see below) before a consumer leaves or the subscription closes. Every
-// mailbox and batch is bounded.
+// mailbox and batch is bounded. No actor waits for a client's connection:
+// a ProducerSink or ConsumerSink never blocks, and a consumer whose
+// connection cannot take an entry is skipped until it has room again
+// (Subscription.Undelivered, SinkReady).
 //
 // Files:
 //

@@ -12,10 +12,11 @@ import (
 )
 
 // ProducerSink receives what a partition sends to one producer. Its methods
-// run on the partition actor's goroutine: they may block while the
-// producer's connection queue is full (backpressure) but must return once
-// the connection is gone, and must not call back into the partition
-// synchronously.
+// run on the partition actor's goroutine and must never wait for the
+// producer's connection (a producer that does not read its receipts would
+// stall every producer of the partition), nor call back into the partition
+// synchronously. A slow connection's bound is its producers' pending
+// windows: the gateway stops reading a connection whose queue is full.
 type ProducerSink interface {
 	// Receipt answers a SEND that was stored (or was a duplicate).
 	Receipt(r SendReceipt)

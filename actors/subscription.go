@@ -242,7 +242,13 @@ type subConsumer struct {
 	id      uint64
 	permits int64
 	meta    ConsumerMeta
+	// sinkFull: the consumer's connection refused an entry (Undelivered)
+	// and has not had room since (SinkReady); nothing is dispatched to it.
+	sinkFull bool
 }
+
+// canTake reports whether entries may be dispatched to c now.
+func (c *subConsumer) canTake() bool { return c.permits > 0 && !c.sinkFull }
 
 // ConsumerMeta is what SUBSCRIBE says about a consumer that Failover
 // ordering uses: consumers sort by (PriorityLevel, Name), a lower level
@@ -627,6 +633,53 @@ func (s *Subscription) Flow(id uint64, permits uint32) ([]Action, error) {
 		return append(s.interruptTail(), s.dispatch(nil)...), nil
 	}
 	return s.dispatch(nil), nil
+}
+
+// Undelivered reports that consumer id's connection could not take e, an
+// entry the machine had just dispatched to it (its outbound queue was
+// full): e goes to another consumer that may take it now, or waits for
+// redelivery, with its redelivery count unchanged (nobody got it); the
+// consumer gets its permits back and nothing more until SinkReady(id).
+// Entries dispatched to it after e and not handed over yet must be
+// reported the same way (the driver checks SinkFull), so that nothing it
+// is sent later overtakes them.
+func (s *Subscription) Undelivered(id uint64, e lakestream.Entry) []Action {
+	if p, ok := s.pending[e.Offset]; !ok || p.consumer != id {
+		return nil // acknowledged or requeued meanwhile
+	}
+	s.unpend(e.Offset)
+	if i := s.find(id); i >= 0 {
+		s.consumers[i].permits += int64(e.Records)
+		s.consumers[i].sinkFull = true
+	}
+	out := s.dispatch([]lakestream.Entry{e})
+	if s.reading && s.readingTail && !s.anyPermits() {
+		// What the tail read brings nobody could take: read it when
+		// someone can (SinkReady, Flow, a new consumer).
+		s.reading = false
+		s.readGen = s.nextGen()
+		out = append(out, CancelRead{})
+	}
+	return out
+}
+
+// SinkFull reports whether consumer id's connection refused an entry and
+// has not had room since.
+func (s *Subscription) SinkFull(id uint64) bool {
+	i := s.find(id)
+	return i >= 0 && s.consumers[i].sinkFull
+}
+
+// SinkReady reports that consumer id's connection has room again after
+// Undelivered: dispatch to it resumes, entries waiting for redelivery
+// first.
+func (s *Subscription) SinkReady(id uint64) []Action {
+	i := s.find(id)
+	if i < 0 || !s.consumers[i].sinkFull {
+		return nil
+	}
+	s.consumers[i].sinkFull = false
+	return append(s.interruptTail(), s.dispatch(nil)...)
 }
 
 // Ack applies an acknowledgement from consumer id; token names it in the
@@ -1106,20 +1159,20 @@ func (s *Subscription) pick() *subConsumer {
 		return nil
 	}
 	if s.cfg.Type == SubFailover {
-		if i := s.find(s.active); s.hasActive && i >= 0 && s.consumers[i].permits > 0 {
+		if i := s.find(s.active); s.hasActive && i >= 0 && s.consumers[i].canTake() {
 			return s.consumers[i]
 		}
 		return nil
 	}
 	if s.cfg.Type != SubShared {
-		if c := s.consumers[0]; c.permits > 0 {
+		if c := s.consumers[0]; c.canTake() {
 			return c
 		}
 		return nil
 	}
 	for k := range s.consumers {
 		c := s.consumers[(s.rr+k)%len(s.consumers)]
-		if c.permits > 0 {
+		if c.canTake() {
 			s.rr = (s.rr + k + 1) % len(s.consumers)
 			return c
 		}
@@ -1271,7 +1324,7 @@ func (s *Subscription) keyOwnerReady(hash int32) *subConsumer {
 		return nil // draining: the previous owner has not acknowledged it all
 	}
 	i := s.find(owner)
-	if i < 0 || s.consumers[i].permits <= 0 {
+	if i < 0 || !s.consumers[i].canTake() {
 		return nil
 	}
 	return s.consumers[i]
@@ -1299,19 +1352,20 @@ func (s *Subscription) eligibleReplay() []int64 {
 	return out
 }
 
-// anyPermits reports whether a consumer entries may go to has permits:
+// anyPermits reports whether a consumer entries may go to has permits
+// (and room on its connection):
 // only the active one counts in Failover (an inactive one with permits
 // would make the machine read entries nobody may take, over and over).
 func (s *Subscription) anyPermits() bool {
 	switch s.cfg.Type {
 	case SubFailover:
 		i := s.find(s.active)
-		return s.hasActive && i >= 0 && s.consumers[i].permits > 0
+		return s.hasActive && i >= 0 && s.consumers[i].canTake()
 	case SubExclusive:
-		return len(s.consumers) > 0 && s.consumers[0].permits > 0
+		return len(s.consumers) > 0 && s.consumers[0].canTake()
 	}
 	for _, c := range s.consumers {
-		if c.permits > 0 {
+		if c.canTake() {
 			return true
 		}
 	}

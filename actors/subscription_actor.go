@@ -5,18 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
 )
 
 // ConsumerSink receives what a subscription sends to one consumer. Its
-// methods run on the subscription actor's goroutine: they may block while the
-// consumer's connection queue is full (that is the backpressure) but must
-// return once the connection is gone, and must not call back into the
-// subscription synchronously.
+// methods run on the subscription actor's goroutine and must never wait
+// for the consumer's connection (one slow consumer would stall the whole
+// subscription), nor call back into the subscription synchronously.
 type ConsumerSink interface {
-	Deliver(d Deliver)
+	// Deliver hands the entry to the consumer's connection, or returns
+	// false when the connection cannot take it now (its outbound queue is
+	// full). Refused, the entry goes to another consumer or waits for
+	// redelivery, and the consumer is sent nothing more until SinkReady
+	// is called with its id.
+	Deliver(d Deliver) bool
 	ActiveChange(active bool)
 	// Disconnect tells the consumer the subscription dropped it (after a
 	// seek); the client is expected to subscribe again.
@@ -58,6 +63,7 @@ const closePersistTimeout = 5 * time.Second
 // the actor's answer.
 type SubscriptionActor struct {
 	ref     Ref
+	h       *subHandler // its inbox only (SinkReady)
 	stopped chan struct{}
 }
 
@@ -187,7 +193,7 @@ func StartSubscription(rt Runtime, opts SubscriptionOptions) *SubscriptionActor 
 		sm: NewSubscription(SubscriptionConfig{Type: opts.Type, ReadMaxRecords: opts.ReadMaxRecords, PartitionIndex: opts.PartitionIndex},
 			opts.Cursor, opts.ReadFrom),
 	}
-	a := &SubscriptionActor{stopped: make(chan struct{})}
+	a := &SubscriptionActor{h: h, stopped: make(chan struct{})}
 	h.stopped = a.stopped
 	a.ref = rt.Spawn(h, opts.MailboxMsgs)
 	h.self = a.ref
@@ -252,6 +258,16 @@ func (a *SubscriptionActor) Flow(id uint64, permits uint32) {
 // record counts of entries the subscription did not know), or refused.
 func (a *SubscriptionActor) Ack(id uint64, kind AckKind, ids []AckID, reply func(error)) {
 	a.ref.Send(ackMsg{id: id, kind: kind, ids: ids, reply: reply})
+}
+
+// SinkReady tells the subscription that consumer id's connection, which
+// refused an entry (ConsumerSink.Deliver returned false), has room again.
+// It never blocks: safe from a connection's writer goroutine.
+func (a *SubscriptionActor) SinkReady(id uint64) {
+	a.h.inbox.Lock()
+	a.h.inbox.ready = append(a.h.inbox.ready, id)
+	a.h.inbox.Unlock()
+	a.ref.Notify()
 }
 
 // Redeliver asks for redelivery of the consumer's unacknowledged entries
@@ -330,6 +346,15 @@ type subHandler struct {
 	wakeAt  int64
 	stopped chan struct{}
 	done    bool
+
+	// inbox holds what code that must not block hands over (SinkReady),
+	// taken on the Wake that Ref.Notify delivers. Bounded by the
+	// consumers attached: a consumer is in ready at most once between
+	// two of its refused entries.
+	inbox struct {
+		sync.Mutex
+		ready []uint64
+	}
 }
 
 func (h *subHandler) Receive(msg any) {
@@ -357,6 +382,17 @@ func (h *subHandler) Receive(msg any) {
 		return
 	}
 	switch m := msg.(type) {
+	case Wake:
+		h.inbox.Lock()
+		ready := h.inbox.ready
+		h.inbox.ready = nil
+		h.inbox.Unlock()
+		for _, id := range ready {
+			h.run(h.sm.SinkReady(id))
+			if h.done {
+				return
+			}
+		}
 	case addConsumerMsg:
 		var (
 			acts []Action
@@ -532,11 +568,17 @@ func (h *subHandler) Stopped() {
 }
 
 func (h *subHandler) run(acts []Action) {
-	for _, a := range acts {
-		switch a := a.(type) {
+	for i := 0; i < len(acts); i++ {
+		switch a := acts[i].(type) {
 		case Deliver:
-			if s := h.sinks[a.ConsumerID]; s != nil {
-				s.Deliver(a)
+			s := h.sinks[a.ConsumerID]
+			if s == nil {
+				continue
+			}
+			// Once the connection refused one entry, the entries after
+			// it go elsewhere too (or wait): never out of order.
+			if h.sm.SinkFull(a.ConsumerID) || !s.Deliver(a) {
+				acts = append(acts, h.sm.Undelivered(a.ConsumerID, a.Entry)...)
 			}
 		case ActiveChange:
 			if s := h.sinks[a.ConsumerID]; s != nil {

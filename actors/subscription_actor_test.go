@@ -110,9 +110,9 @@ func (c *memCursor) PersistedMarkDeleteOffset() int64 { return c.MarkDeleteOffse
 // chanSink passes deliveries to a channel.
 type chanSink struct{ got chan Deliver }
 
-func (s chanSink) Deliver(d Deliver) { s.got <- d }
-func (chanSink) ActiveChange(bool)   {}
-func (chanSink) Disconnect()         {}
+func (s chanSink) Deliver(d Deliver) bool { s.got <- d; return true }
+func (chanSink) ActiveChange(bool)        {}
+func (chanSink) Disconnect()              {}
 func (s chanSink) expect(t *testing.T, off int64) {
 	t.Helper()
 	select {

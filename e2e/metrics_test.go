@@ -194,6 +194,8 @@ func TestMetricsAfterLoad(t *testing.T) {
 		{"lakegate_etcd_txns_total", map[string]string{"result": "conflict"}, 0},
 		{"lakegate_etcd_txns_total", map[string]string{"result": "error"}, 0},
 		{"lakegate_publish_errors_total", nil, 0},
+		{"lakegate_dispatch_deferred_entries_total", nil, 0},
+		{"lakegate_connections_overflowed_total", nil, 0},
 		{"lakegate_subscription_series_dropped", nil, 0},
 	}
 

@@ -57,14 +57,18 @@ type consumer struct {
 	}
 }
 
-// Deliver implements actors.ConsumerSink (runs on the actor's goroutine).
-func (c *consumer) Deliver(d actors.Deliver) {
+// Deliver implements actors.ConsumerSink (runs on the actor's goroutine):
+// the MESSAGE is offered to the session's queue, never waited for. When the
+// queue is full it is refused (false) and, once the queue has room, the
+// consumer tells its subscription (SinkReady), which resumes dispatching
+// to it.
+func (c *consumer) Deliver(d actors.Deliver) bool {
 	if o := c.t.owner; o != nil && !o.Held() {
 		// This node may no longer own the topic (its session outlived its
 		// renewals: a pause past the lease): another owner may be serving
 		// the subscription already. Nothing is sent; the topic unloads
 		// when Lost closes, and the owner redelivers from the cursor.
-		return
+		return true
 	}
 	id := protocol.NewMessageID(int64(c.t.log.ID()), d.Entry.Offset, -1, c.t.partition)
 	f := protocol.Frame{
@@ -80,16 +84,23 @@ func (c *consumer) Deliver(d actors.Deliver) {
 	out, err := entryFrame(f)
 	if err != nil {
 		c.sess.log.Error("encoding MESSAGE", "err", err)
-		return
+		return true // dropped: redelivered when the consumer leaves or asks
 	}
-	if c.sess.enqueueFrame(out) {
-		m := c.sess.srv.metrics
-		c.out.add(int(d.Entry.Records), len(d.Entry.Payload))
-		m.dispatchedMsgs.Add(float64(d.Entry.Records))
-		m.dispatchedBytes.Add(float64(len(d.Entry.Payload)))
+	m := c.sess.srv.metrics
+	if !c.sess.offer(out, c.sinkReady) {
+		m.dispatchDeferred.Inc()
+		return false
 	}
+	c.out.add(int(d.Entry.Records), len(d.Entry.Payload))
+	m.dispatchedMsgs.Add(float64(d.Entry.Records))
+	m.dispatchedBytes.Add(float64(len(d.Entry.Payload)))
 	c.delivered(d.Entry.Offset, d.Entry.Records)
+	return true
 }
+
+// sinkReady is called by the session's writer once its queue, which
+// refused a MESSAGE, has room again.
+func (c *consumer) sinkReady() { c.sub.SinkReady(c.subID) }
 
 // Disconnect implements actors.ConsumerSink: CLOSE_CONSUMER makes the
 // client subscribe again.

@@ -9,12 +9,18 @@
 //
 //	server.go    Listen/Serve/Close, Config (every knob with its default), accept loop
 //	session.go   one connection: reader goroutine (decode, dispatch commands in
-//	             order), writer goroutine (bounded outbound queue, pings, idle
+//	             order; before CONNECT: 64 KiB frames, one handshake deadline),
+//	             writer goroutine (drains the outbound queue, pings, idle
 //	             timeout), CONNECT (relayed to another member in proxy mode),
 //	             LOOKUP, PARTITIONED_METADATA
+//	outqueue.go  a connection's bounded outbound queue: offer (MESSAGEs,
+//	             refused when full), post (never waits; a hard bound closes
+//	             the connection), waitRoom (the reader)
 //	framewriter.go the writer's output: on TCP, frames gathered into one
 //	             vectored write per queue drain, a MESSAGE's stored entry
-//	             referenced rather than copied; on TLS, a buffered writer
+//	             referenced rather than copied (small ones copied into a
+//	             pooled buffer held only while writing); on TLS, a buffered
+//	             writer
 //	cluster.go   ownership (docs/cluster.md): LOOKUP answers, placement,
 //	             proxy relay, hand-over of topics (unload, Drain on SIGTERM,
 //	             rebalancing)
@@ -41,9 +47,28 @@
 //	metrics.go   the gateway's Prometheus collector
 //
 // Concurrency: a session's reader goroutine owns its producer and consumer
-// maps; partition and subscription actors only enqueue encoded frames,
-// blocking while the queue is full (backpressure) and giving up once the
-// session is closed. Lock order: Server.mu, then topic.mu (or npTopic.mu).
+// maps. No actor waits for a socket: partition and subscription actors (and
+// every other shared goroutine) queue encoded frames without waiting. A
+// MESSAGE is offered and refused when the connection's queue is full: the
+// subscription gives the entry to another consumer or keeps it, and skips
+// that consumer until the writer has written what it held
+// (actors.SubscriptionActor.SinkReady). Other frames (receipts, answers,
+// notices) are queued past the bound; the reader stops reading a
+// connection whose queue is full, so what a client can make the node owe is
+// its requests in flight, and a queue reaching its hard bound closes the
+// connection.
+//
+// Bounds (Config, defaults): OutboundFramesMax 1024 frames per connection
+// (counting those being written); OutboundOwedMax 65536 frames past it;
+// ProducerPendingMax 1000 SENDs in flight per producer; frames before
+// CONNECT 64 KiB, after it MaxMessageSize + 10 KiB, their buffers grown as
+// bytes arrive; HandshakeTimeout 30 s from accept; IdleTimeout 60 s per
+// read and per write; actor mailboxes actors.DefaultMailboxMsgs (1024)
+// messages, which only a session's reader waits on. docs/protocol.md,
+// "Connections: the handshake and slow peers".
+//
+// Lock order: Server.mu, then topic.mu (or npTopic.mu); a session's
+// outQueue.mu is a leaf (its waiters are called without it).
 // Input never panics the process: a session recovers, closes its connection
 // and leaves every other session alone.
 //

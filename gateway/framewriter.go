@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"sync"
 
 	"github.com/lakegate/lakegate/protocol"
 )
@@ -41,20 +42,37 @@ type frameWriter struct {
 	conn     io.Writer
 	buffered *bufio.Writer // not a TCP connection
 
-	bufs  net.Buffers // pieces of the next write, in order
-	small []byte      // backing store of the copied pieces; cap frameSmallBytes
-	tail  bool        // the last piece of bufs ends small
-	size  int         // bytes in bufs
+	bufs net.Buffers // pieces of the next write, in order
+	// small is the backing store of the copied pieces (cap
+	// frameSmallBytes), taken from smallBufs when a piece needs it and
+	// given back by release: an idle connection holds none.
+	small *[]byte
+	tail  bool // the last piece of bufs ends small
+	size  int  // bytes in bufs
 }
+
+// smallBufs holds the frameWriters' small buffers between writes.
+var smallBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, frameSmallBytes)
+	return &b
+}}
 
 func newFrameWriter(conn net.Conn) *frameWriter {
 	w := &frameWriter{conn: conn}
 	if _, ok := conn.(*net.TCPConn); !ok {
 		w.buffered = bufio.NewWriterSize(conn, frameSmallBytes)
-		return w
 	}
-	w.small = make([]byte, 0, frameSmallBytes)
 	return w
+}
+
+// release gives the small buffer back once everything added was written
+// (the writer calls it when its queue is empty).
+func (w *frameWriter) release() {
+	if w.small != nil && len(w.bufs) == 0 {
+		*w.small = (*w.small)[:0]
+		smallBufs.Put(w.small)
+		w.small = nil
+	}
 }
 
 // add queues f's bytes; it writes what is gathered once that reaches a
@@ -75,19 +93,24 @@ func (w *frameWriter) piece(p []byte) error {
 		return err
 	}
 	if len(p) <= frameCopyMax {
-		if len(w.small)+len(p) > cap(w.small) {
+		if w.small == nil {
+			w.small = smallBufs.Get().(*[]byte)
+		}
+		if len(*w.small)+len(p) > cap(*w.small) {
 			if err := w.flush(); err != nil {
 				return err
 			}
 		}
-		start := len(w.small)
-		w.small = append(w.small, p...)
+		small := *w.small
+		start := len(small)
+		small = append(small, p...)
+		*w.small = small
 		if w.tail {
 			// The last piece is small's tail: extend it over p's copy.
 			last := w.bufs[len(w.bufs)-1]
 			w.bufs[len(w.bufs)-1] = last[:len(last)+len(p)]
 		} else {
-			w.bufs = append(w.bufs, w.small[start:len(w.small)])
+			w.bufs = append(w.bufs, small[start:])
 			w.tail = true
 		}
 	} else {
@@ -112,6 +135,9 @@ func (w *frameWriter) flush() error {
 	pieces := w.bufs
 	_, err := pieces.WriteTo(w.conn)
 	clear(w.bufs) // the entries written are not kept alive by the writer
-	w.bufs, w.small, w.tail, w.size = w.bufs[:0], w.small[:0], false, 0
+	w.bufs, w.tail, w.size = w.bufs[:0], false, 0
+	if w.small != nil {
+		*w.small = (*w.small)[:0]
+	}
 	return err
 }

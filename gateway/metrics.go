@@ -28,6 +28,9 @@ type gatewayMetrics struct {
 	dispatchedMsgs   prometheus.Counter
 	dispatchedBytes  prometheus.Counter
 	connectionsTotal prometheus.Counter
+	// Slow connections (outqueue.go).
+	dispatchDeferred      prometheus.Counter
+	connectionsOverflowed prometheus.Counter
 	// Cluster (cluster.go).
 	proxiedConnections prometheus.Counter
 	unloads            *prometheus.CounterVec // by reason: handover, lost
@@ -68,6 +71,14 @@ func newGatewayMetrics() *gatewayMetrics {
 			Name: "lakegate_connections_opened_total",
 			Help: "Client connections accepted.",
 		}),
+		dispatchDeferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_dispatch_deferred_entries_total",
+			Help: "Entries a consumer's connection could not take (its outbound queue was full): each went to another consumer or waits for redelivery, and the consumer was skipped until its queue had room.",
+		}),
+		connectionsOverflowed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_connections_overflowed_total",
+			Help: "Connections closed because their outbound queue reached OutboundFramesMax + OutboundOwedMax frames (the client did not read what it was sent).",
+		}),
 		proxiedConnections: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lakegate_proxied_connections_total",
 			Help: "Client connections relayed to the member owning their topics (proxy mode).",
@@ -93,11 +104,11 @@ func newGatewayMetrics() *gatewayMetrics {
 
 func (m *gatewayMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.publishedMsgs, m.publishedBytes, m.publishErrors, m.publishLatency,
-		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.proxiedConnections, m.unloads, m.authFailures, m.policyActions, m.policyChecks}
+		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.dispatchDeferred, m.connectionsOverflowed, m.proxiedConnections, m.unloads, m.authFailures, m.policyActions, m.policyChecks}
 }
 
-// subscriptionInfo is sub.Info bounded by ctx: an actor held up (a
-// consumer's full outbound queue) must not hang the scrape. The goroutine
+// subscriptionInfo is sub.Info bounded by ctx: an actor held up (a cursor
+// write, a lookup it waits for) must not hang the scrape. The goroutine
 // left behind on timeout ends when the actor answers or stops.
 func subscriptionInfo(ctx context.Context, sub *actors.SubscriptionActor) (actors.SubscriptionInfo, error) {
 	type result struct {

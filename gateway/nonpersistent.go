@@ -343,7 +343,7 @@ func (c *consumer) deliverNP(id protocol.MessageID, records int32, entry []byte)
 		c.sess.log.Error("encoding MESSAGE", "err", err)
 		return false
 	}
-	if !c.sess.offer(out) {
+	if !c.sess.offer(out, nil) {
 		return false
 	}
 	c.np.permits.Add(-int64(records))

@@ -39,9 +39,17 @@ type Config struct {
 	IdleTimeout time.Duration
 	// HandshakeTimeout bounds the wait for CONNECT. Default 30 s.
 	HandshakeTimeout time.Duration
-	// OutboundFramesMax bounds a connection's outbound queue, in frames.
-	// Default 1024.
+	// OutboundFramesMax bounds a connection's outbound queue, in frames:
+	// MESSAGEs are not queued past it (the consumer waits for room, its
+	// subscription dispatches to others meanwhile) and the connection is
+	// not read while its queue holds this many. Default 1024.
 	OutboundFramesMax int
+	// OutboundOwedMax is how many frames answers, receipts and notices —
+	// queued by actors, which never wait for a socket — may add past
+	// OutboundFramesMax; a connection whose queue reaches
+	// OutboundFramesMax + OutboundOwedMax is closed (its client does not
+	// read). Default 65536.
+	OutboundOwedMax int
 	// ProducerPendingMax bounds a producer's appends in flight, in SENDs.
 	// Default 1000.
 	ProducerPendingMax int
@@ -137,6 +145,9 @@ func (c *Config) defaults() {
 	}
 	if c.OutboundFramesMax <= 0 {
 		c.OutboundFramesMax = 1024
+	}
+	if c.OutboundOwedMax <= 0 {
+		c.OutboundOwedMax = 65536
 	}
 	if c.ProducerPendingMax <= 0 {
 		c.ProducerPendingMax = 1000

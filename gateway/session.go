@@ -17,10 +17,12 @@ import (
 )
 
 // session is one client connection. Goroutines: the reader (run) decodes
-// frames and handles every command in order; the writer drains the bounded
-// outbound queue onto the socket. Producers' receipt loops and subscription
-// actors enqueue frames with send/sendFrame, which block while the queue is
-// full (backpressure) and return false once the session is closed.
+// frames and handles every command in order; the writer drains the
+// outbound queue (outqueue.go) onto the socket. Partition and subscription
+// actors, and every other goroutine, queue frames without waiting (send,
+// and offer for MESSAGEs); only the reader waits, before it reads the next
+// frame, while the queue is full: a slow connection gets backpressure on
+// its own socket and nowhere else.
 //
 // producers and consumers are touched only by the reader goroutine.
 type session struct {
@@ -28,7 +30,7 @@ type session struct {
 	conn net.Conn
 	log  *slog.Logger
 
-	out       chan outFrame // encoded frames; cap Config.OutboundFramesMax
+	out       *outQueue // Config.OutboundFramesMax, + Config.OutboundOwedMax
 	done      chan struct{}
 	closeOnce sync.Once
 	// stopWriter ends the writer without closing the connection (a CONNECT
@@ -39,9 +41,13 @@ type session struct {
 	// writes it after what is queued, flushes, and closes the connection.
 	final chan []byte
 
-	connected       bool
-	protocolVersion int32
-	clientVersion   string // from CONNECT
+	// handshakeDeadline is when a connection that has not completed
+	// CONNECT is closed: Config.HandshakeTimeout after accept, whatever
+	// it sends meanwhile.
+	handshakeDeadline time.Time
+	connected         bool
+	protocolVersion   int32
+	clientVersion     string // from CONNECT
 	// entryMetadata: the client parses broker entry metadata (CONNECT's
 	// feature flags); MESSAGEs then carry it (consumer.Deliver).
 	entryMetadata bool
@@ -53,18 +59,32 @@ type session struct {
 
 func newSession(srv *Server, conn net.Conn) *session {
 	return &session{
-		srv:        srv,
-		conn:       conn,
-		log:        srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
-		out:        make(chan outFrame, srv.cfg.OutboundFramesMax),
-		done:       make(chan struct{}),
-		stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{}),
-		final:      make(chan []byte, 1),
-		producers:  map[uint64]*producer{},
-		consumers:  map[uint64]*consumer{},
+		srv:               srv,
+		conn:              conn,
+		handshakeDeadline: time.Now().Add(srv.cfg.HandshakeTimeout),
+		log:               srv.cfg.Logger.With("session", srv.sessionID.Add(1), "remote", conn.RemoteAddr().String()),
+		out:               newOutQueue(srv.cfg.OutboundFramesMax, srv.cfg.OutboundOwedMax),
+		done:              make(chan struct{}),
+		stopWriter:        make(chan struct{}),
+		writerDone:        make(chan struct{}),
+		final:             make(chan []byte, 1),
+		producers:         map[uint64]*producer{},
+		consumers:         map[uint64]*consumer{},
 	}
 }
+
+// Reading before and after CONNECT.
+const (
+	// preConnectFrameMax bounds a frame read before CONNECT succeeded, in
+	// bytes: a CONNECT with its credentials fits (a JWT, a SASL token);
+	// a larger frame closes the connection before anything is allocated
+	// for it (docs/security.md).
+	preConnectFrameMax = 64 << 10
+	// preConnectReadBytes and connectedReadBytes are the connection's read
+	// buffer before and after CONNECT, in bytes.
+	preConnectReadBytes = 4 << 10
+	connectedReadBytes  = 64 << 10
+)
 
 // errCloseConnection ends the session without an error worth logging.
 var errCloseConnection = errors.New("gateway: close connection")
@@ -136,6 +156,7 @@ func isTimeout(err error) bool {
 func (s *session) close() {
 	s.closeOnce.Do(func() {
 		close(s.done)
+		s.out.close()
 		s.conn.Close()
 	})
 }
@@ -147,24 +168,35 @@ func (s *session) readLoop() (err error) {
 			err = fmt.Errorf("gateway: panic handling a frame: %v", r)
 		}
 	}()
-	br := bufio.NewReaderSize(s.conn, 64<<10)
+	// Until CONNECT succeeds: a small read buffer, frames of at most
+	// preConnectFrameMax bytes, one deadline for the whole handshake, and
+	// anything unexpected closes the connection.
+	br := bufio.NewReaderSize(s.conn, preConnectReadBytes)
 	maxFrame := s.srv.cfg.MaxMessageSize + protocol.FramePaddingBytes
+	s.conn.SetReadDeadline(s.handshakeDeadline)
 	for {
-		timeout := s.srv.cfg.IdleTimeout
-		if !s.connected {
-			timeout = s.srv.cfg.HandshakeTimeout
+		limit := preConnectFrameMax
+		if s.connected {
+			// Nothing more is read while the client does not read what
+			// it is sent.
+			if !s.out.waitRoom() {
+				return net.ErrClosed
+			}
+			limit = maxFrame
+			s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
 		}
-		s.conn.SetReadDeadline(time.Now().Add(timeout))
-		f, err := protocol.ReadFrame(br, maxFrame)
+		f, err := protocol.ReadFrame(br, limit)
 		switch {
 		case err == nil:
-		case errors.Is(err, protocol.ErrUnknownCommand):
+		case errors.Is(err, protocol.ErrUnknownCommand) && s.connected:
 			s.log.Debug("ignoring unknown command", "err", err)
 			continue
 		case errors.Is(err, protocol.ErrChecksum) && f.Cmd.GetType() == pb.BaseCommand_SEND && s.connected:
 			send := f.Cmd.GetSend()
 			s.send(protocol.SendError(send.GetProducerId(), send.GetSequenceId(), pb.ServerError_ChecksumError, err.Error()))
 			continue
+		case errors.Is(err, protocol.ErrUnknownCommand):
+			return fmt.Errorf("%w: %w before CONNECT", errCloseConnection, err)
 		default:
 			return err
 		}
@@ -186,26 +218,71 @@ func (s *session) readLoop() (err error) {
 				return &relayRequest{member: *member, connect: f.Cmd.GetConnect(), buffered: buffered}
 			}
 		}
+		wasConnected := s.connected
 		if err := s.handle(f); err != nil {
 			return err
+		}
+		if !wasConnected && s.connected && br.Buffered() == 0 {
+			br = bufio.NewReaderSize(s.conn, connectedReadBytes)
 		}
 	}
 }
 
-// writer owns the socket's write side.
+// writer owns the socket's write side. Every write must make progress
+// within Config.IdleTimeout: a client that stops reading is disconnected.
 func (s *session) writer() {
 	defer close(s.writerDone)
 	w := newFrameWriter(s.conn)
-	pingEvery := s.srv.cfg.IdleTimeout / 2
-	ping := time.NewTicker(pingEvery)
+	idle := s.srv.cfg.IdleTimeout
+	ping := time.NewTicker(idle / 2)
 	defer ping.Stop()
 	pingFrame, _ := protocol.AppendCommand(nil, protocol.Ping())
+	// The write deadline is moved on at most every rearm (a syscall-free
+	// but not free call), so it is always between idle - rearm and idle
+	// ahead.
+	var armed time.Time
+	rearm := min(time.Second, idle/4)
 	write := func(f outFrame) bool {
+		if now := time.Now(); now.Sub(armed) >= rearm {
+			s.conn.SetWriteDeadline(now.Add(idle))
+			armed = now
+		}
 		if err := w.add(f); err != nil {
 			s.close()
 			return false
 		}
 		return true
+	}
+	flush := func() bool {
+		if err := w.flush(); err != nil {
+			s.close()
+			return false
+		}
+		return true
+	}
+	// drain writes what is queued, batch after batch, until the queue is
+	// empty.
+	var batch []outFrame
+	drain := func() bool {
+		for {
+			batch = s.out.take(batch)
+			n := len(batch)
+			if n == 0 {
+				w.release()
+				return true
+			}
+			for _, f := range batch {
+				if !write(f) {
+					return false
+				}
+			}
+			if !flush() {
+				return false
+			}
+			clear(batch) // the entries written are not kept alive
+			batch = batch[:0]
+			s.out.written(n)
+		}
 	}
 	for {
 		select {
@@ -214,92 +291,51 @@ func (s *session) writer() {
 		case <-s.stopWriter:
 			return
 		case b := <-s.final:
-			for drained := false; !drained; {
-				select {
-				case q := <-s.out:
-					if !write(q) {
-						return
-					}
-				default:
-					drained = true
-				}
-			}
-			if write(outFrame{head: b}) {
-				s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
-				w.flush()
+			if drain() && write(outFrame{head: b}) {
+				flush()
 			}
 			s.close()
 			return
 		case <-ping.C:
-			if !write(outFrame{head: pingFrame}) {
+			if !write(outFrame{head: pingFrame}) || !flush() {
 				return
 			}
-		case b := <-s.out:
-			if !write(b) {
+			w.release()
+		case <-s.out.ready:
+			if !drain() {
 				return
 			}
-			// Coalesce what is queued into one flush.
-			for drained := false; !drained; {
-				select {
-				case b := <-s.out:
-					if !write(b) {
-						return
-					}
-				default:
-					drained = true
-				}
-			}
-		}
-		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
-		if err := w.flush(); err != nil {
-			s.close()
-			return
 		}
 	}
 }
 
-// enqueue queues an encoded frame; false once the session is closed.
-func (s *session) enqueue(b []byte) bool { return s.enqueueFrame(outFrame{head: b}) }
-
-// enqueueFrame queues a frame whose body (a stored entry) is written after
-// its head without being copied; neither may change once queued.
-func (s *session) enqueueFrame(b outFrame) bool {
-	select {
-	case <-s.done:
-		return false
-	default:
+// post queues a frame without waiting; false once the session is closed.
+// A client that lets its queue reach the hard bound is disconnected.
+func (s *session) post(f outFrame) bool {
+	err := s.out.post(f)
+	if errors.Is(err, errOutboundOverflow) {
+		s.log.Warn("closing connection: it does not read what it is sent", "framesMax", s.out.hard)
+		s.srv.metrics.connectionsOverflowed.Inc()
+		s.close()
 	}
-	select {
-	case s.out <- b:
-		return true
-	case <-s.done:
-		return false
-	}
+	return err == nil
 }
 
-// offer queues a frame if the queue has room, without waiting; false
-// when it is full or the session is closed.
-func (s *session) offer(b outFrame) bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-	}
-	select {
-	case s.out <- b:
-		return true
-	default:
-		return false
-	}
-}
+// offer queues a MESSAGE frame unless the queue is full; then it returns
+// false and, when drained is not nil, calls it once the queue has room
+// again (on the writer's goroutine: it must not block). False as well once
+// the session is closed (drained is then never called).
+func (s *session) offer(f outFrame, drained func()) bool { return s.out.offer(f, drained) }
 
+// send queues cmd without waiting (see post); false once the session is
+// closed. Safe from any goroutine, actors included.
 func (s *session) send(cmd *pb.BaseCommand) bool {
 	b, err := protocol.AppendCommand(nil, cmd)
 	if err != nil {
 		s.log.Error("encoding command", "type", cmd.GetType(), "err", err)
 		return false
 	}
-	return s.enqueue(b)
+	return s.post(outFrame{head: b})
 }
 
 // sendError answers a request with the ServerError mapped from err.

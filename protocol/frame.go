@@ -41,6 +41,9 @@ const (
 	// DefaultMaxFrameSize is the default bound on a frame's total field, in
 	// bytes: DefaultMaxMessageSize + FramePaddingBytes.
 	DefaultMaxFrameSize = DefaultMaxMessageSize + FramePaddingBytes
+	// FrameReadStepBytes is the smallest first buffer ReadFrame allocates
+	// for a frame's body, in bytes (see ReadFrame).
+	FrameReadStepBytes = 4 << 10
 
 	frameHeaderBytes    = 4 // [u32 total]
 	cmdSizeBytes        = 4 // [u32 cmdSize]
@@ -112,8 +115,12 @@ func (f *Frame) HasPayload() bool { return f.Entry != nil || f.Metadata != nil }
 
 // ReadFrame reads one frame from r. maxFrameSize bounds the frame's total
 // field in bytes (values <= 0 mean DefaultMaxFrameSize); it is checked before
-// anything is allocated. The returned frame's slices alias a fresh buffer of
-// exactly total bytes which the caller owns.
+// anything is allocated. The frame's buffer is allocated as its bytes
+// arrive, never from the total field alone: first what r holds already (at
+// least FrameReadStepBytes), then at most doubling as more is read, so a
+// peer that announces a large frame and trickles it makes the reader hold
+// at most twice what it sent plus FrameReadStepBytes. The returned frame's
+// slices alias that buffer, which the caller owns.
 //
 // Errors: io.EOF if r is at EOF before the first byte; io.ErrUnexpectedEOF
 // (wrapped) if it ends inside a frame; ErrFrameTooLarge; and the errors of
@@ -133,12 +140,23 @@ func ReadFrame(r *bufio.Reader, maxFrameSize int) (Frame, error) {
 	if uint64(total) > uint64(maxFrameSize) {
 		return Frame{}, fmt.Errorf("%w: total %d > max %d", ErrFrameTooLarge, total, maxFrameSize)
 	}
-	body := make([]byte, total)
-	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	size := int(total)
+	body := make([]byte, min(size, max(r.Buffered(), FrameReadStepBytes)))
+	for read := 0; ; {
+		n, err := io.ReadFull(r, body[read:])
+		read += n
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return Frame{}, fmt.Errorf("protocol: reading frame body (%d of %d bytes): %w", read, total, err)
 		}
-		return Frame{}, fmt.Errorf("protocol: reading frame body (%d bytes): %w", total, err)
+		if read == size {
+			break
+		}
+		grown := make([]byte, min(size, max(2*read, read+r.Buffered())))
+		copy(grown, body)
+		body = grown
 	}
 	return DecodeFrame(body)
 }

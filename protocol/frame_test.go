@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -446,6 +447,68 @@ func TestFrameTooLarge(t *testing.T) {
 	if allocs > 10 {
 		t.Fatalf("%v allocations rejecting a huge frame", allocs)
 	}
+}
+
+// A frame's buffer grows as its bytes arrive: a peer announcing the
+// largest frame allowed and sending little of it makes ReadFrame allocate
+// about what it sent, never the announced size; a frame sent whole still
+// reads back intact (growing from FrameReadStepBytes).
+func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
+	const announced = DefaultMaxFrameSize
+	for _, sent := range []int{0, 1, 1000, 100 << 10, 1 << 20} {
+		t.Run(strconv.Itoa(sent), func(t *testing.T) {
+			in := binary.BigEndian.AppendUint32(nil, announced)
+			in = append(in, make([]byte, sent)...)
+			r := bufio.NewReaderSize(bytes.NewReader(in), 16)
+			allocated := bytesAllocated(func() {
+				if _, err := ReadFrame(r, 0); !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Fatalf("truncated frame: %v", err)
+				}
+			})
+			// The doublings sum to under twice the last buffer, itself
+			// under twice what was read (or the first step).
+			if bound := uint64(4*sent + 2*FrameReadStepBytes + 4<<10); allocated > bound {
+				t.Fatalf("%d bytes sent of %d announced: %d bytes allocated (bound %d)", sent, announced, allocated, bound)
+			}
+		})
+	}
+	payload := make([]byte, 3<<20+12345)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	b, err := AppendFrame(nil, Frame{Cmd: Success(1), Metadata: []byte{}, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFrame(bufio.NewReaderSize(&chunkReader{b: b, chunk: 1500}, 64<<10), 0)
+	if err != nil || !bytes.Equal(f.Payload, payload) {
+		t.Fatalf("a 3 MiB frame in 1500-byte reads: err %v, payload intact %v", err, bytes.Equal(f.Payload, payload))
+	}
+}
+
+// bytesAllocated is how many heap bytes f allocates.
+func bytesAllocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// chunkReader reads b at most chunk bytes at a time.
+type chunkReader struct {
+	b     []byte
+	chunk int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.chunk)], r.b)
+	r.b = r.b[n:]
+	return n, nil
 }
 
 func TestDecodeFrameErrors(t *testing.T) {
