@@ -71,7 +71,7 @@ func TestHostileHugeFrameLengths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	idle := produceConsume(t, ctx, prod, cons, msgs)
+	idle := timedProduceConsume(t, ctx, prod, cons, msgs)
 	t.Logf("well-behaved client without attack: %d messages in %v (%.0f msg/s)", msgs, idle, msgs/idle.Seconds())
 	baseRSS, baseHeap, err := nodeMemory(pid, node.httpURL)
 	if err != nil {
@@ -183,7 +183,7 @@ func TestHostileHugeFrameLengths(t *testing.T) {
 			}
 		}
 	}()
-	under := produceConsume(t, ctx, prod, cons, msgs)
+	under := timedProduceConsume(t, ctx, prod, cons, msgs)
 	sample()
 	stopSampler()
 	<-samplerDone
@@ -207,10 +207,10 @@ func TestHostileHugeFrameLengths(t *testing.T) {
 	}
 }
 
-// produceConsume publishes n messages and receives them on cons (which
+// timedProduceConsume publishes n messages and receives them on cons (which
 // acknowledges them); it returns the time from the first send to the
 // last receive.
-func produceConsume(t *testing.T, ctx context.Context, prod pulsar.Producer, cons pulsar.Consumer, n int) time.Duration {
+func timedProduceConsume(t *testing.T, ctx context.Context, prod pulsar.Producer, cons pulsar.Consumer, n int) time.Duration {
 	t.Helper()
 	start := time.Now()
 	payload := make([]byte, 1024)
