@@ -7,9 +7,9 @@ package engine
 //	go test -race -run 'TestWriter' ./engine/
 
 import (
-	"context"
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
