@@ -48,6 +48,8 @@ type session struct {
 	consumers     map[uint64]*consumer
 	// auth is the authenticated identity (auth.go).
 	auth sessionAuth
+	// lim: pending SENDs and publish-rate pauses (limits.go).
+	lim sessionLimits
 }
 
 func newSession(srv *Server, conn net.Conn) *session {
@@ -149,6 +151,9 @@ func (s *session) readLoop() (err error) {
 	br := bufio.NewReaderSize(s.conn, 64<<10)
 	maxFrame := s.srv.cfg.MaxMessageSize + protocol.FramePaddingBytes
 	for {
+		if !s.pauseReads() { // limits.go: backpressure from the limits
+			return errCloseConnection
+		}
 		timeout := s.srv.cfg.IdleTimeout
 		if !s.connected {
 			timeout = s.srv.cfg.HandshakeTimeout
