@@ -35,6 +35,18 @@ import (
 // header, the later ones queue behind it (AckQueueMaxIDs bounds the
 // queue). Every Ack is answered by exactly one AckDone, once applied.
 //
+// Unacknowledged limits (Pulsar's maxUnackedMessagesPerConsumer and
+// maxUnackedMessagesPerSubscription): on Shared and Key_Shared
+// subscriptions, a consumer holding MaxUnackedPerConsumer unacknowledged
+// records is blocked — it is given nothing more, its permits kept — until
+// acknowledgements (or redeliveries, or its leaving) bring it to half of
+// that; a subscription holding MaxUnackedPerSubscription blocks dispatch to
+// every consumer the same way. Acknowledgements are never refused: only
+// dispatch waits. Records count per entry at delivery (those of a batch
+// already acknowledged excepted) and again when a batch-index ack names the
+// entry. Exclusive and Failover subscriptions are not limited, as in
+// Pulsar.
+//
 // Delayed delivery (Pulsar's deliverAfter/deliverAt): on Shared and
 // Key_Shared subscriptions an entry whose metadata has a deliver_at_time
 // later than now (SubscriptionConfig.Now) is not delivered when read but
@@ -236,6 +248,14 @@ type SubscriptionConfig struct {
 	// Now is the clock delayed delivery compares deliver_at_time with
 	// (Unix ms). Default time.Now.
 	Now func() int64
+	// MaxUnackedPerConsumer blocks a Shared or Key_Shared consumer holding
+	// this many unacknowledged records until it is down to half (see the
+	// file comment), in records. 0: no limit. SetUnackedLimits changes it.
+	MaxUnackedPerConsumer int64
+	// MaxUnackedPerSubscription blocks a Shared or Key_Shared
+	// subscription's dispatch while its consumers hold this many
+	// unacknowledged records, until half, in records. 0: no limit.
+	MaxUnackedPerSubscription int64
 }
 
 type subConsumer struct {
@@ -245,10 +265,17 @@ type subConsumer struct {
 	// sinkFull: the consumer's connection refused an entry (Undelivered)
 	// and has not had room since (SinkReady); nothing is dispatched to it.
 	sinkFull bool
+	// unacked is the records of its pending entries (pendingEntry.unacked
+	// summed); blocked: it reached MaxUnackedPerConsumer and has not come
+	// down to half since.
+	unacked int64
+	blocked bool
 }
 
-// canTake reports whether entries may be dispatched to c now.
-func (c *subConsumer) canTake() bool { return c.permits > 0 && !c.sinkFull }
+// canTake reports whether entries may be dispatched to c now: it has
+// permits, its connection has room, and it is not blocked on unacked
+// messages.
+func (c *subConsumer) canTake() bool { return c.permits > 0 && !c.sinkFull && !c.blocked }
 
 // ConsumerMeta is what SUBSCRIBE says about a consumer that Failover
 // ordering uses: consumers sort by (PriorityLevel, Name), a lower level
@@ -269,6 +296,10 @@ type pendingEntry struct {
 	consumer uint64
 	records  int32
 	hash     int32 // Key_Shared key hash; 0 for other types
+	// unacked is the entry's records counted against its consumer and the
+	// subscription (its unacknowledged records when delivered, or when a
+	// batch-index ack named it last).
+	unacked int32
 }
 
 // hashHold counts the pending entries of one key hash; in Key_Shared they
@@ -328,6 +359,14 @@ type Subscription struct {
 	// deliver_at_time, and the Tick asked for (0: none).
 	delayed delayIndex
 	wakeAt  int64
+
+	// Unacknowledged limits (Shared and Key_Shared): the records counted
+	// in pending (pendingEntry.unacked summed), whether dispatch is blocked
+	// by MaxUnackedPerSubscription, and whether a consumer or the
+	// subscription was unblocked since dispatch last ran.
+	unacked   int64
+	blocked   bool
+	unblocked bool
 }
 
 // NewSubscription returns a machine whose tail read starts at readFrom
@@ -486,6 +525,9 @@ type ConsumerCounts struct {
 	// UnackedRecords is the number of records delivered to the consumer
 	// and not acknowledged yet (Pulsar's per-consumer unackedMessages).
 	UnackedRecords int64
+	// Blocked: the consumer holds MaxUnackedPerConsumer unacknowledged
+	// records (Pulsar's blockedConsumerOnUnackedMsgs).
+	Blocked bool
 }
 
 // ConsumerCounts returns the counts of every attached consumer, by id.
@@ -493,7 +535,7 @@ type ConsumerCounts struct {
 func (s *Subscription) ConsumerCounts() map[uint64]ConsumerCounts {
 	out := make(map[uint64]ConsumerCounts, len(s.consumers))
 	for _, c := range s.consumers {
-		out[c.id] = ConsumerCounts{Permits: max(c.permits, 0)}
+		out[c.id] = ConsumerCounts{Permits: max(c.permits, 0), Blocked: c.blocked}
 	}
 	for off, p := range s.pending {
 		cc, ok := out[p.consumer]
@@ -804,11 +846,14 @@ func (s *Subscription) unknownOffsets(limit int) []int64 {
 }
 
 // afterAcks is what follows applied acknowledgements: in Key_Shared an
-// ack may end a key's drain, so its waiting entries may go now.
+// ack may end a key's drain, so its waiting entries may go now; an ack
+// that unblocked a consumer or the subscription (unacknowledged limits)
+// lets dispatch go on.
 func (s *Subscription) afterAcks() []Action {
-	if s.cfg.Type != SubKeyShared {
+	if s.cfg.Type != SubKeyShared && !s.unblocked {
 		return nil
 	}
+	s.unblocked = false
 	return append(s.interruptTail(), s.dispatch(nil)...)
 }
 
@@ -895,9 +940,13 @@ func (s *Subscription) applyAck(w waitingAck) error {
 					s.forgetIfAcked(off, p.records)
 				}
 			}
+			if a.AckSet != nil {
+				s.recount(e.off)
+			}
 		case a.AckSet != nil:
 			errs = append(errs, s.ackBits(e.off, e.records, a.AckSet))
 			s.forgetIfAcked(e.off, int32(e.records))
+			s.recount(e.off)
 		default:
 			errs = append(errs, s.acks.IndividualDelete(e.off, e.records))
 			s.forgetIfAcked(e.off, int32(e.records))
@@ -975,6 +1024,10 @@ func (s *Subscription) Poke() []Action { return append(s.resolveNext(), s.dispat
 // waiting for entry headers stay queued.
 func (s *Subscription) Rewind(from int64) []Action {
 	s.pending = map[int64]pendingEntry{}
+	s.unacked, s.blocked = 0, false
+	for _, c := range s.consumers {
+		c.unacked, c.blocked = 0, false
+	}
 	s.replay = nil
 	s.records = map[int64]int32{}
 	s.held = map[int32]hashHold{}
@@ -1078,6 +1131,7 @@ func (s *Subscription) unpend(off int64) {
 		return
 	}
 	delete(s.pending, off)
+	s.countUnacked(p.consumer, -int64(p.unacked))
 	if s.cfg.Type != SubKeyShared {
 		return
 	}
@@ -1092,6 +1146,7 @@ func (s *Subscription) unpend(off int64) {
 // pend records off as delivered to consumer c.
 func (s *Subscription) pend(off int64, p pendingEntry) {
 	s.pending[off] = p
+	s.countUnacked(p.consumer, int64(p.unacked))
 	if s.cfg.Type != SubKeyShared {
 		return
 	}
@@ -1168,6 +1223,9 @@ func (s *Subscription) pick() *subConsumer {
 		if c := s.consumers[0]; c.canTake() {
 			return c
 		}
+		return nil
+	}
+	if s.blocked {
 		return nil
 	}
 	for k := range s.consumers {
@@ -1268,7 +1326,7 @@ func (s *Subscription) dispatchEntries(entries []lakestream.Entry) []Action {
 			continue
 		}
 		c.permits -= int64(e.Records)
-		s.pend(e.Offset, pendingEntry{consumer: c.id, records: e.Records, hash: hash})
+		s.pend(e.Offset, pendingEntry{consumer: c.id, records: e.Records, hash: hash, unacked: unacked})
 		out = append(out, Deliver{ConsumerID: c.id, Entry: e, RedeliveryCount: s.redelivered[e.Offset], AckSet: set})
 	}
 	if s.reading || s.closed || !s.anyPermits() {
@@ -1324,7 +1382,7 @@ func (s *Subscription) keyOwnerReady(hash int32) *subConsumer {
 		return nil // draining: the previous owner has not acknowledged it all
 	}
 	i := s.find(owner)
-	if i < 0 || !s.consumers[i].canTake() {
+	if i < 0 || !s.consumers[i].canTake() || s.blocked {
 		return nil
 	}
 	return s.consumers[i]
@@ -1364,6 +1422,9 @@ func (s *Subscription) anyPermits() bool {
 	case SubExclusive:
 		return len(s.consumers) > 0 && s.consumers[0].canTake()
 	}
+	if s.blocked {
+		return false // until acknowledgements bring the subscription to half its limit
+	}
 	for _, c := range s.consumers {
 		if c.canTake() {
 			return true
@@ -1371,3 +1432,95 @@ func (s *Subscription) anyPermits() bool {
 	}
 	return false
 }
+
+// ---- unacknowledged limits (see the file comment) ----
+
+// limitsUnacked reports whether the subscription type has unacknowledged
+// limits (Shared and Key_Shared, as in Pulsar).
+func (s *Subscription) limitsUnacked() bool {
+	return s.cfg.Type == SubShared || s.cfg.Type == SubKeyShared
+}
+
+// countUnacked adds delta records to the unacknowledged counts of consumer
+// id (when still attached) and of the subscription, and blocks or
+// unblocks them: blocked at the limit, unblocked at half of it.
+func (s *Subscription) countUnacked(id uint64, delta int64) {
+	if delta == 0 {
+		return
+	}
+	s.unacked += delta
+	s.blocked = s.blockedAt(s.blocked, s.unacked, s.cfg.MaxUnackedPerSubscription)
+	if i := s.find(id); i >= 0 {
+		c := s.consumers[i]
+		c.unacked += delta
+		c.blocked = s.blockedAt(c.blocked, c.unacked, s.cfg.MaxUnackedPerConsumer)
+	}
+}
+
+// blockedAt is the blocked state that follows was with unacked records
+// against limit (0: none): blocked from limit on, unblocked at half of it
+// (noting the unblocking for afterAcks).
+func (s *Subscription) blockedAt(was bool, unacked, limit int64) bool {
+	switch {
+	case limit <= 0 || !s.limitsUnacked():
+		s.unblocked = s.unblocked || was
+		return false
+	case unacked >= limit:
+		return true
+	case was && unacked <= limit/2:
+		s.unblocked = true
+		return false
+	}
+	return was
+}
+
+// recount counts the pending entry at off again after a batch-index ack
+// acknowledged some of its records.
+func (s *Subscription) recount(off int64) {
+	p, ok := s.pending[off]
+	if !ok {
+		return
+	}
+	_, n := s.ackSetOf(lakestream.EntryHeader{Offset: off, Records: p.records})
+	delta := int64(n) - int64(p.unacked)
+	p.unacked = n
+	s.pending[off] = p
+	s.countUnacked(p.consumer, delta)
+}
+
+// SetUnackedLimits changes MaxUnackedPerConsumer and
+// MaxUnackedPerSubscription (0: no limit); consumers and the subscription
+// are blocked or unblocked at once by the new limits, and dispatch goes on
+// if it may.
+func (s *Subscription) SetUnackedLimits(perConsumer, perSubscription int64) []Action {
+	if s.closed {
+		return nil
+	}
+	s.cfg.MaxUnackedPerConsumer, s.cfg.MaxUnackedPerSubscription = perConsumer, perSubscription
+	fresh := func(unacked, limit int64) bool { return s.limitsUnacked() && limit > 0 && unacked >= limit }
+	s.blocked = fresh(s.unacked, perSubscription)
+	for _, c := range s.consumers {
+		c.blocked = fresh(c.unacked, perConsumer)
+	}
+	s.unblocked = false
+	return append(s.interruptTail(), s.dispatch(nil)...)
+}
+
+// BlockedOnUnacked reports whether the subscription's dispatch is blocked
+// by MaxUnackedPerSubscription, and which attached consumers are blocked
+// by MaxUnackedPerConsumer (by id; nil when none).
+func (s *Subscription) BlockedOnUnacked() (subscription bool, consumers map[uint64]bool) {
+	for _, c := range s.consumers {
+		if c.blocked {
+			if consumers == nil {
+				consumers = map[uint64]bool{}
+			}
+			consumers[c.id] = true
+		}
+	}
+	return s.blocked, consumers
+}
+
+// UnackedRecords is the number of records delivered and not acknowledged,
+// as the unacknowledged limits count them.
+func (s *Subscription) UnackedRecords() int64 { return s.unacked }

@@ -52,7 +52,28 @@ type SubscriptionOptions struct {
 	// compacted log — the latest record of each key — and acknowledges
 	// what compaction removed as it goes; from the horizon on, the log.
 	Compacted CompactedView
-	Logger    *slog.Logger
+	// MaxUnackedPerConsumer and MaxUnackedPerSubscription are the
+	// machine's unacknowledged limits (SubscriptionConfig; 0: none);
+	// SetUnackedLimits changes them.
+	MaxUnackedPerConsumer, MaxUnackedPerSubscription int64
+	// DispatchLimiters pace dispatch (dispatch rate limits): every read
+	// waits until none of them asks for a delay, reads at most the
+	// smallest record budget, and every delivery is counted by each.
+	DispatchLimiters []DispatchLimiter
+	Logger           *slog.Logger
+}
+
+// DispatchLimiter paces a subscription's dispatch (a dispatch rate). Safe
+// for concurrent use: a limiter may be shared by the subscriptions of a
+// topic, and is called off the actor (Delay, Budget) and on it (Consume).
+type DispatchLimiter interface {
+	// Delay is how long dispatch must wait before its next read (≤ 0: it
+	// may read now).
+	Delay() time.Duration
+	// Budget bounds the next read, in records (≤ 0: no bound).
+	Budget() int
+	// Consume counts a delivery of msgs records and bytes payload bytes.
+	Consume(msgs, bytes int)
 }
 
 // closePersistTimeout bounds the cursor write when a consumer leaves.
@@ -127,7 +148,8 @@ type (
 		before int64
 		reply  chan error
 	}
-	infoMsg struct{ reply chan SubscriptionInfo }
+	infoMsg         struct{ reply chan SubscriptionInfo }
+	unackedLimitMsg struct{ perConsumer, perSubscription int64 }
 )
 
 // SubscriptionInfo is a snapshot for stats and GET_LAST_MESSAGE_ID.
@@ -152,6 +174,11 @@ type SubscriptionInfo struct {
 	// PersistedMarkDeleteOffset is the mark-delete offset last persisted
 	// (what survives this node: retention never trims above it).
 	PersistedMarkDeleteOffset int64
+	// BlockedOnUnacked: dispatch is blocked by MaxUnackedPerSubscription
+	// (Pulsar's blockedSubscriptionOnUnackedMsgs); UnackedMessages is the
+	// records that limit counts (delivered, not acknowledged).
+	BlockedOnUnacked bool
+	UnackedMessages  int64
 }
 
 // UnackedRecords is the number of records in [first, next) that are
@@ -190,7 +217,8 @@ func StartSubscription(rt Runtime, opts SubscriptionOptions) *SubscriptionActor 
 		cancel:     cancel,
 		sinks:      map[uint64]ConsumerSink{},
 		ackReplies: map[uint64]func(error){},
-		sm: NewSubscription(SubscriptionConfig{Type: opts.Type, ReadMaxRecords: opts.ReadMaxRecords, PartitionIndex: opts.PartitionIndex},
+		sm: NewSubscription(SubscriptionConfig{Type: opts.Type, ReadMaxRecords: opts.ReadMaxRecords, PartitionIndex: opts.PartitionIndex,
+			MaxUnackedPerConsumer: opts.MaxUnackedPerConsumer, MaxUnackedPerSubscription: opts.MaxUnackedPerSubscription},
 			opts.Cursor, opts.ReadFrom),
 	}
 	a := &SubscriptionActor{h: h, stopped: make(chan struct{})}
@@ -298,6 +326,12 @@ func (a *SubscriptionActor) ResetCursor(target int64) error {
 func (a *SubscriptionActor) Expire(before int64) error {
 	r := make(chan error, 1)
 	return a.call(expireMsg{before: before, reply: r}, r)
+}
+
+// SetUnackedLimits changes the unacknowledged limits (0: none); they
+// apply at once (Subscription.SetUnackedLimits).
+func (a *SubscriptionActor) SetUnackedLimits(perConsumer, perSubscription int64) {
+	a.ref.Send(unackedLimitMsg{perConsumer: perConsumer, perSubscription: perSubscription})
 }
 
 // Close persists the cursor and stops the actor (the subscription survives).
@@ -480,10 +514,15 @@ func (h *subHandler) Receive(msg any) {
 		m.reply <- err
 		h.run(acts)
 	case infoMsg:
+		blocked, _ := h.sm.BlockedOnUnacked()
 		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
 			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
 			ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries(),
-			PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset()}
+			PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset(),
+			BlockedOnUnacked:          blocked, UnackedMessages: h.sm.UnackedRecords()}
+	case unackedLimitMsg:
+		h.opts.MaxUnackedPerConsumer, h.opts.MaxUnackedPerSubscription = m.perConsumer, m.perSubscription
+		h.run(h.sm.SetUnackedLimits(m.perConsumer, m.perSubscription))
 	case unsubscribeMsg:
 		if h.sm.Consumers() > 1 {
 			m.reply <- fmt.Errorf("%w: other consumers are attached", ErrConsumerBusy)
@@ -536,7 +575,8 @@ func (h *subHandler) seek(target int64) error {
 	}
 	h.opts.Cursor = cursor
 	h.sm = NewSubscription(SubscriptionConfig{Type: h.opts.Type, ReadMaxRecords: h.opts.ReadMaxRecords,
-		PartitionIndex: h.opts.PartitionIndex, ReadGenBase: h.sm.ReadGen() + 1}, cursor, target)
+		PartitionIndex: h.opts.PartitionIndex, ReadGenBase: h.sm.ReadGen() + 1,
+		MaxUnackedPerConsumer: h.opts.MaxUnackedPerConsumer, MaxUnackedPerSubscription: h.opts.MaxUnackedPerSubscription}, cursor, target)
 	return nil
 }
 
@@ -580,6 +620,9 @@ func (h *subHandler) run(acts []Action) {
 			if h.sm.SinkFull(a.ConsumerID) || !s.Deliver(a) {
 				acts = append(acts, h.sm.Undelivered(a.ConsumerID, a.Entry)...)
 			}
+			for _, l := range h.opts.DispatchLimiters {
+				l.Consume(int(a.Entry.Records), len(a.Entry.Payload))
+			}
 		case ActiveChange:
 			if s := h.sinks[a.ConsumerID]; s != nil {
 				s.ActiveChange(a.Active)
@@ -591,6 +634,13 @@ func (h *subHandler) run(acts []Action) {
 			}
 		case ReadTail:
 			h.startRead(a.Gen, func(ctx context.Context) (readResult, error) {
+				budget, err := h.pace(ctx)
+				if err != nil {
+					return readResult{}, err
+				}
+				if budget > 0 {
+					a.MaxRecords = max(1, min(a.MaxRecords, budget))
+				}
 				if h.opts.Compacted != nil {
 					return h.readCompacted(ctx, a)
 				}
@@ -599,6 +649,9 @@ func (h *subHandler) run(acts []Action) {
 			}, true)
 		case ReadReplay:
 			h.startRead(a.Gen, func(ctx context.Context) (readResult, error) {
+				if _, err := h.pace(ctx); err != nil {
+					return readResult{}, err
+				}
 				if h.opts.Compacted != nil {
 					return h.readReplayCompacted(ctx, a)
 				}
@@ -630,6 +683,36 @@ func (h *subHandler) run(acts []Action) {
 			}
 		}
 	}
+}
+
+// pace runs off the actor, before a read: it waits until no dispatch
+// limiter asks for a delay (or ctx ends), and returns the smallest record
+// budget (0: none).
+func (h *subHandler) pace(ctx context.Context) (int, error) {
+	ls := h.opts.DispatchLimiters
+	for {
+		var wait time.Duration
+		for _, l := range ls {
+			wait = max(wait, l.Delay())
+		}
+		if wait <= 0 {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		}
+	}
+	budget := 0
+	for _, l := range ls {
+		if b := l.Budget(); b > 0 && (budget == 0 || b < budget) {
+			budget = b
+		}
+	}
+	return budget, nil
 }
 
 // retryLater pokes the machine after RetryBackoff: it issues no read or

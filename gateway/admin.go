@@ -65,6 +65,8 @@ var (
 	errAdminMethodNotAllowed = errors.New("gateway: admin: not allowed on this topic")
 	// errAdminUnprocessable: a value out of range, e.g. shrinking partitions (422).
 	errAdminUnprocessable = errors.New("gateway: admin: unprocessable")
+	// errAdminTooLarge: a request body over Config.AdminMaxRequestBytes (413).
+	errAdminTooLarge = errors.New("gateway: request body too large")
 )
 
 // adminStatus is THE mapping from Go errors (admin, gateway, actors,
@@ -96,6 +98,10 @@ func adminStatus(err error) int {
 		return http.StatusUnprocessableEntity
 
 	case errors.Is(err, ErrInvalidTopicName):
+		return http.StatusPreconditionFailed
+	case errors.Is(err, errAdminTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrTooManySubscriptions):
 		return http.StatusPreconditionFailed
 	case errors.Is(err, ErrNotAllowed):
 		return http.StatusPreconditionFailed
@@ -141,8 +147,6 @@ const (
 	adminHiddenTenant     = "__lakegate"
 	adminTenantsNamespace = adminHiddenTenant + "/tenants"
 	adminClusterName      = "standalone"
-	// adminBodyBytesMax bounds request bodies, in bytes.
-	adminBodyBytesMax = 1 << 20
 	// adminRequestTimeout bounds one admin request's storage calls.
 	adminRequestTimeout = 30 * time.Second
 )
@@ -243,6 +247,7 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET "+nsPol+"/backlogQuotaMap", ruleTenant, a.getNamespaceQuotas)
 	handle("POST "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, false) })
 	handle("DELETE "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, true) })
+	a.routeLimitPolicies(handle) // admin_limits.go
 	// Topic compaction (admin_compaction.go).
 	handle("PUT "+p+"/{topic}/compaction", ruleTenant, a.owned(a.triggerCompaction))
 	handle("GET "+p+"/{topic}/compaction", ruleLookup, a.owned(a.compactionStatus))
@@ -290,7 +295,16 @@ func (s *Server) AdminHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
 		defer cancel()
-		r.Body = http.MaxBytesReader(w, r.Body, adminBodyBytesMax)
+		// Pulsar's httpMaxRequestSize: a body announced larger is refused
+		// before it is read; one that turns out larger fails its read
+		// (readBody: 413 too).
+		if limit := s.cfg.AdminMaxRequestBytes; r.ContentLength > limit {
+			s.lim.metrics.refusals.WithLabelValues("http_max_request_size").Inc()
+			w.Header().Set("Connection", "close")
+			writeAdminError(w, fmt.Errorf("%w: %d bytes, over the limit of %d (http.maxRequestSize)", errAdminTooLarge, r.ContentLength, limit))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.AdminMaxRequestBytes)
 		mux.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -335,6 +349,9 @@ func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 // readBody reads the (bounded) body; empty bodies return nil.
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return nil, fmt.Errorf("%w: over the limit of %d bytes (http.maxRequestSize)", errAdminTooLarge, mbe.Limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %v", errAdminBadRequest, err)
 	}
@@ -662,6 +679,13 @@ func (a *admin) getNamespace(w http.ResponseWriter, r *http.Request) {
 	}
 	if v, ok := props[dedupProperty]; ok {
 		pol["deduplicationEnabled"] = v == "true"
+	}
+	for key, field := range map[string]string{maxProducersProperty: "max_producers_per_topic", maxConsumersProperty: "max_consumers_per_topic",
+		maxConsumersPerSubProperty: "max_consumers_per_subscription", maxSubscriptionsProperty: "max_subscriptions_per_topic",
+		maxUnackedPerConsumerProperty: "max_unacked_messages_per_consumer", maxUnackedPerSubProperty: "max_unacked_messages_per_subscription"} {
+		if n, err := strconv.ParseInt(props[key], 10, 64); err == nil {
+			pol[field] = n // admin_limits.go
+		}
 	}
 	writeJSON(w, http.StatusOK, pol)
 }

@@ -70,6 +70,9 @@ func (a *admin) updateTopicProperty(w http.ResponseWriter, r *http.Request, key 
 					return
 				}
 			}
+			if isLimitProperty(key) { // admin_limits.go: applied here before the answer
+				a.srv.refreshLimitsOf(ctx, id)
+			}
 			noContent(w)
 			return
 		}

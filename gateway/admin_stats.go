@@ -53,26 +53,30 @@ type publisherStatsJSON struct {
 }
 
 type consumerStatsJSON struct {
-	ConsumerName     string            `json:"consumerName"`
-	Address          string            `json:"address"`
-	ClientVersion    string            `json:"clientVersion"`
-	MsgOutCounter    int64             `json:"msgOutCounter"`
-	BytesOutCounter  int64             `json:"bytesOutCounter"`
-	MsgRateOut       float64           `json:"msgRateOut"`
-	MsgThroughputOut float64           `json:"msgThroughputOut"`
-	AvailablePermits int               `json:"availablePermits"`
-	UnackedMessages  int               `json:"unackedMessages"`
+	ConsumerName     string  `json:"consumerName"`
+	Address          string  `json:"address"`
+	ClientVersion    string  `json:"clientVersion"`
+	MsgOutCounter    int64   `json:"msgOutCounter"`
+	BytesOutCounter  int64   `json:"bytesOutCounter"`
+	MsgRateOut       float64 `json:"msgRateOut"`
+	MsgThroughputOut float64 `json:"msgThroughputOut"`
+	AvailablePermits int     `json:"availablePermits"`
+	UnackedMessages  int     `json:"unackedMessages"`
+	// BlockedOnUnacked: maxUnackedMessagesPerConsumer holds dispatch back.
+	BlockedOnUnacked bool              `json:"blockedConsumerOnUnackedMsgs"`
 	ConnectedSince   string            `json:"connectedSince"`
 	Metadata         map[string]string `json:"metadata"`
 }
 
 type subscriptionStatsJSON struct {
-	MsgRateOut       float64             `json:"msgRateOut"`
-	MsgThroughputOut float64             `json:"msgThroughputOut"`
-	MsgBacklog       int64               `json:"msgBacklog"`
-	BacklogSize      int64               `json:"backlogSize"`
-	MsgDelayed       int64               `json:"msgDelayed"`
-	UnackedMessages  int64               `json:"unackedMessages"`
+	MsgRateOut       float64 `json:"msgRateOut"`
+	MsgThroughputOut float64 `json:"msgThroughputOut"`
+	MsgBacklog       int64   `json:"msgBacklog"`
+	BacklogSize      int64   `json:"backlogSize"`
+	MsgDelayed       int64   `json:"msgDelayed"`
+	UnackedMessages  int64   `json:"unackedMessages"`
+	// BlockedOnUnacked: maxUnackedMessagesPerSubscription holds dispatch back.
+	BlockedOnUnacked bool                `json:"blockedSubscriptionOnUnackedMsgs"`
 	Type             string              `json:"type"`
 	IsDurable        bool                `json:"isDurable"`
 	Consumers        []consumerStatsJSON `json:"consumers"`
@@ -257,6 +261,7 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 	}
 	ss.Type = info.Type.String()
 	ss.MsgDelayed = int64(info.Delayed)
+	ss.BlockedOnUnacked = info.BlockedOnUnacked
 	durable, err := t.hasCursor(ctx, name)
 	if err != nil {
 		return ss, false, err
@@ -269,7 +274,7 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 		ss.Consumers = append(ss.Consumers, consumerStatsJSON{
 			ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(), ClientVersion: c.sess.clientVersion,
 			MsgRateOut: msgRate, MsgThroughputOut: byteRate, MsgOutCounter: msgs, BytesOutCounter: bytes,
-			AvailablePermits: int(counts.Permits), UnackedMessages: int(counts.UnackedRecords),
+			AvailablePermits: int(counts.Permits), UnackedMessages: int(counts.UnackedRecords), BlockedOnUnacked: counts.Blocked,
 			ConnectedSince: c.since.UTC().Format(time.RFC3339Nano), Metadata: orEmptyMap(c.meta),
 		})
 		ss.MsgRateOut += msgRate

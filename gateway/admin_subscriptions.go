@@ -247,6 +247,9 @@ func (t *topic) createCursor(ctx context.Context, name string, m messageIDJSON) 
 	if exists || t.liveSubLocked(name) != nil {
 		return fmt.Errorf("%w: subscription %s already exists on %s", errAdminConflict, name, t.name)
 	}
+	if err := t.checkSubscriptionLimitLocked(ctx, name); err != nil { // limits.go
+		return err
+	}
 	target, err := t.offsetOf(ctx, m)
 	if err != nil {
 		return err

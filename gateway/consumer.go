@@ -32,6 +32,9 @@ type consumer struct {
 	// detached is set when the subscription dropped the consumer (a seek);
 	// the client then subscribes again with the same consumer id.
 	detached atomic.Bool
+	// counted: the consumer holds a place in its topic's consumer counts
+	// (limits.go), given back once by releaseCounted.
+	counted atomic.Bool
 	// end: what the consumer read of a terminated topic (end_of_topic.go).
 	end consumerEnd
 	// name and meta are the client's consumer name and metadata, out its
@@ -145,6 +148,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
 		if old.np == nil {
 			old.t.removeEndWatcher(old)
+			old.releaseCounted() // limits.go
 		}
 		delete(s.consumers, old.id) // dropped by a seek or an unload: subscribing again
 	} else if old != nil {
@@ -181,6 +185,9 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	}
 	create := c.ForceTopicCreation == nil || c.GetForceTopicCreation()
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), create)
+	if err == nil {
+		err = t.refreshLimits(ctx) // limits.go
+	}
 	if err != nil {
 		s.sendError(req, err)
 		return
@@ -204,6 +211,13 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		s.sendError(req, err)
 		return
 	}
+	// maxConsumersPerTopic, maxConsumersPerSubscription (limits.go): a
+	// place is taken now, given back if the consumer is not attached.
+	if err := t.reserveConsumer(cons.subName); err != nil {
+		s.sendError(req, err)
+		return
+	}
+	cons.counted.Store(true)
 	for attempt := 0; ; attempt++ {
 		sub, err := t.subscription(ctx, s.srv, c, durable)
 		if err != nil {
@@ -220,6 +234,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 			continue // raced with an unsubscribe or a reader's cleanup
 		}
 		if err != nil {
+			cons.releaseCounted()
 			s.sendError(req, err)
 			return
 		}
@@ -270,6 +285,9 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 			return sub, nil
 		}
 	}
+	if err := t.checkSubscriptionLimitLocked(ctx, name); err != nil { // limits.go
+		return nil, err
+	}
 	var (
 		cursor   lakestream.LogCursor
 		readFrom int64
@@ -316,6 +334,7 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		// The subscription's mode is its first consumer's (compaction.go).
 		opts.Compacted = t.compactedView()
 	}
+	t.subscriptionLimits(&opts) // limits.go
 	sub := actors.StartSubscription(srv.rt, opts)
 	t.mu.subs[name] = sub
 	return sub, nil
@@ -430,6 +449,7 @@ func (c *consumer) close() {
 		return
 	}
 	c.t.removeEndWatcher(c)
+	c.releaseCounted() // limits.go
 	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
 		return
@@ -476,6 +496,7 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 	}
 	cons.t.mu.Unlock()
 	cons.t.removeEndWatcher(cons)
+	cons.releaseCounted() // limits.go
 	delete(s.consumers, cons.id)
 	s.send(protocol.Success(c.GetRequestId()))
 }

@@ -40,6 +40,12 @@
 //	             admin routes)
 //	txn.go       transactions unsupported: every transaction request answered
 //	             with NotAllowedError
+//	limits.go    the limits (docs/security.md, "Limits"): connections per node
+//	             and per IP, producers/consumers/subscriptions per topic,
+//	             unacknowledged messages, pending publishes and the publish
+//	             buffer pausing a connection's reads, publish and dispatch
+//	             rates (rate.go: token buckets); admin_limits.go: their
+//	             policies at Pulsar's admin paths
 //	errors.go    sentinel errors and THE mapping to Pulsar ServerError codes
 //	admin*.go    the admin REST API (admin.go: routing and THE error→status
 //	             mapping; admin_cluster.go: lookup, brokers, routing requests

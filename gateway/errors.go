@@ -66,6 +66,12 @@ func serverError(err error) pb.ServerError {
 		return pb.ServerError_ProducerBlockedQuotaExceededError
 	case errors.Is(err, ErrQuotaException):
 		return pb.ServerError_ProducerBlockedQuotaExceededException
+	case errors.Is(err, ErrTooManyConnections), errors.Is(err, ErrTooManySubscriptions):
+		return pb.ServerError_NotAllowedError
+	case errors.Is(err, ErrTooManyProducers):
+		return pb.ServerError_ProducerBusy
+	case errors.Is(err, ErrTooManyConsumers):
+		return pb.ServerError_ConsumerBusy
 
 	case errors.Is(err, actors.ErrProducerBusy):
 		return pb.ServerError_ProducerBusy

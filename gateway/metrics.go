@@ -141,6 +141,17 @@ var (
 		[]string{"topic", "subscription"}, nil)
 	droppedDesc = prometheus.NewDesc("lakegate_subscription_series_dropped",
 		"Subscriptions left out of the per-subscription gauges by the series cap (Config.MetricsSubscriptionsMax).", nil, nil)
+	// Unacknowledged limits (limits.go), with Pulsar's names.
+	subBlockedDesc = prometheus.NewDesc("pulsar_subscription_blocked_on_unacked_messages",
+		"1 while the subscription's dispatch is blocked by maxUnackedMessagesPerSubscription, per subscription served here; capped series.",
+		[]string{"topic", "subscription"}, nil)
+	subUnackedMsgsDesc = prometheus.NewDesc("pulsar_subscription_unacked_messages",
+		"Messages delivered and not acknowledged, as maxUnackedMessagesPerSubscription counts them, per subscription served here; capped series.",
+		[]string{"topic", "subscription"}, nil)
+	blockedConsumersDesc = prometheus.NewDesc("lakegate_consumers_blocked_on_unacked",
+		"Consumers served here whose dispatch is blocked by maxUnackedMessagesPerConsumer.", nil, nil)
+	blockedSubsDesc = prometheus.NewDesc("lakegate_subscriptions_blocked_on_unacked",
+		"Subscriptions served here whose dispatch is blocked by maxUnackedMessagesPerSubscription.", nil, nil)
 )
 
 // Collector exports the gateway's metrics (docs/metrics.md); register it
@@ -153,14 +164,21 @@ func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range c.s.metrics.collectors() {
 		m.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{connectionsDesc, producersDesc, consumersDesc, topicsDesc, backlogDesc, unackedDesc, droppedDesc} {
+	for _, d := range []*prometheus.Desc{connectionsDesc, producersDesc, consumersDesc, topicsDesc, backlogDesc, unackedDesc, droppedDesc,
+		subBlockedDesc, subUnackedMsgsDesc, blockedConsumersDesc, blockedSubsDesc} {
 		ch <- d
+	}
+	for _, m := range c.s.limitCollectors() { // limits.go
+		m.Describe(ch)
 	}
 }
 
 func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	for _, m := range s.metrics.collectors() {
+		m.Collect(ch)
+	}
+	for _, m := range s.limitCollectors() { // limits.go
 		m.Collect(ch)
 	}
 	s.mu.Lock()
@@ -175,7 +193,7 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 
 	ctx, cancel := context.WithTimeout(s.ctx, metricsScrapeTimeout)
 	defer cancel()
-	var producers, consumers, series, dropped int
+	var producers, consumers, series, dropped, blockedConsumers, blockedSubs int
 	for _, t := range topics {
 		t.mu.Lock()
 		producers += len(t.mu.producers)
@@ -207,6 +225,14 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 					continue // stopped meanwhile, or busy past the scrape timeout
 				}
 				consumers += info.Consumers
+				if info.BlockedOnUnacked {
+					blockedSubs++
+				}
+				for _, cc := range info.ConsumerCounts {
+					if cc.Blocked {
+						blockedConsumers++
+					}
+				}
 			}
 			if series >= s.cfg.MetricsSubscriptionsMax {
 				dropped++
@@ -237,8 +263,16 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 			series++
 			ch <- prometheus.MustNewConstMetric(unackedDesc, prometheus.GaugeValue, float64(info.Unacked), topicName, name)
 			ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(backlog), topicName, name)
+			blocked := 0.0
+			if info.BlockedOnUnacked {
+				blocked = 1
+			}
+			ch <- prometheus.MustNewConstMetric(subBlockedDesc, prometheus.GaugeValue, blocked, topicName, name)
+			ch <- prometheus.MustNewConstMetric(subUnackedMsgsDesc, prometheus.GaugeValue, float64(info.UnackedMessages), topicName, name)
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(blockedConsumersDesc, prometheus.GaugeValue, float64(blockedConsumers))
+	ch <- prometheus.MustNewConstMetric(blockedSubsDesc, prometheus.GaugeValue, float64(blockedSubs))
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.GaugeValue, float64(conns))
 	ch <- prometheus.MustNewConstMetric(producersDesc, prometheus.GaugeValue, float64(producers))
 	ch <- prometheus.MustNewConstMetric(consumersDesc, prometheus.GaugeValue, float64(consumers))

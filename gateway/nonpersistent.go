@@ -225,6 +225,10 @@ func (t *npTopic) addProducer(p *producer) error {
 			return fmt.Errorf("%w: producer name %q is in use on %s", ErrProducerBusy, p.name, t.name)
 		}
 	}
+	lim := t.srv.cfg.TopicLimits // the node's defaults: no policies here (limits.go)
+	if err := t.srv.npLimit(lim.MaxProducers, len(t.mu.producers), ErrTooManyProducers, "topic "+t.name.String(), "max_producers_per_topic"); err != nil {
+		return err
+	}
 	t.mu.producers[p] = struct{}{}
 	return nil
 }
@@ -249,7 +253,22 @@ func (t *npTopic) addConsumer(c *consumer, name string, typ actors.SubType) erro
 	if t.mu.closed {
 		return fmt.Errorf("%w: %s is being closed", ErrServiceNotReady, t.name)
 	}
+	lim := t.srv.cfg.TopicLimits // the node's defaults: no policies here (limits.go)
+	total := 0
+	for _, s := range t.mu.subs {
+		total += len(s.consumers)
+	}
 	sub := t.mu.subs[name]
+	if err := t.srv.npLimit(lim.MaxConsumers, total, ErrTooManyConsumers, "topic "+t.name.String(), "max_consumers_per_topic"); err != nil {
+		return err
+	}
+	if sub == nil {
+		if err := t.srv.npLimit(lim.MaxSubscriptions, len(t.mu.subs), ErrTooManySubscriptions, "topic "+t.name.String(), "max_subscriptions_per_topic"); err != nil {
+			return err
+		}
+	} else if err := t.srv.npLimit(lim.MaxConsumersPerSubscription, len(sub.consumers), ErrTooManyConsumers, "subscription "+name, "max_consumers_per_subscription"); err != nil {
+		return err
+	}
 	if sub == nil {
 		sub = &npSub{name: name, typ: typ}
 		t.mu.subs[name] = sub

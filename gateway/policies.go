@@ -396,6 +396,11 @@ func (s *Server) enforcePolicies(ctx context.Context, t *topic) error {
 	if err != nil {
 		return err
 	}
+	lim, err := s.limitsOf(ctx, md) // limits.go: changed on another member
+	if err != nil {
+		return err
+	}
+	t.applyLimits(lim)
 	if threshold, err := s.compactionThreshold(ctx, md); err != nil {
 		return err
 	} else if threshold > 0 {

@@ -54,10 +54,19 @@ type producer struct {
 	// closeRequestID is the CLOSE_PRODUCER request CloseDone answers; set
 	// before CloseProducer is sent to the actor.
 	closeRequestID atomic.Pointer[uint64]
-	// starts holds the read time of each SEND in flight, in order
-	// (lakegate_publish_latency_seconds); touched by the reader (push) and
-	// the actor (pop), hence the channel.
-	starts chan time.Time
+	// starts holds the read time and payload size of each SEND in
+	// flight, in order (lakegate_publish_latency_seconds, the limits'
+	// counts); touched by the reader (push) and the actor (pop), hence the
+	// channel.
+	starts chan sendStart
+	// pub: its SENDs counted by the limits (limits.go).
+	pub publishCount
+}
+
+// sendStart is what a producer remembers of a SEND in flight.
+type sendStart struct {
+	at    time.Time
+	bytes int
 }
 
 // producerSeq numbers producers for their partition actors (actorID).
@@ -99,6 +108,9 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	}
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), true)
 	if err == nil {
+		err = t.refreshLimits(ctx) // limits.go
+	}
+	if err == nil {
 		err = t.checkBacklogQuota(ctx) // policies.go
 	}
 	if err != nil {
@@ -122,14 +134,17 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		id: c.GetProducerId(), actorID: producerSeq.Add(1), name: name, t: t, sess: s, mode: mode,
 		schemaVersion: schemaVersion, meta: keyValues(c.GetMetadata()), requestID: req,
 		slots:  make(chan struct{}, s.srv.cfg.ProducerPendingMax),
-		starts: make(chan time.Time, s.srv.cfg.ProducerPendingMax),
+		starts: make(chan sendStart, s.srv.cfg.ProducerPendingMax),
 	}
 	spec := actors.ProducerSpec{ID: p.actorID, Name: name, Mode: actors.AccessMode(mode)}
 	if c.TopicEpoch != nil {
 		e := c.GetTopicEpoch()
 		spec.Epoch = &e
 	}
-	t.addProducer(p)
+	if err := t.addProducerLimited(p); err != nil { // limits.go: maxProducersPerTopic
+		s.sendError(req, err)
+		return
+	}
 	ans := t.part.AddProducer(spec, p)
 	if ans.Err != nil {
 		t.forgetProducer(p)
@@ -187,7 +202,8 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 	case <-s.done:
 		return nil
 	}
-	p.starts <- time.Now() // never blocks: as many places as slots
+	p.starts <- sendStart{at: time.Now(), bytes: len(f.Entry)} // never blocks: as many places as slots
+	s.sendRead(p, records, len(f.Entry))                       // limits.go
 	// f.Entry is owned: ReadFrame allocates a fresh buffer per frame.
 	p.t.part.Send(p.actorID, actors.SendRequest{
 		Seq: c.GetSequenceId(), Highest: c.GetHighestSequenceId(),
@@ -200,7 +216,8 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 func (p *producer) answered() time.Time {
 	start := <-p.starts
 	<-p.slots
-	return start
+	p.sendAnswered(start.bytes) // limits.go
+	return start.at
 }
 
 // Receipt implements actors.ProducerSink.
@@ -246,6 +263,7 @@ func (p *producer) Promoted(epoch uint64, lastSequence int64) {
 // old); a waiting one an ERROR answer to its pending PRODUCER.
 func (p *producer) FencedOut(waiting bool) {
 	p.gone.Store(true)
+	p.releasePublishes() // limits.go
 	p.t.forgetProducer(p)
 	if waiting {
 		p.sess.sendError(p.requestID, fmt.Errorf("%w: fenced out by an ExclusiveWithFencing producer", ErrProducerFenced))
@@ -268,7 +286,8 @@ func (p *producer) CloseDone() {
 // here; the client reconnects (to assignedURL when set).
 func (p *producer) Closed(assignedURL string) {
 	p.gone.Store(true)
-	if p.t != nil { // a non-persistent topic forgets its producers itself
+	p.releasePublishes() // limits.go: outcomes still in flight may be dropped
+	if p.t != nil {      // a non-persistent topic forgets its producers itself
 		p.t.forgetProducer(p)
 	}
 	p.sess.send(protocol.CloseProducerAssigned(p.id, assignedURL))
@@ -281,6 +300,7 @@ func (p *producer) close() {
 		p.np.removeProducer(p)
 		return
 	}
+	p.releasePublishes() // limits.go: the partition drops its outcomes
 	p.t.forgetProducer(p)
 	if !p.gone.Load() {
 		p.t.part.RemoveProducer(p.actorID)
@@ -321,14 +341,8 @@ func (s *session) handleCloseProducer(c *pb.CommandCloseProducer) {
 	p.t.part.CloseProducer(p.actorID)
 }
 
-// addProducer and forgetProducer keep the topic's list of attached
-// producers (stats).
-func (t *topic) addProducer(p *producer) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.mu.producers[p.actorID] = p
-}
-
+// addProducerLimited (limits.go) and forgetProducer keep the topic's list
+// of attached producers (stats, maxProducersPerTopic).
 func (t *topic) forgetProducer(p *producer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -131,6 +131,37 @@ type Config struct {
 	// AdvertisedTLSAddr is the host:port of the pulsar+ssl listener LOOKUP
 	// answers name (with a TLS listener). Default: that listener's address.
 	AdvertisedTLSAddr string
+
+	// Limits (limits.go; docs/security.md, "Limits"), with Pulsar's
+	// names and defaults.
+	//
+	// MaxConnections refuses connections beyond this many open ones
+	// (Pulsar's brokerMaxConnections): the client gets an ERROR
+	// (NotAllowedError), then the connection closes. Default 0: no limit.
+	MaxConnections int
+	// MaxConnectionsPerIP is the same per client IP address (Pulsar's
+	// brokerMaxConnectionsPerIp). Default 0: no limit.
+	MaxConnectionsPerIP int
+	// MaxPendingPublishRequestsPerConnection pauses the reads of a
+	// connection with this many SENDs unanswered until half of them are
+	// answered (Pulsar's maxPendingPublishRequestsPerConnection). Default
+	// 1000; negative: no limit.
+	MaxPendingPublishRequestsPerConnection int
+	// MaxPublishBufferBytes is the node's budget of SEND payload bytes read
+	// and not answered yet (Pulsar's maxMessagePublishBufferSizeInMB):
+	// beyond it the reads of every connection with producers pause until
+	// half of it is answered. Default (0): half the Go memory limit
+	// (GOMEMLIMIT) when one is set, else 256 MiB, at least 64 MiB;
+	// negative: no limit.
+	MaxPublishBufferBytes int64
+	// TopicLimits are the node's defaults of the per-topic limits, which
+	// namespace and topic policies override (docs/policies.md, "Limits").
+	// Zero fields take the defaults TopicLimits names.
+	TopicLimits TopicLimits
+	// AdminMaxRequestBytes bounds an admin REST request's body: a larger
+	// one is answered 413 with a reason (Pulsar's httpMaxRequestSize).
+	// Default 1 MiB.
+	AdminMaxRequestBytes int64
 }
 
 func (c *Config) defaults() {
@@ -173,6 +204,7 @@ func (c *Config) defaults() {
 	if c.AuthRefreshGrace <= 0 {
 		c.AuthRefreshGrace = 30 * time.Second
 	}
+	c.limitDefaults() // limits.go
 }
 
 // Server is the Pulsar binary-protocol listener. Safe for concurrent use.
@@ -191,7 +223,9 @@ type Server struct {
 	sessionID  atomic.Uint64
 	metrics    *gatewayMetrics
 	// draining is set by Drain: rebalancing stops.
-	draining   atomic.Bool
+	draining atomic.Bool
+	// lim: connection counts, the publish buffer, limit metrics (limits.go).
+	lim        serverLimits
 	httpClient *http.Client // forwarded admin requests
 
 	membersCache struct {
@@ -249,6 +283,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	}
 	lns = append(lns, tlsLn...)
 	s := &Server{cfg: cfg, lns: lns, rt: cfg.Runtime, metrics: newGatewayMetrics()}
+	s.initLimits()
 	s.httpClient = &http.Client{Timeout: adminRequestTimeout, Transport: s.peerTransport()}
 	if s.rt == nil {
 		s.rt = actors.NewRuntime(cfg.Logger.With("component", "actors"))
@@ -306,20 +341,37 @@ func (s *Server) ServiceURLTLS() string {
 
 func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
+	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) || s.closed() {
+				return // listener closed
 			}
-			return // listener closed
+			// Out of file descriptors (EMFILE) or another passing
+			// failure: wait and accept again, as net/http does; the
+			// listener must outlive it.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.cfg.Logger.Warn("accepting a connection failed; retrying", "err", err, "in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		if err := s.admitConn(conn); err != nil { // limits.go
+			s.refuseConn(conn, err)
+			continue
 		}
 		s.metrics.connectionsTotal.Inc()
 		sess := newSession(s, conn)
+		sess.lim.pending.limit = int64(max(s.cfg.MaxPendingPublishRequestsPerConnection, 0)) // limits.go
 		s.mu.Lock()
 		if s.mu.closed {
 			s.mu.Unlock()
+			s.releaseConn(conn)
 			conn.Close()
 			return
 		}
@@ -329,6 +381,7 @@ func (s *Server) accept(ln net.Listener) {
 		go func() {
 			defer s.wg.Done()
 			sess.run()
+			s.releaseConn(conn)
 			s.mu.Lock()
 			delete(s.mu.sessions, sess)
 			s.mu.Unlock()

@@ -55,6 +55,8 @@ type session struct {
 	consumers     map[uint64]*consumer
 	// auth is the authenticated identity (auth.go).
 	auth sessionAuth
+	// lim: pending SENDs and publish-rate pauses (limits.go).
+	lim sessionLimits
 }
 
 func newSession(srv *Server, conn net.Conn) *session {
@@ -181,6 +183,9 @@ func (s *session) readLoop() (err error) {
 			// it is sent.
 			if !s.out.waitRoom() {
 				return net.ErrClosed
+			}
+			if !s.pauseReads() { // limits.go: backpressure from the limits
+				return errCloseConnection
 			}
 			limit = maxFrame
 			s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))

@@ -256,6 +256,8 @@ type topic struct {
 	// compaction: the compacted view and the compactions run here
 	// (compaction.go).
 	compaction compaction
+	// lim: the topic's limits, rate buckets and consumer counts (limits.go).
+	lim topicLimitState
 
 	mu struct {
 		sync.Mutex
@@ -317,6 +319,11 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	t := &topic{srv: s, name: ref.name, stream: ref.stream, log: log, partition: ref.partition, owner: owner, unloaded: make(chan struct{})}
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
+	lim, err := s.limitsOf(ctx, st.Metadata()) // limits.go
+	if err != nil {
+		return nil, err
+	}
+	t.applyLimits(lim)
 	lp, err := actors.LoadPartition(ctx, log, dedup, t.guardOpts()...)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,9 @@
 // it depends on the gateway and the lakestream contract, never on the
 // engine.
 //
+// limits.go bounds the HTTP server (timeouts, header size, connections;
+// docs/security.md, "Limits").
+//
 // It is production code (the handler cmd/lakegate serves) that tests build
 // too (internal/testnode, the e2e and admin-client tests), which is why it
 // is a package of its own rather than part of cmd/lakegate or internal/.

@@ -51,7 +51,36 @@ type Config struct {
 		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
 		TLSAddr           string `yaml:"tlsAddr" doc:"HTTPS listen address of the same endpoints (e.g. :8443); empty: none. Needs tls.certFile and tls.keyFile."`
 		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port other members reach the HTTPS listener at (preferred to http.advertisedAddr). Default its bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
+		// Limits of the HTTP server (docs/security.md, "Limits").
+		MaxRequestSize       int64         `yaml:"maxRequestSize" default:"1048576" doc:"Largest admin REST request body, in bytes (Pulsar's httpMaxRequestSize); a larger one is answered 413 with a reason. The Iceberg REST catalog keeps its own 16 MiB bound."`
+		MaxRequestHeaderSize int           `yaml:"maxRequestHeaderSize" default:"8192" doc:"Largest request line and headers, in bytes (Pulsar's httpMaxRequestHeaderSize); larger is answered 431."`
+		MaxConnections       int           `yaml:"maxConnections" default:"2048" doc:"Open HTTP connections, per listener (Pulsar's maxHttpServerConnections); more wait to be accepted until one closes. 0 turns the limit off."`
+		ReadHeaderTimeout    time.Duration `yaml:"readHeaderTimeout" default:"10s" doc:"A connection that has not sent a request's headers within this is closed (slow-header attacks)."`
+		ReadTimeout          time.Duration `yaml:"readTimeout" default:"60s" doc:"Bound on reading a whole request, body included."`
+		IdleTimeout          time.Duration `yaml:"idleTimeout" default:"120s" doc:"A keep-alive connection idle this long between requests is closed."`
 	} `yaml:"http"`
+
+	// Limits with Apache Pulsar's names and defaults (docs/security.md,
+	// "Limits"; the per-topic ones are defaults that namespace and topic
+	// policies override: docs/policies.md).
+	Limits struct {
+		BrokerMaxConnections                        int   `yaml:"brokerMaxConnections" default:"0" doc:"Open Pulsar connections on the node; one more is answered ERROR NotAllowedError and closed. 0: no limit."`
+		BrokerMaxConnectionsPerIP                   int   `yaml:"brokerMaxConnectionsPerIp" default:"0" doc:"Open Pulsar connections per client IP address; the same answer beyond. 0: no limit."`
+		MaxPendingPublishRequestsPerConnection      int   `yaml:"maxPendingPublishRequestsPerConnection" default:"1000" doc:"SENDs a connection may have unanswered; at this many its reads pause until half are answered (backpressure, no error). 0 turns it off."`
+		MaxMessagePublishBufferSizeInMB             int64 `yaml:"maxMessagePublishBufferSizeInMB" default:"0" doc:"SEND payload the node holds unanswered, in MiB; beyond it the reads of every connection with producers pause until half is answered. 0: half of GOMEMLIMIT when set, else 256, at least 64."`
+		MaxProducersPerTopic                        int   `yaml:"maxProducersPerTopic" default:"0" doc:"Producers per topic partition; more are refused with ProducerBusy. 0: no limit."`
+		MaxConsumersPerTopic                        int   `yaml:"maxConsumersPerTopic" default:"0" doc:"Consumers per topic partition; more are refused with ConsumerBusy. 0: no limit."`
+		MaxConsumersPerSubscription                 int   `yaml:"maxConsumersPerSubscription" default:"0" doc:"Consumers per subscription; more are refused with ConsumerBusy. 0: no limit."`
+		MaxSubscriptionsPerTopic                    int   `yaml:"maxSubscriptionsPerTopic" default:"0" doc:"Subscriptions per topic partition; a new one beyond is refused with NotAllowedError. 0: no limit."`
+		MaxUnackedMessagesPerConsumer               int64 `yaml:"maxUnackedMessagesPerConsumer" default:"50000" doc:"Unacknowledged messages a Shared or Key_Shared consumer may hold; at this many it gets no more until its acks bring it to half. 0: no limit."`
+		MaxUnackedMessagesPerSubscription           int64 `yaml:"maxUnackedMessagesPerSubscription" default:"200000" doc:"Unacknowledged messages a Shared or Key_Shared subscription may hold; at this many its dispatch stops until acks bring it to half. 0: no limit."`
+		MaxPublishRatePerTopicInMessages            int64 `yaml:"maxPublishRatePerTopicInMessages" default:"0" doc:"Messages per second a topic partition takes; beyond it its producers' connections pause reading. 0: no limit."`
+		MaxPublishRatePerTopicInBytes               int64 `yaml:"maxPublishRatePerTopicInBytes" default:"0" doc:"Payload bytes per second a topic partition takes (as the message rate). 0: no limit."`
+		DispatchThrottlingRatePerTopicInMsg         int64 `yaml:"dispatchThrottlingRatePerTopicInMsg" default:"0" doc:"Messages per second dispatched from a topic partition, all its subscriptions together. 0: no limit."`
+		DispatchThrottlingRatePerTopicInByte        int64 `yaml:"dispatchThrottlingRatePerTopicInByte" default:"0" doc:"Payload bytes per second dispatched from a topic partition. 0: no limit."`
+		DispatchThrottlingRatePerSubscriptionInMsg  int64 `yaml:"dispatchThrottlingRatePerSubscriptionInMsg" default:"0" doc:"Messages per second dispatched to one subscription. 0: no limit."`
+		DispatchThrottlingRatePerSubscriptionInByte int64 `yaml:"dispatchThrottlingRatePerSubscriptionInByte" default:"0" doc:"Payload bytes per second dispatched to one subscription. 0: no limit."`
+	} `yaml:"limits"`
 
 	TLS struct {
 		CertFile string `yaml:"certFile" doc:"PEM certificate (chain) of the TLS listeners; reloaded when the file changes."`
@@ -213,7 +242,8 @@ func configFields(c *Config) []configField {
 }
 
 // snake turns "dataDir" into "data_dir" (separators are kept); a run of
-// capitals is one word: "openIDRoleClaim" is "open_id_role_claim".
+// capitals is one word: "openIDRoleClaim" is "open_id_role_claim",
+// "sizeInMB" is "size_in_mb".
 func snake(s string) string {
 	isUpper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
 	var b strings.Builder

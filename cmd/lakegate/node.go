@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/nodehttp"
 	"github.com/lakegate/lakegate/tables"
 )
 
@@ -164,6 +164,7 @@ func runNode(c *Config) error {
 		PolicyCheckInterval: policyCheck,
 		Membership:          topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
 		ClientTLS: sec.clientTLS()}
+	gatewayLimits(c, &gwCfg)
 	if sec.authn != nil {
 		gwCfg.Auth = sec.authn
 		gwCfg.Authorization = c.Auth.Authorization
@@ -198,7 +199,7 @@ func runNode(c *Config) error {
 		if hl == nil {
 			continue
 		}
-		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		srv := httpLimits(c).Server(handler, errLog)
 		go srv.Serve(hl) // a TLS listener hands TLS connections: r.TLS is set
 		defer srv.Close()
 	}
@@ -258,6 +259,45 @@ func advertised(configured string, bound net.Addr, clustered bool) (string, erro
 		host = h
 	}
 	return net.JoinHostPort(host, strconv.Itoa(a.Port)), nil
+}
+
+// gatewayLimits copies the limits (docs/security.md, "Limits") into the
+// gateway's configuration, mapping the config's 0 (off) to the gateway's
+// negative where the gateway's 0 is a default.
+func gatewayLimits(c *Config, g *gateway.Config) {
+	l := c.Limits
+	off := func(n int64) int64 {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	g.MaxConnections = l.BrokerMaxConnections
+	g.MaxConnectionsPerIP = l.BrokerMaxConnectionsPerIP
+	g.MaxPendingPublishRequestsPerConnection = int(off(int64(l.MaxPendingPublishRequestsPerConnection)))
+	g.MaxPublishBufferBytes = l.MaxMessagePublishBufferSizeInMB << 20 // 0: the default
+	g.TopicLimits = gateway.TopicLimits{
+		MaxProducers:                l.MaxProducersPerTopic,
+		MaxConsumers:                l.MaxConsumersPerTopic,
+		MaxConsumersPerSubscription: l.MaxConsumersPerSubscription,
+		MaxSubscriptions:            l.MaxSubscriptionsPerTopic,
+		MaxUnackedPerConsumer:       off(l.MaxUnackedMessagesPerConsumer),
+		MaxUnackedPerSubscription:   off(l.MaxUnackedMessagesPerSubscription),
+		PublishRate:                 gateway.RateLimit{Msgs: l.MaxPublishRatePerTopicInMessages, Bytes: l.MaxPublishRatePerTopicInBytes},
+		DispatchRate:                gateway.RateLimit{Msgs: l.DispatchThrottlingRatePerTopicInMsg, Bytes: l.DispatchThrottlingRatePerTopicInByte},
+		SubscriptionDispatchRate:    gateway.RateLimit{Msgs: l.DispatchThrottlingRatePerSubscriptionInMsg, Bytes: l.DispatchThrottlingRatePerSubscriptionInByte},
+	}
+	g.AdminMaxRequestBytes = c.HTTP.MaxRequestSize
+}
+
+// httpLimits are the HTTP server's limits (0 connections: no limit).
+func httpLimits(c *Config) nodehttp.Limits {
+	maxConns := c.HTTP.MaxConnections
+	if maxConns == 0 {
+		maxConns = -1
+	}
+	return nodehttp.Limits{ReadHeaderTimeout: c.HTTP.ReadHeaderTimeout, ReadTimeout: c.HTTP.ReadTimeout, IdleTimeout: c.HTTP.IdleTimeout,
+		MaxHeaderBytes: c.HTTP.MaxRequestHeaderSize, MaxConnections: maxConns}
 }
 
 // gcInterval maps the config's 0 (off) to the engine's negative.

@@ -192,13 +192,18 @@ type listeners struct {
 // addresses are what the node advertises when it joins.
 func openListeners(c *Config, sec *security) (*listeners, error) {
 	l := &listeners{endpoints: map[string]string{}}
-	open := func(addr string, secure bool) (net.Listener, error) {
+	// wrap (the HTTP connection limit) goes under TLS: the HTTP server
+	// must see TLS connections as such.
+	open := func(addr string, secure bool, wrap ...func(net.Listener) net.Listener) (net.Listener, error) {
 		if addr == "" {
 			return nil, nil
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, err
+		}
+		for _, w := range wrap {
+			ln = w(ln)
 		}
 		if secure {
 			ln = tls.NewListener(ln, sec.serverTLS())
@@ -213,11 +218,11 @@ func openListeners(c *Config, sec *security) (*listeners, error) {
 		l.close()
 		return nil, fmt.Errorf("pulsar+ssl listener: %w", err)
 	}
-	if l.http, err = open(c.HTTP.Addr, false); err != nil {
+	if l.http, err = open(c.HTTP.Addr, false, httpLimits(c).Listener); err != nil {
 		l.close()
 		return nil, fmt.Errorf("http listener: %w", err)
 	}
-	if l.https, err = open(c.HTTP.TLSAddr, true); err != nil {
+	if l.https, err = open(c.HTTP.TLSAddr, true, httpLimits(c).Listener); err != nil {
 		l.close()
 		return nil, fmt.Errorf("https listener: %w", err)
 	}

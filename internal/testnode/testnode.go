@@ -37,11 +37,16 @@ type Config struct {
 	// table materialization policy.
 	Materialization *lakestream.TableMaterializationPolicy
 	// HTTP serves the node's /metrics, /healthz, /readyz and admin REST
-	// (nodehttp.Handler) on an httptest server.
-	HTTP bool
+	// (nodehttp.Handler) on an httptest server, with HTTPLimits (the
+	// node's defaults when zero) as cmd/lakegate serves it.
+	HTTP       bool
+	HTTPLimits nodehttp.Limits
 	// Compaction, when not nil, starts the compaction worker with these
 	// options (Catalog, Compactor, and Logger when nil, are filled in).
 	Compaction *actors.CompactionWorkerOptions
+	// GatewayCatalog, when set, wraps the catalog the gateway is given
+	// (e.g. to hold appends back: e2e/limits_test.go).
+	GatewayCatalog func(lakestream.StreamCatalog) lakestream.StreamCatalog
 	// Logger is the logger of the node, the gateway and the worker where
 	// their configurations leave it nil. Default slog.Default().
 	Logger *slog.Logger
@@ -100,6 +105,9 @@ func Start(t testing.TB, cfg Config) *Node {
 	}
 	gc := cfg.Gateway
 	gc.Catalog, gc.Runtime = cat, n.Runtime
+	if cfg.GatewayCatalog != nil {
+		gc.Catalog = cfg.GatewayCatalog(cat)
+	}
 	if gc.Logger == nil {
 		gc.Logger = cfg.Logger
 	}
@@ -107,7 +115,10 @@ func Start(t testing.TB, cfg Config) *Node {
 		t.Fatal(err)
 	}
 	if cfg.HTTP {
-		n.HTTP = httptest.NewServer(nodehttp.Handler(n.Gateway, cat, n.Engine.Collector()))
+		n.HTTP = httptest.NewUnstartedServer(nodehttp.Handler(n.Gateway, cat, n.Engine.Collector()))
+		cfg.HTTPLimits.Apply(n.HTTP.Config)
+		n.HTTP.Listener = cfg.HTTPLimits.Listener(n.HTTP.Listener)
+		n.HTTP.Start()
 	}
 	if cfg.Compaction != nil {
 		wo := *cfg.Compaction

@@ -1,0 +1,197 @@
+package gateway
+
+// Limit policies (limits.go, docs/policies.md "Limits"), at Pulsar's admin
+// paths (pulsar-admin topicPolicies / namespaces set-max-producers …, the
+// admin clients' setMaxProducers, setPublishRate …):
+//
+//	GET|POST|DELETE /admin/v2/persistent/{t}/{ns}/{topic}/maxProducers                     an integer ≥ 0 (0: no limit)
+//	                …/maxConsumers, …/maxConsumersPerSubscription, …/maxSubscriptionsPerTopic
+//	                …/maxUnackedMessagesOnConsumer, …/maxUnackedMessagesOnSubscription
+//	                …/publishRate                                                           PublishRate
+//	                …/dispatchRate, …/subscriptionDispatchRate                             DispatchRate
+//	GET|POST|DELETE /admin/v2/namespaces/{t}/{ns}/maxProducersPerTopic, …/maxConsumersPerTopic,
+//	                …/maxConsumersPerSubscription, …/maxSubscriptionsPerTopic,
+//	                …/maxUnackedMessagesPerConsumer, …/maxUnackedMessagesPerSubscription,
+//	                …/publishRate, …/dispatchRate, …/subscriptionDispatchRate
+//
+// GET answers the topic's (namespace's) own policy, null when it has none;
+// a topic GET with ?applied=true answers the one that applies (topic,
+// namespace, the node's default). A change applies at once to the topics
+// this node serves, on other members at their next policy check or
+// PRODUCER/SUBSCRIBE of the topic.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// limitPolicy is one limit policy: its property, paths and value.
+type limitPolicy struct {
+	prop string
+	// topicPath and nsPath are the last path segments of its topic and
+	// namespace routes.
+	topicPath, nsPath string
+	// valueOf reads and checks a request's value, returning the
+	// property's value.
+	valueOf func(*http.Request) (string, error)
+	// applied is the value that applies, from the resolved limits.
+	applied func(TopicLimits) any
+}
+
+var limitPolicies = []limitPolicy{
+	{maxProducersProperty, "maxProducers", "maxProducersPerTopic", countOf("maxProducers"), func(l TopicLimits) any { return l.MaxProducers }},
+	{maxConsumersProperty, "maxConsumers", "maxConsumersPerTopic", countOf("maxConsumers"), func(l TopicLimits) any { return l.MaxConsumers }},
+	{maxConsumersPerSubProperty, "maxConsumersPerSubscription", "maxConsumersPerSubscription", countOf("maxConsumersPerSubscription"), func(l TopicLimits) any { return l.MaxConsumersPerSubscription }},
+	{maxSubscriptionsProperty, "maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", countOf("maxSubscriptionsPerTopic"), func(l TopicLimits) any { return l.MaxSubscriptions }},
+	{maxUnackedPerConsumerProperty, "maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer", countOf("maxUnackedMessagesPerConsumer"), func(l TopicLimits) any { return l.MaxUnackedPerConsumer }},
+	{maxUnackedPerSubProperty, "maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription", countOf("maxUnackedMessagesPerSubscription"), func(l TopicLimits) any { return l.MaxUnackedPerSubscription }},
+	{publishRateProperty, "publishRate", "publishRate", publishRateOf, func(l TopicLimits) any {
+		return publishRateJSON{Msgs: l.PublishRate.Msgs, Bytes: l.PublishRate.Bytes}
+	}},
+	{dispatchRateProperty, "dispatchRate", "dispatchRate", dispatchRateOf, func(l TopicLimits) any { return dispatchRateJSONOf(l.DispatchRate) }},
+	{subscriptionDispatchRateProperty, "subscriptionDispatchRate", "subscriptionDispatchRate", dispatchRateOf, func(l TopicLimits) any {
+		return dispatchRateJSONOf(l.SubscriptionDispatchRate)
+	}},
+}
+
+func isLimitProperty(key string) bool {
+	for _, p := range limitPolicies {
+		if p.prop == key {
+			return true
+		}
+	}
+	return false
+}
+
+func dispatchRateJSONOf(r RateLimit) dispatchRateJSON {
+	return dispatchRateJSON{Msgs: r.Msgs, Bytes: r.Bytes, PeriodSeconds: int64(r.period().Seconds())}
+}
+
+// countOf reads a limit count: an integer ≥ 0 (0: no limit), the body
+// (or, as some tools send it, the query parameter name).
+func countOf(name string) func(*http.Request) (string, error) {
+	return func(r *http.Request) (string, error) {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			b, err := readBody(r)
+			if err != nil {
+				return "", err
+			}
+			v = strings.TrimSpace(string(b))
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("%w: %s %q: want an integer, 0 or more (0: no limit)", errAdminPrecondition, name, v)
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+// publishRateOf reads a PublishRate body.
+func publishRateOf(r *http.Request) (string, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return "", err
+	}
+	if b == nil {
+		return "", fmt.Errorf("%w: the body must be a PublishRate {\"publishThrottlingRateInMsg\": N, \"publishThrottlingRateInByte\": M}", errAdminBadRequest)
+	}
+	var p publishRateJSON
+	if err := json.Unmarshal(b, &p); err != nil {
+		return "", fmt.Errorf("%w: publish rate: %v", errAdminBadRequest, err)
+	}
+	p.Msgs, p.Bytes = max(p.Msgs, -1), max(p.Bytes, -1) // ≤ 0: not limited
+	out, _ := json.Marshal(p)
+	return string(out), nil
+}
+
+// dispatchRateOf reads a DispatchRate body.
+func dispatchRateOf(r *http.Request) (string, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return "", err
+	}
+	if b == nil {
+		return "", fmt.Errorf("%w: the body must be a DispatchRate {\"dispatchThrottlingRateInMsg\": N, \"dispatchThrottlingRateInByte\": M, \"ratePeriodInSecond\": S}", errAdminBadRequest)
+	}
+	var d dispatchRateJSON
+	if err := json.Unmarshal(b, &d); err != nil {
+		return "", fmt.Errorf("%w: dispatch rate: %v", errAdminBadRequest, err)
+	}
+	if d.Relative {
+		return "", fmt.Errorf("%w: relativeToPublishRate is not supported", errAdminPrecondition)
+	}
+	d.Msgs, d.Bytes, d.PeriodSeconds = max(d.Msgs, -1), max(d.Bytes, -1), max(d.PeriodSeconds, 1)
+	out, _ := json.Marshal(d)
+	return string(out), nil
+}
+
+// routeLimitPolicies registers the limit policies' routes (handle as in
+// AdminHandler).
+func (a *admin) routeLimitPolicies(handle func(string, authRule, http.HandlerFunc)) {
+	const p = "/admin/v2/persistent/{tenant}/{ns}/{topic}/"
+	const nsp = "/admin/v2/namespaces/{tenant}/{ns}/"
+	for _, lp := range limitPolicies {
+		handle("GET "+p+lp.topicPath, ruleLookup, a.getTopicLimit(lp))
+		handle("POST "+p+lp.topicPath, ruleTenant, func(w http.ResponseWriter, r *http.Request) {
+			v, err := lp.valueOf(r)
+			if err != nil {
+				writeAdminError(w, err)
+				return
+			}
+			a.changeTopicProperty(w, r, lp.prop, &v, false)
+		})
+		handle("DELETE "+p+lp.topicPath, ruleTenant, func(w http.ResponseWriter, r *http.Request) {
+			a.changeTopicProperty(w, r, lp.prop, nil, false)
+		})
+		handle("GET "+nsp+lp.nsPath, ruleTenant, a.getNamespaceProperty(lp.prop))
+		handle("POST "+nsp+lp.nsPath, ruleTenant, a.setNamespaceLimit(lp.prop, lp.valueOf))
+		handle("DELETE "+nsp+lp.nsPath, ruleTenant, a.setNamespaceLimit(lp.prop, nil))
+	}
+}
+
+func (a *admin) getTopicLimit(lp limitPolicy) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !queryBool(r, "applied") {
+			a.getTopicProperty(w, r, lp.prop)
+			return
+		}
+		ref, err := a.refOf(r)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		l, err := a.srv.limitsOf(r.Context(), ref.md)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, lp.applied(l))
+	}
+}
+
+// setNamespaceLimit is setNamespacePolicy for a limit: the topics of the
+// namespace served here apply it before the answer.
+func (a *admin) setNamespaceLimit(key string, valueOf func(*http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name, err := a.namespaceOf(r)
+		var v string
+		if err == nil && valueOf != nil {
+			v, err = valueOf(r)
+		}
+		if err == nil {
+			err = a.setNamespaceProperty(r.Context(), name, key, v)
+		}
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		a.srv.refreshLimitsOf(r.Context(), lakestream.StreamIdentifier{Namespace: name})
+		noContent(w)
+	}
+}
