@@ -11,7 +11,9 @@
 // commits it with metadata transactions that, per log, compare the head's
 // revision, advance the head and put one index key at the chunk's last
 // offset. Appends are acknowledged only after both. Any number of engines
-// may append to the same logs: order is fixed by the commit. On a store
+// may append to the same logs: order is fixed by the commit. Appends made
+// as links of an append chain (chain.go) commit in order or not at all: a
+// failed one fails every later one of its chain. On a store
 // that can (file://), the objects of the next flushes are created ahead of
 // time under their window intent (prepare.go), so that a flush's PUT only
 // writes into its file.

@@ -250,30 +250,52 @@ func (l *logHandle) ID() lakestream.LogID { return l.id }
 
 // Append implements lakestream.Log.
 func (l *logHandle) Append(ctx context.Context, records int, payload []byte, opts ...lakestream.AppendOption) (lakestream.EntryHeader, error) {
-	if err := l.checkAppend(records, payload); err != nil {
-		return lakestream.EntryHeader{}, err
-	}
 	o := lakestream.ApplyAppendOptions(opts)
-	g, err := guardOf(o.Guard)
+	g, ch, err := l.prepareAppend(records, payload, o)
 	if err != nil {
 		return lakestream.EntryHeader{}, err
 	}
-	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs, g)
+	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, ch)
 }
 
+// AppendAsync implements lakestream.Log.
 func (l *logHandle) AppendAsync(ctx context.Context, records int, payload []byte, done func(lakestream.EntryHeader, error), opts ...lakestream.AppendOption) error {
-	if err := l.checkAppend(records, payload); err != nil {
-		return err
-	}
 	o := lakestream.ApplyAppendOptions(opts)
-	g, err := guardOf(o.Guard)
+	g, ch, err := l.prepareAppend(records, payload, o)
 	if err != nil {
 		return err
 	}
 	if !o.Donate {
 		payload = append([]byte(nil), payload...)
 	}
-	return l.e.writer.enqueue(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, func(r appendResult) { done(r.h, r.err) })
+	return l.e.writer.enqueue(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, ch, func(r appendResult) { done(r.h, r.err) })
+}
+
+// NewAppendChain implements lakestream.Log.
+func (l *logHandle) NewAppendChain() lakestream.AppendChain { return &appendChain{e: l.e, log: l.id} }
+
+// prepareAppend checks an append and converts its guard and chain. A
+// refusal breaks the chain unless it is about the append's own arguments;
+// an append of a broken chain is refused with the chain's error.
+func (l *logHandle) prepareAppend(records int, payload []byte, o lakestream.AppendOptions) (*ownership, *appendChain, error) {
+	ch, err := chainOf(o.Chain, l.e, l.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ch.errOrNil(); err != nil {
+		return nil, nil, err
+	}
+	g, err := guardOf(o.Guard)
+	if err == nil {
+		err = l.checkAppend(records, payload)
+	}
+	if err != nil {
+		if !refusedArgs(err) {
+			ch.breakWith(err)
+		}
+		return nil, nil, err
+	}
+	return g, ch, nil
 }
 
 // checkAppend validates an append and refuses it at once on a log known to

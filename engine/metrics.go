@@ -33,6 +33,7 @@ type Metrics struct {
 	ApplyWaitNanos   int64 // total time from their transaction's reply to their application
 	OwnApplies       int64 // commit records of this engine applied on their transaction's reply (no record between them and the previous one)
 	Folds            int64 // folds of the commit log into heads and index keys
+	ChainRefusals    int64 // appends failed unsent because their WAL chunk held appends of a broken chain (lakestream.AppendChain)
 	FoldTxns         int64 // transactions of those folds
 	CursorPersists   int64
 	GCDeletedObjects int64
@@ -61,6 +62,7 @@ type metrics struct {
 	folds, foldTxns               atomic.Int64
 	applyWaits, applyWaitNanos    atomic.Int64
 	ownApplies                    atomic.Int64
+	chainRefusals                 atomic.Int64
 	txnNanos                      atomic.Int64
 	cursorPersists, gcDeleted     atomic.Int64
 
@@ -276,6 +278,7 @@ func (m *metrics) snapshot() Metrics {
 		Txns: m.txns.Load(), TxnConflicts: m.txnConflicts.Load(), TxnErrors: m.txnErrors.Load(), TxnNanos: m.txnNanos.Load(),
 		Folds: m.folds.Load(), FoldTxns: m.foldTxns.Load(),
 		ApplyWaits: m.applyWaits.Load(), ApplyWaitNanos: m.applyWaitNanos.Load(), OwnApplies: m.ownApplies.Load(),
+		ChainRefusals:  m.chainRefusals.Load(),
 		CursorPersists: m.cursorPersists.Load(), GCDeletedObjects: m.gcDeleted.Load(),
 		CompactionRuns: m.compactRuns.Load(), CompactedRecords: m.compactRecords.Load(), CompactedBytes: m.compactBytes.Load(),
 	}

@@ -72,8 +72,9 @@ type appendReq struct {
 	log       lakestream.LogID
 	records   int32
 	publishMs int64
-	guard     *ownership // nil: unguarded
-	payload   []byte     // owned by the request
+	guard     *ownership   // nil: unguarded
+	chain     *appendChain // nil: not chained
+	payload   []byte       // owned by the request
 	// done is called once with the outcome (it releases the request's
 	// pending bytes); it never blocks.
 	done func(appendResult)
@@ -139,17 +140,20 @@ func (w *walWriter) nextRecordKey() string {
 
 // append queues one entry and waits for its commit. The caller has
 // validated the arguments.
-func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership) (lakestream.EntryHeader, error) {
+func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain) (lakestream.EntryHeader, error) {
 	done := make(chan appendResult, 1)
-	if err := w.enqueue(ctx, id, records, append([]byte(nil), payload...), publishMs, guard, func(r appendResult) { done <- r }); err != nil {
+	if err := w.enqueue(ctx, id, records, append([]byte(nil), payload...), publishMs, guard, chain, func(r appendResult) { done <- r }); err != nil {
 		return lakestream.EntryHeader{}, err
 	}
 	select {
 	case r := <-done:
 		return r.h, r.err
 	case <-ctx.Done():
-		// The request goes on (its bytes are released when it completes).
-		return lakestream.EntryHeader{}, fmt.Errorf("%w: %w", lakestream.ErrIndeterminate, ctx.Err())
+		// The request goes on (its bytes are released when it completes);
+		// an unknown outcome breaks its chain.
+		err := fmt.Errorf("%w: %w", lakestream.ErrIndeterminate, ctx.Err())
+		chain.breakWith(err)
+		return lakestream.EntryHeader{}, err
 	}
 }
 
@@ -161,8 +165,16 @@ func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int
 // exactly once with the outcome, from the writer's goroutines, unless
 // enqueue returns an error; it must not block. The payload is the
 // request's from then on. A guarded entry commits only while its guard
-// holds (ErrGuardLost otherwise).
-func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, done func(appendResult)) error {
+// holds (ErrGuardLost otherwise). A chained entry commits only if the
+// entries of its chain enqueued before it do (chain.go); every failure of
+// it, returned or reported, breaks its chain first.
+func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain, done func(appendResult)) error {
+	err := w.enqueueReq(ctx, id, records, payload, publishMs, guard, chain, done)
+	chain.breakWith(err)
+	return err
+}
+
+func (w *walWriter) enqueueReq(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain, done func(appendResult)) error {
 	if err := guard.held(); err != nil {
 		return err
 	}
@@ -178,9 +190,15 @@ func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records in
 		records:   records,
 		publishMs: publishMs,
 		guard:     guard,
+		chain:     chain,
 		payload:   payload,
 		done: func(r appendResult) {
 			w.pending.Release(size)
+			if r.err != nil {
+				// Before done: the submitter learns of the failure
+				// with the chain broken already.
+				chain.breakWith(r.err)
+			}
 			done(r)
 		},
 	}
@@ -189,6 +207,11 @@ func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records in
 	if w.closed {
 		w.pending.Release(size)
 		return lakestream.ErrClosed
+	}
+	if err := chain.errOrNil(); err != nil {
+		// Broken while this call waited for room.
+		w.pending.Release(size)
+		return err
 	}
 	select {
 	case w.reqs <- req:
@@ -474,6 +497,12 @@ func (w *walWriter) commitFlush(f *flush) {
 			w.failLogs(f, []lakestream.LogID{id}, err)
 			continue
 		}
+		if err := brokenChain(f.byLog[id]); err != nil {
+			// An earlier append of a chain in this chunk failed: the
+			// chunk is not committed (chain.go).
+			w.failChunk(f, id, err)
+			continue
+		}
 		ids = append(ids, id)
 	}
 	parts := w.splitByGuards(f, ids)
@@ -738,6 +767,21 @@ func (w *walWriter) failLogs(f *flush, ids []lakestream.LogID, err error) {
 		for _, r := range f.byLog[id] {
 			r.done(appendResult{err: err})
 		}
+	}
+}
+
+// failChunk fails the appends of log id in f, which holds appends of a
+// broken chain (err is the first such chain's error): each chained append
+// with its chain's error once that is broken, the others — sharing the
+// chunk by chance — with ErrUnavailable.
+func (w *walWriter) failChunk(f *flush, id lakestream.LogID, err error) {
+	w.e.metrics.chainRefusals.Add(int64(len(f.byLog[id])))
+	for _, r := range f.byLog[id] {
+		if cerr := r.chain.errOrNil(); cerr != nil {
+			r.done(appendResult{err: cerr})
+			continue
+		}
+		r.done(appendResult{err: fmt.Errorf("%w: log %d: the WAL chunk holds appends of a broken chain (%v)", lakestream.ErrUnavailable, id, err)})
 	}
 }
 

@@ -29,6 +29,10 @@ var (
 	// WithAppendGuard) once its guard no longer holds: the writer lost the
 	// ownership the guard stands for. Nothing was written.
 	ErrGuardLost = errors.New("lakestream: guard lost")
+	// ErrChainBroken is returned by an append made with an AppendChain
+	// (WithAppendChain) once an earlier append of the chain failed; it
+	// wraps that failure. Nothing was stored.
+	ErrChainBroken = errors.New("lakestream: append chain broken")
 	// ErrOffsetTrimmed is returned when reading below the first offset.
 	ErrOffsetTrimmed = errors.New("lakestream: offset trimmed")
 	// ErrOffsetOutOfRange is returned when reading at or beyond the head of a

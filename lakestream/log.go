@@ -56,6 +56,40 @@ type AppendOptions struct {
 	// reads nor writes it after the call, so the implementation may keep
 	// it instead of copying it. Default false (the payload is copied).
 	Donate bool
+	// Chain, when set, makes the append one link of an AppendChain of its
+	// log (Log.NewAppendChain): it commits only if every earlier append of
+	// the chain did. Default nil: the append stands alone.
+	Chain AppendChain
+}
+
+// AppendChain orders a sequence of appends to one log as the writes of a
+// Pulsar ManagedLedger are ordered: the appends of a chain that commit are
+// a prefix of the chain, in the order the chain was given them (the order
+// in which Append or AppendAsync was called with it; calls with one chain
+// are made one at a time). Once an append of the chain fails, the chain is
+// broken: no append made with it after the failed one commits — those in
+// flight fail with ErrChainBroken, and so do those made later, at once —
+// so a submitter that saw a failure knows that nothing it sent after it
+// was stored. To go on, it starts a new chain; if order across the two
+// matters, only once every append of the old one has ended.
+//
+// An append refused for its own arguments (ErrInvalidArgument, ErrTooLarge)
+// takes no place in the chain and does not break it. An append whose
+// outcome is unknown (ErrIndeterminate) breaks it like a failure: nothing
+// after it commits, though it may itself have committed.
+//
+// The implementation hands chains out (Log.NewAppendChain) and keeps their
+// state; a chain belongs to the log that made it (ErrInvalidArgument
+// elsewhere). Safe for concurrent use.
+type AppendChain interface {
+	// Err returns nil while the chain holds; once it is broken, an error
+	// wrapping ErrChainBroken and the failure that broke it.
+	Err() error
+}
+
+// WithAppendChain sets AppendOptions.Chain.
+func WithAppendChain(c AppendChain) AppendOption {
+	return func(o *AppendOptions) { o.Chain = c }
 }
 
 // WithDonatedPayload sets AppendOptions.Donate.
@@ -95,7 +129,8 @@ type Log interface {
 	//   - ErrInvalidArgument (records out of range), ErrTooLarge (payload
 	//     over the implementation's entry limit): nothing was stored;
 	//   - ErrFenced, ErrNoSuchLog (fenced or deleted log), ErrClosed (the
-	//     storage was closed), ErrGuardLost (AppendOptions.Guard lost):
+	//     storage was closed), ErrGuardLost (AppendOptions.Guard lost),
+	//     ErrChainBroken (an earlier append of AppendOptions.Chain failed):
 	//     nothing was stored;
 	//   - ErrUnavailable: the object PUT or the metadata commit failed;
 	//     the entry is not committed;
@@ -122,6 +157,10 @@ type Log interface {
 	// at once, ErrClosed, ctx errors) done is not called and nothing was
 	// queued.
 	AppendAsync(ctx context.Context, records int, payload []byte, done func(EntryHeader, error), opts ...AppendOption) error
+
+	// NewAppendChain returns a new chain for appends to this log
+	// (WithAppendChain).
+	NewAppendChain() AppendChain
 
 	// ReadEntries returns whole entries starting with the one that contains
 	// start, up to maxRecords records and maxBytes payload bytes (at least

@@ -135,6 +135,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"CursorStateBound", testCursorStateBound},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"AppendAsync", testAppendAsync},
+		{"AppendChain", testAppendChain},
 		{"ManyLogsSmallTxns", testManyLogsSmallTxns},
 		{"InvalidAppends", testInvalidAppends},
 		{"Closed", testClosed},
@@ -1756,6 +1757,75 @@ func testClosed(t *testing.T, env Env) {
 // goroutine, lands in call order; done is called once per entry with the
 // header Append would return; refusals known at once (invalid, fenced,
 // closed) are returned and done is never called.
+// testAppendChain: appends of a chain commit in order; a chain belongs to
+// its log and its engine; a refusal of an append's own arguments does not
+// break it, any other failure does, and a broken chain refuses every later
+// append with ErrChainBroken wrapping that failure. (That a failure fails
+// the chain's later appends in flight needs fault points: engine's
+// TestAppendChain.)
+func testAppendChain(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	e, other := env.Start(t), env.Start(t)
+	la, lb := openLog(t, e, 1), openLog(t, e, 2)
+	c := la.NewAppendChain()
+	if err := c.Err(); err != nil {
+		t.Fatalf("new chain: Err() = %v", err)
+	}
+	const n = 50
+	type result struct {
+		h   lakestream.EntryHeader
+		err error
+	}
+	results := make([]chan result, n)
+	for i := range n {
+		ch := make(chan result, 1)
+		results[i] = ch
+		if err := la.AppendAsync(ctx, 1, payload(1, i, 10), func(h lakestream.EntryHeader, err error) { ch <- result{h, err} },
+			lakestream.WithAppendChain(c)); err != nil {
+			t.Fatalf("AppendAsync %d: %v", i, err)
+		}
+		if i%7 == 3 { // unchained appends in between
+			if _, err := la.Append(ctx, 1, payload(1, 1000+i, 10)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	prev := int64(-1)
+	for i, ch := range results {
+		r := <-ch
+		if r.err != nil || r.h.Offset <= prev {
+			t.Fatalf("chained append %d: %+v %v (previous at %d)", i, r.h, r.err, prev)
+		}
+		prev = r.h.Offset
+	}
+	never := func(lakestream.EntryHeader, error) { t.Error("done called for a refused AppendAsync") }
+	wantErr(t, "a chain of log 1 on log 2", lb.AppendAsync(ctx, 1, []byte("x"), never, lakestream.WithAppendChain(c)), lakestream.ErrInvalidArgument)
+	wantErr(t, "a chain of another engine", openLog(t, other, 1).AppendAsync(ctx, 1, []byte("x"), never, lakestream.WithAppendChain(c)),
+		lakestream.ErrInvalidArgument)
+	wantErr(t, "0 records on a chain", la.AppendAsync(ctx, 0, []byte("x"), never, lakestream.WithAppendChain(c)), lakestream.ErrInvalidArgument)
+	if err := c.Err(); err != nil {
+		t.Fatalf("chain broken by refusals of arguments: %v", err)
+	}
+	if _, err := la.Append(ctx, 1, []byte("still"), lakestream.WithAppendChain(c)); err != nil {
+		t.Fatalf("chain after refusals of arguments: %v", err)
+	}
+	if err := la.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "a chained append on a fenced log", la.AppendAsync(ctx, 1, []byte("x"), never, lakestream.WithAppendChain(c)), lakestream.ErrFenced)
+	if err := c.Err(); !errors.Is(err, lakestream.ErrChainBroken) || !errors.Is(err, lakestream.ErrFenced) {
+		t.Fatalf("chain after a failure: Err() = %v, want ErrChainBroken wrapping ErrFenced", err)
+	}
+	_, err := la.Append(ctx, 1, []byte("x"), lakestream.WithAppendChain(c))
+	wantErr(t, "Append on a broken chain", err, lakestream.ErrChainBroken)
+	c2 := lb.NewAppendChain()
+	for i := range 3 {
+		if h, err := lb.Append(ctx, 1, payload(2, i, 10), lakestream.WithAppendChain(c2)); err != nil || h.Offset != int64(i) {
+			t.Fatalf("new chain on log 2: %+v %v", h, err)
+		}
+	}
+}
+
 func testAppendAsync(t *testing.T, env Env) {
 	ctx := testCtx(t)
 	e := env.Start(t)
