@@ -21,12 +21,14 @@
 //	                       results handed over by code that must not block
 //	partition.go           the partition state machine: a topic-partition's
 //	                       producers — names, access modes, topic epoch,
-//	                       deduplication, SEND order, receipts in order
+//	                       deduplication, SEND order (kept across failures
+//	                       with append chains), receipts in order
 //	                       (docs/dedup.md)
 //	partition_load.go      loading a partition's persisted state (epoch, dedup
 //	                       snapshot + replay, termination) before it serves
 //	partition_actor.go     the actor driving it: appends through
-//	                       Log.AppendAsync (no goroutine per SEND; outcomes come
+//	                       Log.AppendAsync on the machine's append chain (no
+//	                       goroutine per SEND; outcomes come
 //	                       back through Notify), persists epochs and snapshots
 //	                       off the actor, answers each producer's ProducerSink;
 //	                       stops at once when a guarded write finds the

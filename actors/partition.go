@@ -25,6 +25,17 @@ import (
 // Order: a producer's SENDs are appended in the order they arrive and the
 // driver appends in the order the actions are emitted, so entries of one
 // producer are stored in SEND order; receipts go out in SEND order too.
+//
+// Failures keep that order, as Pulsar's ManagedLedger does (docs/dedup.md,
+// "Order and failures"): the appends are links of an append chain
+// (AppendEntry.Chain, lakestream.AppendChain), so once one fails none
+// issued after it is stored. The machine then issues no append until every
+// append in flight has ended, and starts a new chain; a producer whose SEND
+// failed has its later SENDs failed (ErrEarlierSendFailed) rather than
+// appended, since its client resends them all, in order, on a new
+// connection. So the log never holds a producer's SEND after one of its
+// SENDs that failed — which a deduplicating owner, loading the state from
+// the log, could not tell from a duplicate.
 
 // AccessMode is a Pulsar producer access mode (values equal Pulsar's
 // ProducerAccessMode).
@@ -67,6 +78,11 @@ var (
 	// ErrPartitionClosed: the partition is no longer served here (unloaded,
 	// or this node lost its ownership); the client must look it up again.
 	ErrPartitionClosed = errors.New("actors: partition closed")
+	// ErrEarlierSendFailed: a SEND was not appended because an earlier SEND
+	// of its producer failed (it wraps that failure): stored after it, it
+	// would break the producer's order. The client resends both, in order,
+	// on a new connection (the Pulsar clients do on SEND_ERROR).
+	ErrEarlierSendFailed = errors.New("actors: an earlier SEND of the producer failed")
 )
 
 // ProducerSpec is what PRODUCER says about a producer.
@@ -123,9 +139,13 @@ type PartitionState struct {
 type (
 	// AppendEntry asks the driver to append one entry and report the
 	// outcome with AppendDone(Token, ...). Appends must be issued in the
-	// order the actions come.
+	// order the actions come, each as a link of the append chain numbered
+	// Chain (lakestream.AppendChain): the driver starts a new chain when
+	// the number changes. Chains never overlap: a new number comes only
+	// once every append of the previous chain has been reported done.
 	AppendEntry struct {
 		Token     uint64
+		Chain     uint64
 		Records   int32
 		PublishMs int64
 		Payload   []byte
@@ -233,6 +253,9 @@ type partProducer struct {
 	answered bool
 	closing  bool // CloseProducer: answer ProducerClosed once queue drains
 	queue    []*pendingSend
+	// failed is the failure of one of its SENDs (nil: none): its later
+	// SENDs are not appended (ErrEarlierSendFailed).
+	failed error
 }
 
 // Partition is the producer-side state of one topic-partition.
@@ -270,6 +293,12 @@ type Partition struct {
 
 	nextToken uint64
 	inflight  map[uint64]*pendingSend // by token
+	// chain numbers the append chain of the appends issued now
+	// (AppendEntry.Chain). chainBroken: an append of it failed, so the
+	// engine fails every later one; no append is issued until every one
+	// in flight has ended, then the next chain begins.
+	chain       uint64
+	chainBroken bool
 
 	dedup *dedupTable // nil when off
 }
@@ -292,6 +321,7 @@ func NewPartition(cfg PartitionConfig, st PartitionState) *Partition {
 		hasDurable:   st.HasEpoch,
 		terminated:   st.Terminated,
 		inflight:     map[uint64]*pendingSend{},
+		chain:        1,
 	}
 	if cfg.Dedup {
 		p.dedup = newDedupTable(st.Sequences, st.DedupEnd, cfg.DedupFailedMax)
@@ -599,7 +629,8 @@ func (p *Partition) Send(id uint64, req SendRequest) []Action {
 }
 
 // pump judges the producer's new SENDs in order, appending them, until one
-// must wait (deduplication: an append in flight may cover it).
+// must wait (deduplication: an append in flight may cover it; a broken
+// append chain: the appends in flight must end first).
 func (p *Partition) pump(np *partProducer) []Action {
 	var out []Action
 	for _, s := range np.queue {
@@ -609,6 +640,13 @@ func (p *Partition) pump(np *partProducer) []Action {
 		if p.terminated {
 			s.state, s.err = sendDone, fmt.Errorf("%w: the topic was terminated", lakestream.ErrFenced)
 			continue
+		}
+		if np.failed != nil {
+			s.state, s.err = sendDone, fmt.Errorf("%w: %w", ErrEarlierSendFailed, np.failed)
+			continue
+		}
+		if p.chainBroken {
+			return out // later SENDs wait behind it, in order
 		}
 		if p.dedup != nil {
 			switch p.dedup.admit(np.spec.Name, s.req) {
@@ -624,7 +662,7 @@ func (p *Partition) pump(np *partProducer) []Action {
 		s.token = p.nextToken
 		s.state = sendAppending
 		p.inflight[s.token] = s
-		out = append(out, AppendEntry{Token: s.token, Records: s.req.Records, PublishMs: s.req.PublishMs, Payload: s.req.Payload})
+		out = append(out, AppendEntry{Token: s.token, Chain: p.chain, Records: s.req.Records, PublishMs: s.req.PublishMs, Payload: s.req.Payload})
 	}
 	return out
 }
@@ -666,6 +704,21 @@ func (p *Partition) AppendDone(token uint64, h lakestream.EntryHeader, err error
 		p.terminated = true
 	}
 	owner := p.producers[s.producer] // nil once it left: the outcome is dropped
+	if breaksOrder(err) {
+		// Every later append of the chain fails too; the producer's
+		// later SENDs fail rather than being stored after this one.
+		p.chainBroken = true
+		if owner != nil && owner.failed == nil {
+			owner.failed = err
+		}
+	}
+	restarted := false
+	if p.chainBroken && len(p.inflight) == 0 {
+		// Every append of the broken chain has ended: a new one begins.
+		p.chainBroken = false
+		p.chain++
+		restarted = true
+	}
 	var out []Action
 	if p.dedup != nil && s.admitted {
 		p.dedup.finish(s.name, s.req, h, err)
@@ -682,8 +735,24 @@ func (p *Partition) AppendDone(token uint64, h lakestream.EntryHeader, err error
 		out = append(out, p.pump(owner)...)
 		out = append(out, p.receipts(owner)...)
 	}
+	if restarted {
+		// SENDs that waited for the new chain.
+		for _, id := range slices.Sorted(maps.Keys(p.producers)) {
+			np := p.producers[id]
+			out = append(out, p.pump(np)...)
+			out = append(out, p.receipts(np)...)
+		}
+	}
 	out = append(out, p.snapshotIfDue(p.draining)...)
 	return append(out, p.drainedIfDone()...)
+}
+
+// breaksOrder reports whether an append's failure breaks its chain and its
+// producer's order: every failure but the refusal of the entry itself
+// (ErrInvalidArgument, ErrTooLarge), which takes no place in the log's
+// order (lakestream.AppendChain).
+func breaksOrder(err error) bool {
+	return err != nil && !errors.Is(err, lakestream.ErrInvalidArgument) && !errors.Is(err, lakestream.ErrTooLarge)
 }
 
 // Terminate records that the log was fenced (an admin terminate): new

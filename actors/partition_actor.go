@@ -225,6 +225,9 @@ type partHandler struct {
 	drained    bool
 	persisting int // persists in flight
 	stopped    bool
+	// chain is the append chain numbered chainNo (AppendEntry.Chain).
+	chain   lakestream.AppendChain
+	chainNo uint64
 }
 
 // post queues a result for the actor without blocking and wakes it.
@@ -437,7 +440,11 @@ func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	token := a.Token
 	// The payload came from the session's frame buffer (owned by the
 	// SEND): donated, it goes to the WAL batch without a copy.
-	opts := []lakestream.AppendOption{lakestream.WithPublishTime(a.PublishMs), lakestream.WithDonatedPayload()}
+	if a.Chain != h.chainNo || h.chain == nil {
+		h.chain, h.chainNo = h.opts.Log.NewAppendChain(), a.Chain
+	}
+	opts := []lakestream.AppendOption{lakestream.WithPublishTime(a.PublishMs), lakestream.WithDonatedPayload(),
+		lakestream.WithAppendChain(h.chain)}
 	if h.opts.Guard != nil {
 		opts = append(opts, lakestream.WithAppendGuard(h.opts.Guard))
 	}

@@ -74,6 +74,11 @@ func (h *partHarness) commit(aes ...AppendEntry) {
 	}
 }
 
+// fail completes an append with err.
+func (h *partHarness) fail(ae AppendEntry, err error) {
+	h.do(h.p.AppendDone(ae.Token, lakestream.EntryHeader{}, err))
+}
+
 func (h *partHarness) receipts() []string {
 	var out []string
 	var rest []Action
@@ -285,13 +290,20 @@ func TestPartitionReceiptsInOrder(t *testing.T) {
 	// p1:2 (done already) follows p1:1 at once; p2's wait for p2:1.
 	wantStrings(t, "receipts", h.receipts(),
 		[]string{"p1:0@0", "p2:0@1", "p1:1@2", "p1:2@4", "p2:1@3", "p2:2@5"})
-	// A failed append fails its SEND only.
+	// A failed append fails its SEND and, through the append chain, the
+	// producer's SENDs in flight after it (the engine fails them); its
+	// later SENDs fail without an append. Another producer goes on.
 	h.send(1, 3)
 	h.send(1, 4)
 	aes = h.appends()
-	h.do(h.p.AppendDone(aes[0].Token, lakestream.EntryHeader{}, lakestream.ErrUnavailable))
-	h.do(h.p.AppendDone(aes[1].Token, lakestream.EntryHeader{Offset: 6, Records: 1}, nil))
-	wantStrings(t, "after a failed append", h.receipts(), []string{"p1:3 failed", "p1:4@6"})
+	h.fail(aes[0], lakestream.ErrUnavailable)
+	h.send(1, 5)
+	h.fail(aes[1], lakestream.ErrChainBroken)
+	h.send(2, 3)
+	wantStrings(t, "after a failed append", h.receipts(), []string{"p1:3 failed", "p1:4 failed", "p1:5 failed"})
+	h.next = 6
+	h.commit(h.appends()...)
+	wantStrings(t, "another producer", h.receipts(), []string{"p2:3@6"})
 }
 
 // A fenced log (terminated topic) fails the SEND that found it and every
@@ -472,4 +484,95 @@ func TestPartitionDrainWaitsForAppends(t *testing.T) {
 		t.Fatalf("Close returned %v, want [1]", ids)
 	}
 	wantAnswer(t, h.add(2, "b", AccessShared, nil), ErrPartitionClosed, false)
+}
+
+// Failures keep each producer's order (docs/dedup.md, "Order and
+// failures"), the sequence that lost acknowledged messages of a
+// deduplicated topic: a producer's SEND fails while its later SENDs are in
+// flight. The engine fails every later append of the chain; the machine
+// issues nothing until they have all ended, then starts a new chain, fails
+// the later SENDs of the producers that saw a failure and appends the
+// others'. A new owner, loading the state from what was stored, then
+// appends the client's resends instead of answering them as duplicates.
+func TestPartitionFailedAppendKeepsOrder(t *testing.T) {
+	h := newPartHarness(t, PartitionConfig{Dedup: true}, PartitionState{Sequences: map[string]int64{"p2": 74}, DedupEnd: 75})
+	h.next = 75
+	h.add(1, "p1", AccessShared, nil)
+	h.add(2, "p2", AccessShared, nil)
+	h.add(3, "p3", AccessShared, nil)
+	h.take()
+	h.send(1, 10)
+	for seq := uint64(75); seq < 78; seq++ {
+		h.send(2, seq)
+	}
+	h.send(1, 11)
+	aes := h.appends() // p1:10 p2:75 p2:76 p2:77 p1:11
+	if len(aes) != 5 {
+		t.Fatalf("%d appends, want 5", len(aes))
+	}
+	for _, ae := range aes {
+		if ae.Chain != 1 {
+			t.Fatalf("append %q of chain %d, want 1", ae.Payload, ae.Chain)
+		}
+	}
+	h.commit(aes[0])
+	h.fail(aes[1], lakestream.ErrUnavailable) // p2:75's object failed
+	// While the chain's appends are in flight nothing is appended: a SEND
+	// of the producer that failed, and one of a producer that has not
+	// (yet: p3 has nothing in flight, p1 has).
+	h.send(2, 78)
+	h.send(3, 0)
+	h.send(1, 12)
+	if aes := h.appends(); len(aes) != 0 {
+		t.Fatalf("appended while the broken chain has appends in flight: %+v", aes)
+	}
+	// The engine fails the chain's later appends.
+	for _, ae := range aes[2:] {
+		h.fail(ae, fmt.Errorf("%w: %w", lakestream.ErrChainBroken, lakestream.ErrUnavailable))
+	}
+	next := h.appends()
+	if len(next) != 1 || string(next[0].Payload) != "0" || next[0].Chain != 2 {
+		t.Fatalf("appends once the chain ended: %+v, want p3:0 on chain 2", next)
+	}
+	h.commit(next...)
+	got := h.receipts()
+	wantStrings(t, "receipts", got, []string{"p1:10@75", "p2:75 failed", "p2:76 failed", "p2:77 failed", "p2:78 failed",
+		"p1:11 failed", "p1:12 failed", "p3:0@76"})
+	for _, a := range h.do(h.p.Send(2, SendRequest{Seq: 79, Highest: 79, Records: 1})) {
+		if f, ok := a.(SendFailed); !ok || !errors.Is(f.Err, ErrEarlierSendFailed) || !errors.Is(f.Err, lakestream.ErrUnavailable) {
+			t.Fatalf("a later SEND of the failed producer: %+v, want ErrEarlierSendFailed wrapping the failure", a)
+		}
+	}
+	if h.p.LastSequence("p2") != 74 {
+		t.Fatalf("last sequence of p2 %d, want 74", h.p.LastSequence("p2"))
+	}
+
+	// A new owner loads what the log holds (p2 up to 74) and the client of
+	// p2 resends 75..78 on its new connection: all appended, in order.
+	h2 := newPartHarness(t, PartitionConfig{Dedup: true}, PartitionState{Sequences: map[string]int64{"p1": 10, "p2": 74, "p3": 0}, DedupEnd: 77})
+	h2.next = 77
+	h2.add(4, "p2", AccessShared, nil)
+	h2.take()
+	for seq := uint64(75); seq < 79; seq++ {
+		h2.send(4, seq)
+	}
+	h2.commit(h2.appends()...)
+	wantStrings(t, "resends on the new owner", h2.receipts(), []string{"p4:75@77", "p4:76@78", "p4:77@79", "p4:78@80"})
+}
+
+// An append refused for its own entry (ErrTooLarge, ErrInvalidArgument)
+// takes no place in the log's order: it fails its SEND only.
+func TestPartitionRefusedEntryKeepsChain(t *testing.T) {
+	h := newPartHarness(t, PartitionConfig{}, PartitionState{})
+	h.add(1, "a", AccessShared, nil)
+	h.take()
+	h.send(1, 0)
+	h.fail(h.appends()[0], lakestream.ErrTooLarge)
+	h.send(1, 1)
+	aes := h.appends()
+	if len(aes) != 1 || aes[0].Chain != 1 {
+		t.Fatalf("appends after a refused entry: %+v, want one on chain 1", aes)
+	}
+	h.commit(aes...)
+	wantStrings(t, "receipts", h.receipts(), []string{"p1:0 failed", "p1:1@0"})
 }

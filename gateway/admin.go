@@ -132,6 +132,7 @@ func adminStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, lakestream.ErrUnavailable),
 		errors.Is(err, lakestream.ErrIndeterminate),
+		errors.Is(err, lakestream.ErrChainBroken),
 		errors.Is(err, lakestream.ErrClosed),
 		errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable

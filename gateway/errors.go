@@ -114,6 +114,12 @@ func serverError(err error) pb.ServerError {
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):
 		return pb.ServerError_ServiceNotReady
+	case errors.Is(err, lakestream.ErrChainBroken),
+		errors.Is(err, actors.ErrEarlierSendFailed):
+		// A SEND failed after an earlier one: the code of that failure
+		// (wrapped) when it has one above, else this (the client
+		// reconnects and resends).
+		return pb.ServerError_PersistenceError
 	}
 	return pb.ServerError_UnknownError
 }
