@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -40,9 +41,17 @@ type durableCursor struct {
 		// wrote or read: a persist compares it, so a cursor deleted (or
 		// taken over) elsewhere is never written back.
 		modRev int64
-		closed bool
+		// unknown holds the values of writes whose outcome was unknown
+		// since the last write known to have applied (at most
+		// unknownWritesMax, oldest dropped): a later compare that fails
+		// because one of them did apply is not a conflict.
+		unknown [][]byte
+		closed  bool
 	}
 }
+
+// unknownWritesMax bounds durableCursor.mu.unknown.
+const unknownWritesMax = 8
 
 var _ lakestream.LogCursor = (*durableCursor)(nil)
 
@@ -340,36 +349,71 @@ func (c *durableCursor) persist(ctx context.Context) error {
 	ver, md, modRev := c.mu.st.Version(), c.mu.st.MarkDeleteOffset(), c.mu.modRev
 	c.mu.Unlock()
 	key := c.l.e.keys.cursor(c.l.id, c.name)
-	if err := c.guard.held(); err != nil {
-		c.markClosed()
-		return fmt.Errorf("persist cursor %q: %w", c.name, err)
-	}
-	ok, rev, err := c.l.e.meta.Txn(ctx, c.guard.cmps(meta.Cmp{Key: key, ModRevision: modRev}), []meta.Op{meta.Put(key, b)})
-	if err != nil {
-		// Unknown outcome: re-read the key's revision before the next try.
-		if kv, found, gerr := c.l.e.meta.Get(ctx, key); gerr == nil && found {
-			c.mu.Lock()
-			if st, derr := cursor.Decode(kv.Value); derr == nil && bytes.Equal(cursor.Encode(st), b) {
-				c.mu.modRev = kv.ModRevision
-			}
-			c.mu.Unlock()
-		}
-		return fmt.Errorf("%w: persist cursor %q: %w", lakestream.ErrUnavailable, c.name, err)
-	}
-	if !ok {
-		// Deleted, rewritten by another owner, or the guard was lost: this
-		// handle is stale.
-		c.markClosed()
-		if err := c.guard.check(ctx, c.l.e.meta); err != nil {
+	for {
+		if err := c.guard.held(); err != nil {
+			c.markClosed()
 			return fmt.Errorf("persist cursor %q: %w", c.name, err)
 		}
-		return fmt.Errorf("%w: cursor %q on log %d was deleted or changed elsewhere", lakestream.ErrConflict, c.name, c.l.id)
+		ok, rev, err := c.l.e.meta.Txn(ctx, c.guard.cmps(meta.Cmp{Key: key, ModRevision: modRev}), []meta.Op{meta.Put(key, b)})
+		if err != nil {
+			// Unknown outcome: re-read the key's revision before the next
+			// try, and remember the value in case the write applied
+			// unseen (a reply lost in an etcd leader change, the re-read
+			// failing too).
+			c.mu.Lock()
+			c.mu.unknown = append(c.mu.unknown, b)
+			if len(c.mu.unknown) > unknownWritesMax {
+				c.mu.unknown = c.mu.unknown[1:]
+			}
+			c.mu.Unlock()
+			if kv, found, gerr := c.l.e.meta.Get(ctx, key); gerr == nil && found {
+				c.mu.Lock()
+				if sameCursorValue(kv.Value, b) {
+					c.mu.modRev = kv.ModRevision
+				}
+				c.mu.Unlock()
+			}
+			return fmt.Errorf("%w: persist cursor %q: %w", lakestream.ErrUnavailable, c.name, err)
+		}
+		if !ok {
+			if err := c.guard.check(ctx, c.l.e.meta); err != nil {
+				c.markClosed()
+				return fmt.Errorf("persist cursor %q: %w", c.name, err)
+			}
+			// The key moved: by an earlier write of this handle whose
+			// outcome was unknown (then write again after it), or
+			// elsewhere (deleted, rewritten by another owner: this handle
+			// is stale).
+			kv, found, gerr := c.l.e.meta.Get(ctx, key)
+			if gerr != nil {
+				return fmt.Errorf("%w: persist cursor %q: %w", lakestream.ErrUnavailable, c.name, gerr)
+			}
+			c.mu.Lock()
+			own := found && slices.ContainsFunc(c.mu.unknown, func(u []byte) bool { return sameCursorValue(kv.Value, u) })
+			if own {
+				c.mu.modRev, c.mu.unknown = kv.ModRevision, nil
+				modRev = kv.ModRevision
+			}
+			c.mu.Unlock()
+			if own {
+				continue
+			}
+			c.markClosed()
+			return fmt.Errorf("%w: cursor %q on log %d was deleted or changed elsewhere", lakestream.ErrConflict, c.name, c.l.id)
+		}
+		c.l.e.metrics.cursorPersists.Add(1)
+		c.mu.Lock()
+		c.mu.persistedVer, c.mu.persistedMD, c.mu.modRev, c.mu.unknown = ver, md, rev, nil
+		c.mu.Unlock()
+		return nil
 	}
-	c.l.e.metrics.cursorPersists.Add(1)
-	c.mu.Lock()
-	c.mu.persistedVer, c.mu.persistedMD, c.mu.modRev = ver, md, rev
-	c.mu.Unlock()
-	return nil
+}
+
+// sameCursorValue reports whether a stored cursor value is the state
+// encoded as b.
+func sameCursorValue(v, b []byte) bool {
+	st, err := cursor.Decode(v)
+	return err == nil && bytes.Equal(cursor.Encode(st), b)
 }
 
 // HasMoreEntries implements lakestream.LogCursor.
