@@ -225,9 +225,10 @@ type partHandler struct {
 	drained    bool
 	persisting int // persists in flight
 	stopped    bool
-	// chain is the append chain numbered chainNo (AppendEntry.Chain).
-	chain   lakestream.AppendChain
-	chainNo uint64
+	// chainOpt appends on the append chain numbered chainNo
+	// (AppendEntry.Chain); made once per chain.
+	chainOpt lakestream.AppendOption
+	chainNo  uint64
 }
 
 // post queues a result for the actor without blocking and wakes it.
@@ -440,11 +441,10 @@ func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	token := a.Token
 	// The payload came from the session's frame buffer (owned by the
 	// SEND): donated, it goes to the WAL batch without a copy.
-	if a.Chain != h.chainNo || h.chain == nil {
-		h.chain, h.chainNo = h.opts.Log.NewAppendChain(), a.Chain
+	if a.Chain != h.chainNo || h.chainOpt == nil {
+		h.chainOpt, h.chainNo = lakestream.WithAppendChain(h.opts.Log.NewAppendChain()), a.Chain
 	}
-	opts := []lakestream.AppendOption{lakestream.WithPublishTime(a.PublishMs), lakestream.WithDonatedPayload(),
-		lakestream.WithAppendChain(h.chain)}
+	opts := []lakestream.AppendOption{lakestream.WithPublishTime(a.PublishMs), lakestream.WithDonatedPayload(), h.chainOpt}
 	if h.opts.Guard != nil {
 		opts = append(opts, lakestream.WithAppendGuard(h.opts.Guard))
 	}
