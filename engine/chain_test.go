@@ -199,8 +199,7 @@ func runChainProperties(t *testing.T, seed int64) {
 		perProduce = 300
 	)
 	rnd := &lockedRand{r: rand.New(rand.NewSource(seed))}
-	var chaos atomic.Bool
-	chaos.Store(true)
+	var chaos atomic.Bool // on once the engines are open
 	ms := meta.NewMem(meta.MemOptions{Fault: func(c meta.Call) meta.Fault {
 		if !chaos.Load() || c.Method != meta.MethodTxn {
 			return meta.FaultNone
@@ -240,6 +239,7 @@ func runChainProperties(t *testing.T, seed int64) {
 	}
 	engines := []*Engine{newEngine("a", seed*10+1), newEngine("b", seed*10+2)}
 	ctx := ctxT(t)
+	chaos.Store(true)
 
 	var (
 		mu  sync.Mutex
@@ -344,7 +344,9 @@ func runChainProperties(t *testing.T, seed int64) {
 	}
 	t.Logf("%d chains: %d appends acknowledged, %d failed (%d refused by a broken chain), %d unknown; metrics %+v",
 		len(byChain), acks, failures, refusals, unknowns, engines[0].Metrics())
-	if failures == 0 || refusals == 0 || len(byChain) <= len(engines)*producers {
+	// Refusals depend on timing (an append queued behind one that
+	// failed); failures and restarted chains are what the faults must cause.
+	if failures == 0 || len(byChain) <= len(engines)*producers {
 		t.Errorf("the run did not break chains")
 	}
 }

@@ -40,7 +40,8 @@ type chunkResult struct {
 }
 
 // pendingRecord is a record this engine committed (or is committing): the
-// sequencer calls done with its results once it applies it.
+// sequencer calls done with its results once it applies it (rev 0: it
+// applied a void of the key, nothing committed).
 type pendingRecord struct {
 	rev  int64     // the commit's revision once known (0: not yet)
 	at   time.Time // when rev became known
@@ -230,6 +231,9 @@ func (c *commitLog) apply(ev meta.Event) {
 				c.e.metrics.applyWaitNanos.Add(int64(time.Since(pr.at)))
 			}
 			rev := hr.rev
+			if hr.rec.Kind == 0 {
+				rev = 0 // a void (writer.resolveRecord): nothing applied
+			}
 			calls = append(calls, func() { pr.done(rev, results) })
 		}
 	case ev.Kind == meta.EventDelete && strings.HasPrefix(ev.KV.Key, rp):
@@ -511,7 +515,11 @@ func (c *commitLog) reloadAll(ctx context.Context) {
 					}
 				}
 			}
-			answers = append(answers, answer{pr, hr.rev, res})
+			rev := hr.rev
+			if hr.rec.Kind == 0 {
+				rev = 0 // a void: nothing applied
+			}
+			answers = append(answers, answer{pr, rev, res})
 		} else if pr.rev > 0 && pr.rev <= c.mu.applied {
 			delete(c.mu.pending, k)
 			answers = append(answers, answer{pr, -1, nil})

@@ -633,14 +633,24 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 			applied, rerr := w.resolveRecord(ctx, key)
 			switch {
 			case rerr != nil:
+				uerr := fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr)
 				if w.forget(key) {
-					w.partFailed(f, ids, fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr))
+					w.partFailed(f, ids, uerr)
+					return
 				}
+				// The commit log took the key meanwhile — the record or
+				// a void of it — and answers from its goroutine.
+				w.breakChains(f, ids, uerr)
 				return
 			case applied:
 				return // answered when the commit log applies it
 			default:
 				if !w.forget(key) {
+					// The watch applied our void first: it answers
+					// these appends as not committed, from its goroutine.
+					// Their chains break here, before the next flush
+					// commits (chain.go).
+					w.breakChains(f, ids, fmt.Errorf("%w: commit %s: %w (voided)", lakestream.ErrUnavailable, f.object, err))
 					return
 				}
 			}
@@ -692,11 +702,14 @@ func (w *walWriter) resolveRecord(ctx context.Context, key string) (bool, error)
 
 // recordApplied answers the appends of the logs ids of f, as the commit log
 // applied their record at rev (rev < 0: the record applied but its results
-// are lost).
+// are lost; rev == 0: the key was voided, nothing applied).
 func (w *walWriter) recordApplied(f *flush, ids []lakestream.LogID, rev int64, results map[lakestream.LogID]chunkResult) {
 	for _, id := range ids {
 		r, ok := results[id]
 		switch {
+		case rev == 0:
+			w.failLogs(f, []lakestream.LogID{id}, fmt.Errorf("%w: commit %s: not applied (voided after a lost reply)", lakestream.ErrUnavailable, f.object))
+			continue
 		case rev < 0 || !ok:
 			w.failLogs(f, []lakestream.LogID{id}, fmt.Errorf("%w: commit %s: applied, offsets unknown", lakestream.ErrIndeterminate, f.object))
 			continue
@@ -726,6 +739,15 @@ func (w *walWriter) recordApplied(f *flush, ids []lakestream.LogID, rev int64, r
 		w.e.metrics.observeAppends(len(f.byLog[id]), payload)
 	}
 	w.flushPartDone(f)
+}
+
+// breakChains breaks the chains of the appends of ids of f with err.
+func (w *walWriter) breakChains(f *flush, ids []lakestream.LogID, err error) {
+	for _, id := range ids {
+		for _, r := range f.byLog[id] {
+			r.chain.breakWith(err)
+		}
+	}
 }
 
 // partFailed fails the appends of ids and counts their record as done.
