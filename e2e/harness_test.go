@@ -42,7 +42,7 @@ func startNode(t *testing.T, cfg testnode.Config) *cluster {
 		cfg.Logger = testLogger()
 	}
 	tn := testnode.Start(t, cfg)
-	return &cluster{t: t, tn: tn, node: tn.Node, catalog: tn.Catalog, gw: tn.Gateway}
+	return &cluster{t: t, tn: tn, node: tn.Node.Node, catalog: tn.Catalog, gw: tn.Gateway}
 }
 
 func startCluster(t *testing.T) *cluster {

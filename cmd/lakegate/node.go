@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -16,9 +17,9 @@ import (
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
-	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/node"
+	"github.com/lakegate/lakegate/node/assembly"
 	"github.com/lakegate/lakegate/nodehttp"
 	"github.com/lakegate/lakegate/tables"
 )
@@ -46,6 +47,47 @@ func runServe(args []string) error {
 }
 
 func runNode(c *Config) error {
+	log, h := setupLogging(c)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sc, err := storageConfig(c, log)
+	if err != nil {
+		return err
+	}
+	sec, err := newSecurity(c)
+	if err != nil {
+		return err
+	}
+	// Listen first: the addresses are advertised when the node joins.
+	ls, err := openListeners(c, sec)
+	if err != nil {
+		return err
+	}
+	ac := assemblyConfig(c, sc, sec, ls, log, h)
+	n, err := assembly.Start(ctx, ac)
+	if errors.Is(err, meta.ErrPermissionDenied) {
+		return fmt.Errorf("etcd refused this node (check etcd.username, etcd.password or etcd.passwordFile, and that the user's role covers etcd.prefix %q): %w", c.Etcd.Prefix, err)
+	}
+	if errors.Is(err, meta.ErrUnavailable) && len(c.Etcd.Endpoints) > 0 {
+		return fmt.Errorf("etcd at %s did not answer (check etcd.endpoints and, for TLS, etcd.tlsCaFile, etcd.tlsCertFile, etcd.tlsKeyFile): %w", strings.Join(c.Etcd.Endpoints, ","), err)
+	}
+	if err != nil {
+		return err
+	}
+	logReady(log, n, ls, sec)
+	<-ctx.Done()
+	log.Info("shutting down: handing topics over, flushing appends and persisting cursors")
+	dctx, cancel := context.WithTimeout(context.Background(), c.Cluster.DrainTimeout)
+	defer cancel()
+	if err := n.Close(dctx); err != nil {
+		log.Error("stopping the node", "err", err)
+	}
+	return nil
+}
+
+// setupLogging makes the configured logger the default one (the
+// libraries' loggers included) and returns it with its handler.
+func setupLogging(c *Config) (*slog.Logger, slog.Handler) {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Log.Level)) // validated by loadConfig
 	hopts := &slog.HandlerOptions{Level: level}
@@ -56,17 +98,50 @@ func runNode(c *Config) error {
 	log := slog.New(h)
 	slog.SetDefault(log)
 	routeLibraryLog(log)
+	return log, h
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// assemblyConfig maps the configuration onto the node's assembly
+// (sc: the storage node's part) with the listeners ls.
+func assemblyConfig(c *Config, sc node.Config, sec *security, ls *listeners, log *slog.Logger, h slog.Handler) assembly.Config {
+	ac := assembly.Config{
+		Node:            sc,
+		Member:          engine.MembershipConfig{ID: c.Engine.NodeID, SessionTTL: c.Cluster.SessionTTL, Endpoints: ls.endpoints},
+		Gateway:         gatewayConfig(c, sec, ls),
+		Pulsar:          ls.pulsar,
+		PulsarTLS:       ls.pulsarTLS,
+		Materialization: defaultMaterialization(c.Tables.Formats),
+		HTTPLimits:      httpLimits(c),
+		HTTPErrorLog:    slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn),
+		Iceberg: func(ctx context.Context, n *assembly.Node) (http.Handler, error) {
+			return icebergREST(ctx, c, n.Node, n.Gateway, sec, log)
+		},
+		Logger: log,
+	}
+	if c.Tables.Compaction {
+		ac.Compaction = &actors.CompactionWorkerOptions{
+			Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
+			ScanInterval: c.Tables.ScanInterval,
+		}
+	}
+	for _, hl := range []net.Listener{ls.http, ls.https} {
+		if hl != nil {
+			ac.HTTP = append(ac.HTTP, hl)
+		}
+	}
+	return ac
+}
+
+// storageConfig is the storage node's configuration (node.Config).
+func storageConfig(c *Config, log *slog.Logger) (node.Config, error) {
 	etcdTLS, etcdUser, etcdPassword, err := etcdClient(c)
 	if err != nil {
-		return err
+		return node.Config{}, err
 	}
 	if etcdPassword != "" && etcdTLS == nil && !allHTTPS(c.Etcd.Endpoints) {
 		log.Warn("the etcd password travels in clear: give the etcd members TLS (https:// endpoints, etcd.tlsCaFile)")
 	}
-	cfg := node.Config{
+	return node.Config{
 		DataDir: c.DataDir, ObjectURL: c.Objects,
 		GCInterval:    gcInterval(c.Engine.GCInterval),
 		EtcdEndpoints: c.Etcd.Endpoints, EtcdClientPort: c.Etcd.Port, EtcdPrefix: c.Etcd.Prefix,
@@ -96,62 +171,12 @@ func runNode(c *Config) error {
 			RepackSpanBytes:     c.Tables.Repack.SpanBytes,
 			RepackInterval:      maintenanceInterval(c.Tables.Repack.Interval),
 		},
-	}
-	n, err := node.Start(ctx, cfg)
-	if errors.Is(err, meta.ErrPermissionDenied) {
-		return fmt.Errorf("etcd refused this node (check etcd.username, etcd.password or etcd.passwordFile, and that the user's role covers etcd.prefix %q): %w", c.Etcd.Prefix, err)
-	}
-	if errors.Is(err, meta.ErrUnavailable) && len(c.Etcd.Endpoints) > 0 {
-		return fmt.Errorf("etcd at %s did not answer (check etcd.endpoints and, for TLS, etcd.tlsCaFile, etcd.tlsCertFile, etcd.tlsKeyFile): %w", strings.Join(c.Etcd.Endpoints, ","), err)
-	}
-	if err != nil {
-		return err
-	}
-	defer n.Close()
+	}, nil
+}
 
-	cat := n.Catalog()
-	defer cat.Close()
-	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
-		return fmt.Errorf("creating namespace public/default: %w", err)
-	}
-	rt := actors.NewRuntime(log)
-	defer rt.Shutdown()
-	sec, err := newSecurity(c)
-	if err != nil {
-		return err
-	}
-	// Listen first: the addresses are advertised when the node joins.
-	ls, err := openListeners(c, sec)
-	if err != nil {
-		return err
-	}
-	memberID := c.Engine.NodeID // default: the engine's random id
-	if n.Embedded != nil && memberID == "" {
-		// Standalone: the only member; a restart ends the previous
-		// process's session at once.
-		memberID = "standalone"
-	}
-	member, err := n.Engine.JoinCluster(ctx, engine.MembershipConfig{
-		ID:         memberID,
-		SessionTTL: c.Cluster.SessionTTL,
-		Endpoints:  ls.endpoints,
-		Logger:     log,
-	})
-	if err != nil {
-		ls.close()
-		return fmt.Errorf("joining the cluster: %w", err)
-	}
-	// The compaction worker compacts the tables this node owns for
-	// compaction (one owner per table across the cluster).
-	worker, err := startTables(ctx, c, n, cat, rt, member, log)
-	if err != nil {
-		member.Close(context.Background())
-		ls.close()
-		return fmt.Errorf("tables: %w", err)
-	}
-	if worker != nil {
-		defer worker.Stop() // before the node closes (defers are LIFO)
-	}
+// gatewayConfig is the Pulsar gateway's configuration (the assembly fills
+// in the catalog, the runtime and the membership).
+func gatewayConfig(c *Config, sec *security, ls *listeners) gateway.Config {
 	rebalance := c.Cluster.RebalanceInterval
 	if rebalance == 0 {
 		rebalance = -1 // off
@@ -160,82 +185,48 @@ func runNode(c *Config) error {
 	if policyCheck == 0 {
 		policyCheck = -1 // off
 	}
-	gwCfg := gateway.Config{Catalog: cat, AdvertisedAddr: ls.pulsarAdv, AdvertisedTLSAddr: ls.pulsarTLSAdv, Logger: log, Runtime: rt,
+	g := gateway.Config{AdvertisedAddr: ls.pulsarAdv, AdvertisedTLSAddr: ls.pulsarTLSAdv,
 		PolicyCheckInterval: policyCheck,
-		Membership:          topicUnits{member}, ProxyLookups: c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
+		ProxyLookups:        c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
 		ClientTLS: sec.clientTLS()}
-	gatewayLimits(c, &gwCfg)
+	gatewayLimits(c, &g)
 	if sec.authn != nil {
-		gwCfg.Auth = sec.authn
-		gwCfg.Authorization = c.Auth.Authorization
-		gwCfg.SuperUserRoles = c.Auth.SuperUserRoles
-		gwCfg.AuthRefreshGrace = c.Auth.RefreshGrace
-		gwCfg.BrokerClientToken = c.Auth.BrokerClientToken
-		gwCfg.ProxyRoles = c.Auth.ProxyRoles
-		gwCfg.SkipOriginalAuthData = !c.Auth.OriginalAuthData
-		gwCfg.AllowPlaintextPeers = c.Cluster.AllowPlaintextPeers
+		g.Auth = sec.authn
+		g.Authorization = c.Auth.Authorization
+		g.SuperUserRoles = c.Auth.SuperUserRoles
+		g.AuthRefreshGrace = c.Auth.RefreshGrace
+		g.BrokerClientToken = c.Auth.BrokerClientToken
+		g.ProxyRoles = c.Auth.ProxyRoles
+		g.SkipOriginalAuthData = !c.Auth.OriginalAuthData
+		g.AllowPlaintextPeers = c.Cluster.AllowPlaintextPeers
 	}
-	gw, err := gateway.Serve(ls.pulsar, gwCfg, ls.tlsList()...)
-	if err != nil {
-		member.Close(context.Background())
-		ls.close()
-		return fmt.Errorf("pulsar listener: %w", err)
-	}
-	// Runs before n.Close (defers are LIFO): sessions end, cursors persist.
-	defer func() {
-		if err := gw.Close(); err != nil {
-			log.Error("closing the Pulsar gateway", "err", err)
-		}
-	}()
+	return g
+}
 
-	icebergHandler, err := icebergREST(ctx, c, n, gw, sec, log)
-	if err != nil {
-		return fmt.Errorf("iceberg REST catalog: %w", err)
-	}
-	handler := httpHandler(n, gw, cat, icebergHandler)
-	errLog := slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn)
-	var httpAddrs []any
-	for _, hl := range []net.Listener{ls.http, ls.https} {
-		if hl == nil {
-			continue
-		}
-		srv := httpLimits(c).Server(handler, errLog)
-		go srv.Serve(hl) // a TLS listener hands TLS connections: r.TLS is set
-		defer srv.Close()
-	}
-	if ls.http != nil {
-		httpAddrs = append(httpAddrs, "http", ls.http.Addr().String())
-	}
-	if ls.https != nil {
-		httpAddrs = append(httpAddrs, "https", ls.https.Addr().String())
-	}
-
-	etcdDesc := strings.Join(cfg.EtcdEndpoints, ",")
+// logReady logs the node's addresses once it serves.
+func logReady(log *slog.Logger, n *assembly.Node, ls *listeners, sec *security) {
+	etcdDesc := strings.Join(n.Config.EtcdEndpoints, ",")
 	if n.Embedded != nil {
 		etcdDesc = "embedded " + strings.Join(n.Embedded.Endpoints(), ",")
 	}
 	attrs := []any{"node", n.Engine.NodeID(), "objects", n.Config.ObjectURL, "etcd", etcdDesc}
-	attrs = append(attrs, httpAddrs...)
-	attrs = append(attrs, "iceberg_rest", icebergHandler != nil)
+	if ls.http != nil {
+		attrs = append(attrs, "http", ls.http.Addr().String())
+	}
+	if ls.https != nil {
+		attrs = append(attrs, "https", ls.https.Addr().String())
+	}
+	attrs = append(attrs, "iceberg_rest", n.Iceberg)
 	if ls.pulsar != nil {
-		attrs = append(attrs, "pulsar", ls.pulsar.Addr().String(), "pulsar_url", gw.ServiceURL())
+		attrs = append(attrs, "pulsar", ls.pulsar.Addr().String(), "pulsar_url", n.Gateway.ServiceURL())
 	}
 	if ls.pulsarTLS != nil {
-		attrs = append(attrs, "pulsar_tls", ls.pulsarTLS.Addr().String(), "pulsar_tls_url", gw.ServiceURLTLS())
+		attrs = append(attrs, "pulsar_tls", ls.pulsarTLS.Addr().String(), "pulsar_tls_url", n.Gateway.ServiceURLTLS())
 	}
 	if sec.authn != nil {
 		attrs = append(attrs, "auth", strings.Join(sec.authn.Methods(), ","))
 	}
 	log.Info("lakegate node ready", attrs...)
-	<-ctx.Done()
-	log.Info("shutting down: handing topics over, flushing appends and persisting cursors")
-	dctx, cancel := context.WithTimeout(context.Background(), c.Cluster.DrainTimeout)
-	defer cancel()
-	gw.Drain(dctx)
-	if err := member.Close(dctx); err != nil {
-		log.Warn("leaving the cluster", "err", err)
-	}
-	return nil
 }
 
 // advertised is the host:port a node advertises for a listener: the

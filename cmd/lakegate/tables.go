@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/auth"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/icebergrest"
@@ -31,26 +30,6 @@ func defaultMaterialization(formats []string) *lakestream.TableMaterializationPo
 		}
 	}
 	return p
-}
-
-// startTables stores the cluster default materialization from the
-// configuration and, when enabled, starts this node's compaction worker
-// (nil when not), which compacts the tables member owns for compaction.
-func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.StreamCatalog, rt actors.Runtime, member lakestream.Membership, log *slog.Logger) (*actors.CompactionWorker, error) {
-	if err := cat.SetDefaultMaterialization(ctx, defaultMaterialization(c.Tables.Formats)); err != nil {
-		return nil, err
-	}
-	if !c.Tables.Compaction {
-		return nil, nil
-	}
-	return actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
-		Catalog:      cat,
-		Compactor:    n.Tables.Compactor(),
-		Membership:   member,
-		Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
-		ScanInterval: c.Tables.ScanInterval,
-		Logger:       log,
-	}), nil
 }
 
 // icebergKind resolves tables.iceberg.kind: auto is sql for a standalone
@@ -83,7 +62,7 @@ func icebergCatalogConfig(c *Config) iceberg.CatalogConfig {
 }
 
 // icebergREST returns the node's Iceberg REST catalog handler (mounted at
-// /iceberg/ by httpHandler), or nil when tables.iceberg.rest is off or the
+// /iceberg/ by the node's assembly), or nil when tables.iceberg.rest is off or the
 // catalog is an external one. gw's grants decide who reads and writes
 // what when authorization is on (docs/iceberg-catalog.md, "Who may do
 // what").
@@ -187,19 +166,4 @@ func forbidden(err error) error {
 		return fmt.Errorf("%w: %w", icebergrest.ErrForbidden, err)
 	}
 	return err
-}
-
-// topicUnits is the membership the gateway sees: the same, but Owned lists
-// topics only, not the compaction worker's units (the gateway hands every
-// owned unit over as a topic when it rebalances or drains).
-type topicUnits struct{ lakestream.Membership }
-
-func (m topicUnits) Owned() []lakestream.Ownership {
-	var out []lakestream.Ownership
-	for _, o := range m.Membership.Owned() {
-		if !actors.IsCompactionUnit(o.Unit()) {
-			out = append(out, o)
-		}
-	}
-	return out
 }
