@@ -60,6 +60,9 @@ func TestLayers(t *testing.T) {
 		"icebergrest":               {"engine", "tables", "node", "gateway", "actors", "objstore"},
 		// The table layer does not wire nodes.
 		"tables": {"node", "gateway"},
+		// The storage node (and lakegate:// URIs) stays below the front
+		// doors: node/assembly wires them, above it.
+		"node": {"gateway", "nodehttp", "node/assembly"},
 	}
 	for pkg, bad := range forbidden {
 		deps := lakegateDeps(t, root, pkg)

@@ -19,5 +19,6 @@
 // Close stops it as a SIGTERM does: the gateway hands its topics over, the
 // node leaves the cluster, then everything stops in reverse order.
 //
-// Files: assembly.go (Config, Start, Close), http.go (the HTTP surface).
+// Files: assembly.go (Config, Start, Close), http.go (the HTTP surface);
+// assembly_test.go: a standalone node is a one-member cluster.
 package assembly
