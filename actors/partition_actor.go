@@ -445,11 +445,11 @@ func (h *partHandler) run(acts []Action) {
 // AppendsInflightMax reached) is fed back to the machine synchronously.
 func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	token := a.Token
-	var res Reservation
-	err := fmt.Errorf("%w: %d appends in flight", ErrPartitionBusy, h.appending)
-	if h.appending < h.opts.AppendsInflightMax {
-		res, err = h.self.Reserve()
+	if h.appending >= h.opts.AppendsInflightMax {
+		err := fmt.Errorf("%w: %d appends in flight", ErrPartitionBusy, h.appending)
+		return h.sm.AppendDone(token, lakestream.EntryHeader{}, err)
 	}
+	res, err := h.self.Reserve()
 	if err != nil {
 		return h.sm.AppendDone(token, lakestream.EntryHeader{}, err)
 	}

@@ -110,18 +110,13 @@ type protoRuntime struct {
 // envelope carries a Send: receiving it frees a place of SendMsgs.
 type envelope struct{ msg any }
 
-// reserved carries a Reservation.Send: receiving it empties its place.
-type reserved struct {
-	p   *place
-	msg any
-}
 
 // The bounds are enforced here — a channel of places for Send, a count of
 // reservations, one message per reservation — and protoactor's mailbox is
 // left unbounded: its bounded ring buffer spins (Gosched) when full and
-// never lets a sender go once the actor has stopped. Only these two
-// envelopes (and protoactor's own lifecycle messages) reach it, so its
-// length never exceeds SendMsgs + ReservedMax.
+// never lets a sender go once the actor has stopped. Only envelopes and
+// places (and protoactor's own lifecycle messages) reach it, so its length
+// never exceeds SendMsgs + ReservedMax.
 func (r *protoRuntime) Spawn(h Handler, mb Mailbox) Ref {
 	if mb.SendMsgs <= 0 {
 		mb.SendMsgs = DefaultMailboxMsgs
@@ -137,9 +132,8 @@ func (r *protoRuntime) Spawn(h Handler, mb Mailbox) Ref {
 		case envelope:
 			<-ref.slots
 			h.Receive(m.msg)
-		case reserved:
-			m.p.received() // a Send from now on queues another
-			h.Receive(m.msg)
+		case *place:
+			h.Receive(m.take()) // a Send from now on queues another
 		}
 	})
 	ref.pid = r.sys.Root.Spawn(props)
@@ -194,10 +188,12 @@ func (p *protoRef) markDone() { p.doneOnce.Do(func() { close(p.done) }) }
 // place is a Reservation. Its state is two bits: queued (a message is in
 // the mailbox) and released. The reservation counts against held until it
 // is released and empty; whichever of Release and the receipt comes last
-// gives it back, exactly once.
+// gives it back, exactly once. The place itself is what goes through the
+// mailbox, holding its message (no envelope to allocate per message).
 type place struct {
 	ref   *protoRef
 	state atomic.Int32
+	msg   any // written by Send while not queued, read by take
 }
 
 const (
@@ -214,7 +210,8 @@ func (pl *place) Send(msg any) bool {
 	if !pl.state.CompareAndSwap(0, placeQueued) {
 		return false
 	}
-	pl.ref.sys.Root.Send(pl.ref.pid, reserved{p: pl, msg: msg})
+	pl.msg = msg
+	pl.ref.sys.Root.Send(pl.ref.pid, pl)
 	return true
 }
 
@@ -224,8 +221,12 @@ func (pl *place) Release() {
 	}
 }
 
-func (pl *place) received() {
+// take empties the place on the actor's goroutine and returns its message.
+func (pl *place) take() any {
+	msg := pl.msg
+	pl.msg = nil
 	if old := pl.state.And(^int32(placeQueued)); old&placeReleased != 0 {
 		pl.ref.held.Add(-1)
 	}
+	return msg
 }
