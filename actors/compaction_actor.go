@@ -94,7 +94,7 @@ func StartCompactionWorker(rt Runtime, o CompactionWorkerOptions) *CompactionWor
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &CompactionWorker{cancel: cancel, done: make(chan struct{})}
 	h := &compactionHandler{w: w, o: o, ctx: ctx, sched: NewCompactionSchedule(o.Policy)}
-	w.ref = rt.Spawn(h, 64)
+	w.ref = rt.Spawn(h, Mailbox{SendMsgs: 64})
 	h.self = w.ref
 	w.ref.Send(compactKickMsg{})
 	return w

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/lakegate/lakegate/internal/murmur3"
+	"github.com/lakegate/lakegate/murmur3"
 	"github.com/lakegate/lakegate/protocol"
 )
 

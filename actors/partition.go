@@ -78,6 +78,10 @@ var (
 	// ErrPartitionClosed: the partition is no longer served here (unloaded,
 	// or this node lost its ownership); the client must look it up again.
 	ErrPartitionClosed = errors.New("actors: partition closed")
+	// ErrPartitionBusy: a SEND came while PartitionOptions.AppendsInflightMax
+	// appends were in flight; it failed (SendFailed), as an append the
+	// engine refused would, and the client resends on a new connection.
+	ErrPartitionBusy = errors.New("actors: partition busy: too many appends in flight")
 	// ErrEarlierSendFailed: a SEND was not appended because an earlier SEND
 	// of its producer failed (it wraps that failure): stored after it, it
 	// would break the producer's order. The client resends both, in order,

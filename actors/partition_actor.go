@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
@@ -50,8 +49,15 @@ type PartitionOptions struct {
 	State *LoadedPartition
 	// Config of the machine (Dedup must match what was loaded).
 	Config PartitionConfig
-	// MailboxMsgs bounds the mailbox, in messages. Default 1024.
+	// MailboxMsgs bounds the requests queued in the mailbox, in messages
+	// (Mailbox.SendMsgs). Default 1024.
 	MailboxMsgs int
+	// AppendsInflightMax bounds the appends in flight, in appends: each
+	// holds a reservation for its outcome (Ref.Reserve). A SEND that would
+	// exceed it fails with ErrPartitionBusy. The gateway's windows
+	// (ProducerPendingMax, 1000 SENDs per producer) keep well-behaved
+	// producers far below it. Default 65536.
+	AppendsInflightMax int
 	// PersistTimeout bounds one persist of the topic epoch or of a
 	// deduplication snapshot. Default 30 s.
 	PersistTimeout time.Duration
@@ -91,8 +97,9 @@ type (
 	terminateMsg struct{}
 )
 
-// Results of the actor's own asynchronous work, queued in its inbox (see
-// Ref.Notify): appends complete on engine goroutines that must not block.
+// Results of the actor's own asynchronous work, each queued on the
+// reservation taken when the work began (Reservation.Send): appends complete
+// on engine goroutines that must not block.
 type (
 	appendDoneMsg struct {
 		token uint64
@@ -122,6 +129,9 @@ func StartPartition(rt Runtime, opts PartitionOptions) *PartitionActor {
 	if opts.PersistTimeout <= 0 {
 		opts.PersistTimeout = 30 * time.Second
 	}
+	if opts.AppendsInflightMax <= 0 {
+		opts.AppendsInflightMax = 1 << 16
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -135,7 +145,9 @@ func StartPartition(rt Runtime, opts PartitionOptions) *PartitionActor {
 		replies: map[uint64]chan ProducerAnswer{},
 	}
 	a := &PartitionActor{name: opts.Name}
-	a.ref = rt.Spawn(h, opts.MailboxMsgs)
+	// Reservations: one per append in flight, one per persist (at most
+	// one of the epoch and one snapshot at a time: the machine's rule).
+	a.ref = rt.Spawn(h, Mailbox{SendMsgs: opts.MailboxMsgs, ReservedMax: opts.AppendsInflightMax + 2})
 	h.self = a.ref
 	return a
 }
@@ -160,15 +172,29 @@ func (a *PartitionActor) AddProducer(spec ProducerSpec, sink ProducerSink) Produ
 }
 
 // Send hands one SEND to the partition; its outcome reaches the producer's
-// sink. It blocks while the mailbox is full.
-func (a *PartitionActor) Send(id uint64, req SendRequest) { a.ref.Send(sendMsg{id: id, req: req}) }
+// sink. It waits while the mailbox is full. ErrPartitionClosed once the
+// partition stopped (its producers were told Closed: the client resends
+// elsewhere).
+func (a *PartitionActor) Send(id uint64, req SendRequest) error {
+	return a.tell(sendMsg{id: id, req: req})
+}
 
 // RemoveProducer detaches a producer whose connection is gone.
-func (a *PartitionActor) RemoveProducer(id uint64) { a.ref.Send(removeProducerMsg{id: id}) }
+// ErrPartitionClosed once the partition stopped (nothing left to detach).
+func (a *PartitionActor) RemoveProducer(id uint64) error { return a.tell(removeProducerMsg{id: id}) }
 
 // CloseProducer detaches a producer that asked to close; its sink's
 // CloseDone follows the answers to every SEND it sent before.
-func (a *PartitionActor) CloseProducer(id uint64) { a.ref.Send(closeProducerMsg{id: id}) }
+// ErrPartitionClosed once the partition stopped (the sink was told Closed).
+func (a *PartitionActor) CloseProducer(id uint64) error { return a.tell(closeProducerMsg{id: id}) }
+
+// tell queues a request that has no answer of its own.
+func (a *PartitionActor) tell(msg any) error {
+	if a.ref.Send(msg) != nil {
+		return ErrPartitionClosed
+	}
+	return nil
+}
 
 // Unload stops the partition and waits until it has stopped. Graceful: the
 // appends in flight complete and are answered, a final deduplication
@@ -186,7 +212,8 @@ func (a *PartitionActor) Unload(graceful bool, assignedURL string) {
 }
 
 // Terminate tells the partition its log was fenced (topic terminated).
-func (a *PartitionActor) Terminate() { a.ref.Send(terminateMsg{}) }
+// ErrPartitionClosed once the partition stopped.
+func (a *PartitionActor) Terminate() error { return a.tell(terminateMsg{}) }
 
 // Info returns a snapshot (zero once stopped).
 func (a *PartitionActor) Info() PartitionInfo {
@@ -205,20 +232,17 @@ func (a *PartitionActor) Done() <-chan struct{} { return a.ref.Done() }
 
 // partHandler is the actor: it owns the machine, the sinks and the
 // partition's internal cursors, runs appends through Log.AppendAsync and
-// persists on goroutines, all of which report back through the inbox.
+// persists on goroutines, each of which reports back on the reservation
+// taken when it began.
 type partHandler struct {
-	opts    PartitionOptions
-	sm      *Partition
-	self    Ref
-	ctx     context.Context
-	cancel  context.CancelFunc
-	sinks   map[uint64]ProducerSink
-	replies map[uint64]chan ProducerAnswer // AddProducer answers still owed
-
-	inbox struct {
-		sync.Mutex
-		msgs []any
-	}
+	opts      PartitionOptions
+	sm        *Partition
+	self      Ref
+	ctx       context.Context
+	cancel    context.CancelFunc
+	sinks     map[uint64]ProducerSink
+	replies   map[uint64]chan ProducerAnswer // AddProducer answers still owed
+	appending int                            // appends in flight, each holding a reservation
 	// unloading: the unload request being served (graceful: waits for
 	// Drained and the final snapshot).
 	unloading  *unloadMsg
@@ -231,31 +255,12 @@ type partHandler struct {
 	chainNo  uint64
 }
 
-// post queues a result for the actor without blocking and wakes it.
-func (h *partHandler) post(msg any) {
-	h.inbox.Lock()
-	h.inbox.msgs = append(h.inbox.msgs, msg)
-	h.inbox.Unlock()
-	h.self.Notify()
-}
-
 func (h *partHandler) Receive(msg any) {
 	if h.stopped {
 		h.refuse(msg)
 		return
 	}
 	switch m := msg.(type) {
-	case Wake:
-		h.inbox.Lock()
-		msgs := h.inbox.msgs
-		h.inbox.msgs = nil
-		h.inbox.Unlock()
-		for _, m := range msgs {
-			h.Receive(m)
-			if h.stopped {
-				return
-			}
-		}
 	case addProducerMsg:
 		h.sinks[m.spec.ID] = m.sink
 		h.replies[m.spec.ID] = m.reply
@@ -269,6 +274,7 @@ func (h *partHandler) Receive(msg any) {
 	case closeProducerMsg:
 		h.run(h.sm.CloseProducer(m.id))
 	case appendDoneMsg:
+		h.appending--
 		if errors.Is(m.err, lakestream.ErrGuardLost) && h.lostBy(m.err) {
 			return
 		}
@@ -426,19 +432,27 @@ func (h *partHandler) run(acts []Action) {
 			}
 			delete(h.sinks, a.Producer)
 		case PersistEpoch:
-			h.persistEpoch(a.Epoch)
+			acts = append(acts, h.persistEpoch(a.Epoch)...)
 		case PersistDedup:
-			h.persistDedup(a)
+			acts = append(acts, h.persistDedup(a)...)
 		case Drained:
 			h.drained = true
 		}
 	}
 }
 
-// appendEntry starts one append. A refusal known at once (fenced, closed)
-// is fed back to the machine synchronously.
+// appendEntry starts one append. A refusal known at once (fenced, closed,
+// AppendsInflightMax reached) is fed back to the machine synchronously.
 func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	token := a.Token
+	if h.appending >= h.opts.AppendsInflightMax {
+		err := fmt.Errorf("%w: %d appends in flight", ErrPartitionBusy, h.appending)
+		return h.sm.AppendDone(token, lakestream.EntryHeader{}, err)
+	}
+	res, err := h.self.Reserve()
+	if err != nil {
+		return h.sm.AppendDone(token, lakestream.EntryHeader{}, err)
+	}
 	// The payload came from the session's frame buffer (owned by the
 	// SEND): donated, it goes to the WAL batch without a copy.
 	if a.Chain != h.chainNo || h.chainOpt == nil {
@@ -448,9 +462,15 @@ func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	if h.opts.Guard != nil {
 		opts = append(opts, lakestream.WithAppendGuard(h.opts.Guard))
 	}
-	err := h.opts.Log.AppendAsync(h.ctx, int(a.Records), a.Payload, func(eh lakestream.EntryHeader, err error) {
-		h.post(appendDoneMsg{token: token, h: eh, err: err})
+	err = h.opts.Log.AppendAsync(h.ctx, int(a.Records), a.Payload, func(eh lakestream.EntryHeader, err error) {
+		res.Send(appendDoneMsg{token: token, h: eh, err: err})
+		res.Release()
 	}, opts...)
+	if err != nil {
+		res.Release() // the callback is not called
+	} else {
+		h.appending++
+	}
 	if errors.Is(err, lakestream.ErrGuardLost) && h.lostBy(err) {
 		return nil
 	}
@@ -460,8 +480,16 @@ func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	return nil
 }
 
-func (h *partHandler) persistEpoch(epoch uint64) {
+// persistEpoch starts the persist of the topic epoch; its outcome comes
+// back as epochPersistedMsg. The machine has at most one in flight, and a
+// reservation is kept for it (StartPartition), so Reserve fails only if
+// that rule broke: the persist then fails at once.
+func (h *partHandler) persistEpoch(epoch uint64) []Action {
 	lp, c := h.opts.State, h.opts.State.epochCursor
+	res, err := h.self.Reserve()
+	if err != nil {
+		return h.sm.EpochPersisted(epoch, err)
+	}
 	h.persisting++
 	go func() {
 		ctx, cancel := context.WithTimeout(h.ctx, h.opts.PersistTimeout)
@@ -470,15 +498,23 @@ func (h *partHandler) persistEpoch(epoch uint64) {
 		if err == nil {
 			err = c.MarkDelete(ctx, c.MarkDeleteOffset(), map[string]int64{epochProperty: int64(epoch)})
 		}
-		h.post(epochPersistedMsg{epoch: epoch, cursor: c, err: err})
+		res.Send(epochPersistedMsg{epoch: epoch, cursor: c, err: err})
+		res.Release()
 	}()
+	return nil
 }
 
-func (h *partHandler) persistDedup(a PersistDedup) {
+// persistDedup starts the write of a deduplication snapshot; its outcome
+// comes back as dedupPersistedMsg (reserved as persistEpoch's).
+func (h *partHandler) persistDedup(a PersistDedup) []Action {
 	c := h.opts.State.dedupCursor
 	if c == nil {
 		h.sm.DedupPersisted(nil)
-		return
+		return nil
+	}
+	res, err := h.self.Reserve()
+	if err != nil {
+		return h.sm.DedupPersisted(err)
 	}
 	h.persisting++
 	go func() {
@@ -490,6 +526,8 @@ func (h *partHandler) persistDedup(a PersistDedup) {
 		if err != nil {
 			err = fmt.Errorf("deduplication snapshot below %d: %w", a.End, err)
 		}
-		h.post(dedupPersistedMsg{err: err})
+		res.Send(dedupPersistedMsg{err: err})
+		res.Release()
 	}()
+	return nil
 }

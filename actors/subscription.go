@@ -96,6 +96,9 @@ var (
 	ErrUnsupportedSubType = errors.New("actors: subscription type not supported")
 	// ErrSubscriptionClosed: the subscription was closed or unsubscribed.
 	ErrSubscriptionClosed = errors.New("actors: subscription closed")
+	// ErrSubscriptionBusy: a consumer came while
+	// SubscriptionOptions.ConsumersMax were attached; it is refused.
+	ErrSubscriptionBusy = errors.New("actors: subscription busy: too many consumers")
 	// ErrAckQueueFull: an acknowledgement came while AckQueueMaxIDs ids
 	// already waited for entry headers; it is dropped (AckDone) and its
 	// messages are redelivered. The gateway answers ServiceNotReady.

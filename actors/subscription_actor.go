@@ -43,8 +43,13 @@ type SubscriptionOptions struct {
 	ReadMaxRecords int
 	// ReadMaxBytes bounds one tail read, in payload bytes. Default 4 MiB.
 	ReadMaxBytes int64
-	// MailboxMsgs bounds the actor's mailbox, in messages. Default 1024.
+	// MailboxMsgs bounds the requests queued in the actor's mailbox, in
+	// messages (Mailbox.SendMsgs). Default 1024.
 	MailboxMsgs int
+	// ConsumersMax bounds the consumers attached at a time: each holds a
+	// reservation for its SinkReady (Ref.Reserve). One more is refused
+	// with ErrSubscriptionBusy. Default 65536.
+	ConsumersMax int
 	// RetryBackoff is the delay before a failed read is retried. Default 100 ms.
 	RetryBackoff time.Duration
 	// Compacted, when set, makes the subscription read compacted (Pulsar's
@@ -84,7 +89,7 @@ const closePersistTimeout = 5 * time.Second
 // the actor's answer.
 type SubscriptionActor struct {
 	ref     Ref
-	h       *subHandler // its inbox only (SinkReady)
+	h       *subHandler // its ready places only (SinkReady)
 	stopped chan struct{}
 }
 
@@ -136,6 +141,8 @@ type (
 		next int64
 		err  error
 	}
+	// sinkReadyMsg: SinkReady(id), queued on the consumer's reservation.
+	sinkReadyMsg   struct{ id uint64 }
 	resolveDoneMsg struct {
 		gen uint64
 		rs  []Resolved
@@ -207,6 +214,9 @@ func StartSubscription(rt Runtime, opts SubscriptionOptions) *SubscriptionActor 
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = 100 * time.Millisecond
 	}
+	if opts.ConsumersMax <= 0 {
+		opts.ConsumersMax = 1 << 16
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -223,7 +233,8 @@ func StartSubscription(rt Runtime, opts SubscriptionOptions) *SubscriptionActor 
 	}
 	a := &SubscriptionActor{h: h, stopped: make(chan struct{})}
 	h.stopped = a.stopped
-	a.ref = rt.Spawn(h, opts.MailboxMsgs)
+	h.ready.places = map[uint64]Reservation{}
+	a.ref = rt.Spawn(h, Mailbox{SendMsgs: opts.MailboxMsgs, ReservedMax: opts.ConsumersMax})
 	h.self = a.ref
 	return a
 }
@@ -234,7 +245,9 @@ func (a *SubscriptionActor) call(msg any, reply chan error) error {
 		return ErrSubscriptionClosed
 	default:
 	}
-	a.ref.Send(msg)
+	if a.ref.Send(msg) != nil {
+		return ErrSubscriptionClosed
+	}
 	select {
 	case err := <-reply:
 		return err
@@ -276,32 +289,50 @@ func (a *SubscriptionActor) RemoveConsumer(id uint64) error {
 	return a.call(removeConsumerMsg{id: id, reply: r}, r)
 }
 
-// Flow adds permits.
-func (a *SubscriptionActor) Flow(id uint64, permits uint32) {
-	a.ref.Send(flowMsg{id: id, permits: permits})
+// Flow adds permits. ErrSubscriptionClosed once the actor has stopped.
+func (a *SubscriptionActor) Flow(id uint64, permits uint32) error {
+	return a.tell(flowMsg{id: id, permits: permits})
 }
 
 // Ack acknowledges; reply (may be nil) is called on the actor's goroutine
 // once the acknowledgement is applied (after the log was asked for the
-// record counts of entries the subscription did not know), or refused.
+// record counts of entries the subscription did not know), or refused —
+// or, when the actor has stopped already, at once on the caller's
+// goroutine with ErrSubscriptionClosed.
 func (a *SubscriptionActor) Ack(id uint64, kind AckKind, ids []AckID, reply func(error)) {
-	a.ref.Send(ackMsg{id: id, kind: kind, ids: ids, reply: reply})
+	if err := a.tell(ackMsg{id: id, kind: kind, ids: ids, reply: reply}); err != nil && reply != nil {
+		reply(err)
+	}
+}
+
+// tell queues a request that has no answer of its own.
+func (a *SubscriptionActor) tell(msg any) error {
+	if a.ref.Send(msg) != nil {
+		return ErrSubscriptionClosed
+	}
+	return nil
 }
 
 // SinkReady tells the subscription that consumer id's connection, which
 // refused an entry (ConsumerSink.Deliver returned false), has room again.
-// It never blocks: safe from a connection's writer goroutine.
+// It never blocks: safe from a connection's writer goroutine. It is queued
+// on the reservation the consumer holds while attached, so it is never
+// refused for room; calls while one is queued coalesce into it. A no-op
+// for a consumer not attached.
 func (a *SubscriptionActor) SinkReady(id uint64) {
-	a.h.inbox.Lock()
-	a.h.inbox.ready = append(a.h.inbox.ready, id)
-	a.h.inbox.Unlock()
-	a.ref.Notify()
+	a.h.ready.Lock()
+	p := a.h.ready.places[id]
+	a.h.ready.Unlock()
+	if p != nil {
+		p.Send(sinkReadyMsg{id: id})
+	}
 }
 
 // Redeliver asks for redelivery of the consumer's unacknowledged entries
-// (all when offsets is nil).
-func (a *SubscriptionActor) Redeliver(id uint64, offsets []int64) {
-	a.ref.Send(redeliverMsg{id: id, offsets: offsets})
+// (all when offsets is nil). ErrSubscriptionClosed once the actor has
+// stopped.
+func (a *SubscriptionActor) Redeliver(id uint64, offsets []int64) error {
+	return a.tell(redeliverMsg{id: id, offsets: offsets})
 }
 
 // Unsubscribe deletes the subscription if id is its only consumer, and
@@ -329,9 +360,10 @@ func (a *SubscriptionActor) Expire(before int64) error {
 }
 
 // SetUnackedLimits changes the unacknowledged limits (0: none); they
-// apply at once (Subscription.SetUnackedLimits).
-func (a *SubscriptionActor) SetUnackedLimits(perConsumer, perSubscription int64) {
-	a.ref.Send(unackedLimitMsg{perConsumer: perConsumer, perSubscription: perSubscription})
+// apply at once (Subscription.SetUnackedLimits). ErrSubscriptionClosed
+// once the actor has stopped.
+func (a *SubscriptionActor) SetUnackedLimits(perConsumer, perSubscription int64) error {
+	return a.tell(unackedLimitMsg{perConsumer: perConsumer, perSubscription: perSubscription})
 }
 
 // Close persists the cursor and stops the actor (the subscription survives).
@@ -350,7 +382,9 @@ func (a *SubscriptionActor) Info() (SubscriptionInfo, error) {
 		return SubscriptionInfo{}, ErrSubscriptionClosed
 	default:
 	}
-	a.ref.Send(infoMsg{reply: r})
+	if a.ref.Send(infoMsg{reply: r}) != nil {
+		return SubscriptionInfo{}, ErrSubscriptionClosed
+	}
 	select {
 	case i := <-r:
 		return i, nil
@@ -381,13 +415,12 @@ type subHandler struct {
 	stopped chan struct{}
 	done    bool
 
-	// inbox holds what code that must not block hands over (SinkReady),
-	// taken on the Wake that Ref.Notify delivers. Bounded by the
-	// consumers attached: a consumer is in ready at most once between
-	// two of its refused entries.
-	inbox struct {
+	// ready.places are the reservations of the attached consumers, by
+	// id, on which SinkReady queues (written on the actor, read by
+	// SinkReady's callers).
+	ready struct {
 		sync.Mutex
-		ready []uint64
+		places map[uint64]Reservation
 	}
 }
 
@@ -416,30 +449,10 @@ func (h *subHandler) Receive(msg any) {
 		return
 	}
 	switch m := msg.(type) {
-	case Wake:
-		h.inbox.Lock()
-		ready := h.inbox.ready
-		h.inbox.ready = nil
-		h.inbox.Unlock()
-		for _, id := range ready {
-			h.run(h.sm.SinkReady(id))
-			if h.done {
-				return
-			}
-		}
+	case sinkReadyMsg:
+		h.run(h.sm.SinkReady(m.id))
 	case addConsumerMsg:
-		var (
-			acts []Action
-			err  error
-		)
-		if m.typ == SubKeyShared {
-			acts, err = h.sm.AddKeySharedConsumer(m.id, m.ks, m.meta)
-		} else {
-			acts, err = h.sm.AddConsumerWithMeta(m.id, m.typ, m.meta)
-		}
-		if err == nil {
-			h.sinks[m.id] = m.sink
-		}
+		acts, err := h.addConsumer(m)
 		m.reply <- err
 		h.run(acts)
 	case removeConsumerMsg:
@@ -447,7 +460,7 @@ func (h *subHandler) Receive(msg any) {
 		// first: its entries they cover are not handed to others.
 		h.applyWaitingAcks()
 		acts := h.sm.RemoveConsumer(m.id)
-		delete(h.sinks, m.id)
+		h.dropSink(m.id)
 		// A consumer that leaves has its acknowledgements persisted now, not
 		// at the next persistence tick: after a clean close nothing it
 		// acknowledged is redelivered, even if this node dies right after.
@@ -543,13 +556,64 @@ func (h *subHandler) Receive(msg any) {
 	}
 }
 
+// addConsumer attaches a consumer: its reservation for SinkReady, then the
+// machine; the sink once both took it.
+func (h *subHandler) addConsumer(m addConsumerMsg) ([]Action, error) {
+	res, err := h.self.Reserve()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %d consumers attached", ErrSubscriptionBusy, h.sm.Consumers())
+	}
+	var acts []Action
+	if m.typ == SubKeyShared {
+		acts, err = h.sm.AddKeySharedConsumer(m.id, m.ks, m.meta)
+	} else {
+		acts, err = h.sm.AddConsumerWithMeta(m.id, m.typ, m.meta)
+	}
+	if err != nil {
+		res.Release()
+		return acts, err
+	}
+	h.sinks[m.id] = m.sink
+	h.ready.Lock()
+	if old := h.ready.places[m.id]; old != nil {
+		old.Release()
+	}
+	h.ready.places[m.id] = res
+	h.ready.Unlock()
+	return acts, nil
+}
+
+// dropSink forgets a consumer's sink and gives its reservation back.
+func (h *subHandler) dropSink(id uint64) {
+	delete(h.sinks, id)
+	h.ready.Lock()
+	if p := h.ready.places[id]; p != nil {
+		p.Release()
+		delete(h.ready.places, id)
+	}
+	h.ready.Unlock()
+}
+
+// dropSinks forgets every sink and gives their reservations back.
+func (h *subHandler) dropSinks() {
+	for id := range h.sinks {
+		h.dropSink(id)
+	}
+	h.ready.Lock()
+	for id, p := range h.ready.places {
+		p.Release()
+		delete(h.ready.places, id)
+	}
+	h.ready.Unlock()
+}
+
 // seek implements ResetCursor on the actor. Cursor I/O runs here: seeks are rare
 // and every consumer is being disconnected anyway.
 func (h *subHandler) seek(target int64) error {
 	for _, sink := range h.sinks {
 		sink.Disconnect()
 	}
-	h.sinks = map[uint64]ConsumerSink{}
+	h.dropSinks()
 	h.run(h.sm.Close()) // cancels the read in flight
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
@@ -587,6 +651,7 @@ func (h *subHandler) stop() {
 		h.wake.Stop()
 	}
 	h.done = true
+	h.dropSinks()
 	h.sinks = nil
 	h.cancel()
 	h.self.Stop()

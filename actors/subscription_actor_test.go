@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -184,4 +185,33 @@ func (f *fakeAcks) maxAcked() int64 {
 		m = max(m, o)
 	}
 	return m
+}
+
+// ConsumersMax bounds the consumers attached (each holds a reservation for
+// its SinkReady): one more is refused with ErrSubscriptionBusy, and a
+// consumer that leaves gives its place back.
+func TestSubscriptionActorConsumersMax(t *testing.T) {
+	rt := NewRuntime(nil)
+	defer rt.Shutdown()
+	sub := StartSubscription(rt, SubscriptionOptions{
+		Name: "s", Type: SubShared, Log: newFaultLog(), Cursor: &memCursor{a: newFakeAcks()}, ConsumersMax: 1,
+	})
+	defer sub.Close()
+	sink := chanSink{got: make(chan Deliver, 10)}
+	if err := sub.AddConsumer(1, SubShared, sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.AddConsumer(2, SubShared, sink); !errors.Is(err, ErrSubscriptionBusy) {
+		t.Fatalf("second consumer: %v, want ErrSubscriptionBusy", err)
+	}
+	sub.SinkReady(2) // not attached: a no-op
+	if err := sub.RemoveConsumer(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.AddConsumer(2, SubShared, sink); err != nil {
+		t.Fatalf("after the first left: %v", err)
+	}
+	if i, err := sub.Info(); err != nil || i.Consumers != 1 {
+		t.Fatalf("Info: %d consumers, %v; want 1", i.Consumers, err)
+	}
 }

@@ -1,5 +1,5 @@
 // Package adminclient is a client of a lakegate node's Pulsar admin REST
-// v2 (served by the gateway under /admin/v2/, mounted by nodehttp): topics
+// v2 (served under /admin/v2/ on the node's HTTP address): topics
 // (list, create, delete, stats), subscriptions (list, reset) and tables.
 // Each command prints what `lakegate admin` shows: aligned tables, or the
 // server's JSON (Options.JSON). A non-2xx answer is an *HTTPError with the
@@ -8,4 +8,8 @@
 // cmd/lakegate parses the flags and calls it; it depends on nothing of
 // lakegate's (only the REST's JSON), so it can talk to any node version
 // that serves the same paths.
+//
+// Files:
+//
+//	client.go  Client, Options, HTTPError and the commands
 package adminclient

@@ -6,8 +6,27 @@
 // a low-throughput topic's tables behind `lakegate bench tables`
 // (RunTables: files, metadata and reader scan times per simulated day, with
 // and without bin-packing and maintenance). cmd/lakegate parses the flags
-// into a Config. tables-cluster.sh measures compaction against ingest on a
-// three-node cluster. The scripts beside it (pulsar-perf*.sh) run the
-// Pulsar perf tools against a standalone node; docs/benchmarks.md records
-// the results of both.
+// into a Config or a TablesConfig. docs/benchmarks.md records the results
+// of all the benchmarks below.
+//
+// Files:
+//
+//	engine.go            Run, Config: the engine benchmark
+//	tables.go            RunTables, TablesConfig: the month of small ranges
+//	hist.go              the latency histogram and its quantiles
+//
+// Beside it, not part of the package (scripts and separate programs):
+//
+//	tables_scan.py       the delta-rs and pyiceberg table scans RunTables
+//	                     times
+//	pulsar-perf.sh       the upstream Go perf tool against a standalone node
+//	pulsar-perf-java.sh  Pulsar's Java pulsar-perf (java/: its launcher)
+//	compare.sh           lakegate and Apache Pulsar standalone side by side
+//	                     (pulsar/: Pulsar's jars; tools/e2e: end-to-end
+//	                     latency; tools/plot: the summary and its plot)
+//	remote.sh            lakegate on S3 (SeaweedFS) behind faultproxy/, a
+//	                     proxy adding a fixed latency to every request
+//	tables-cluster.sh    compaction against ingest on a three-node cluster
+//	tools/               a separate Go module pinning the perf tool and
+//	                     holding tools/e2e and tools/plot
 package bench

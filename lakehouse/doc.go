@@ -27,6 +27,11 @@
 //   - parquet.go: WriteParquet (zstd, row groups cut by bytes, bounded
 //     files, one table partition per file), FooterStats (Delta stats and
 //     Iceberg metrics), ReadParquet and MessagesFromRecord.
+//   - scan.go: ScanParquet — a file's rows as Arrow record batches of at
+//     most 16 Ki rows, every column (the table view's scans).
+//   - schemas.go: SchemaHistory — a topic's Avro schema versions from its
+//     stream properties, as the gateway's schema registry writes them
+//     (what TypedSchema.WithWriters takes).
 //
 // Owns: the table schema and the Parquet data files' contents. Does not
 // touch: the Delta log (subpackage delta), Iceberg catalogs, object stores,

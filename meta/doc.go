@@ -35,4 +35,16 @@
 // the same on etcd. A reader that must not miss changes reads the current
 // revision R (a Txn with no cmps and no ops), reads its keys, and watches
 // from R; a watch channel that closes means "re-read and watch again".
+//
+// Files:
+//
+//	store.go      the Store contract: KV, Cmp, Op, the sentinel errors
+//	check.go      the request checks of etcd's server (op count, request
+//	              size, keys written twice) applied by Mem and Etcd alike
+//	etcd.go       Etcd: the Store over clientv3; Dial to an external
+//	              cluster (TLS, credentials)
+//	dialcheck.go  why a first Dial failed (refused, TLS handshake, plain
+//	              client against a TLS member), which gRPC does not say
+//	embedded.go   Embedded: the in-process single-member etcd
+//	mem.go        Mem: the in-memory Store with fault injection
 package meta

@@ -74,4 +74,11 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
+	// Leaves: shared by layers that must not import each other, so they
+	// import nothing of lakegate.
+	for _, pkg := range []string{"murmur3"} {
+		for d := range lakegateDeps(t, root, pkg) {
+			t.Errorf("%s imports %s: docs/DESIGN.md makes it a leaf", pkg, d)
+		}
+	}
 }

@@ -41,4 +41,19 @@
 // exactly one succeeds and the object is its data, whole. Put is last writer
 // wins, whole objects only. Delete and List give no atomicity beyond the
 // single object.
+//
+// Files:
+//
+//	store.go       the Store interface, ObjectInfo, the sentinel errors
+//	keys.go        ValidKey: the key rules every backend enforces
+//	blob.go        Open: the gocloud.dev/blob backends (mem, file, s3, gs,
+//	               azblob), S3 uploads cut into parts for large objects
+//	file.go        the file:// write path: put-if-absent by link(2), fsync
+//	               of data and directories
+//	file_linux.go  O_TMPFILE files linked into place, fdatasync (Linux)
+//	file_other.go  the same without O_TMPFILE (other systems)
+//	prepare.go     Preparer: file:// objects created ahead of their data
+//	metrics.go     Instrument: operation, error and byte counters (Stats)
+//	faulty.go      NewFaulty: fault injection for tests (Op, Hook,
+//	               ErrInjected)
 package objstore

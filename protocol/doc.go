@@ -4,14 +4,16 @@
 // message ids, and constructors for the commands the gateway sends.
 //
 // It is pure code: no sockets, goroutines, clocks or storage. Callers (the
-// gateway's sessions, the topic and subscription actors, compaction) hand it
+// gateway's sessions, the partition and subscription actors, topic
+// compaction, the table layer's decoder in lakehouse) hand it
 // bytes and get bytes or values back. Decoders never panic on any input and
 // never allocate from a length they have not first checked against a limit;
-// each is fuzzed (see *_fuzz_test.go).
+// each is fuzzed (fuzz_test.go: frames, batches, decompression, record
+// keys).
 //
 // What it owns:
 //   - pb/pulsar_api.proto and its generated code (package pb), wire-compatible
-//     with Pulsar's PulsarApi.proto; regenerate with gen.sh.
+//     with Pulsar's PulsarApi.proto; regenerate with protocol/gen.sh.
 //   - The frame layout, the definition of an entry, and the mapping from
 //     Pulsar message ids to log offsets, all specified in docs/protocol.md.
 //
@@ -25,4 +27,17 @@
 // ErrCompressionUnsupported, ErrUncompressedTooLarge and
 // ErrCorruptCompressed, wrapped with detail: test with errors.Is. All
 // functions are safe for concurrent use.
+//
+// Files:
+//
+//	frame.go      frames (ReadFrame, DecodeFrame, the CRC32C Checksum) and
+//	              the entry (SplitEntry, AppendEntry); the frame errors
+//	batch.go      batches: record counts (EntryRecords), SplitBatch,
+//	              building batches, the record keys topic compaction reads
+//	              (EntryRecordKeys), SingleFromBatch
+//	compress.go   payload compression (Compress, Decompress: LZ4, ZLIB,
+//	              ZSTD, SNAPPY) within a size limit
+//	messageid.go  MessageID ↔ log offsets (docs/message-ids.md), ack sets
+//	commands.go   constructors of the commands the gateway sends
+//	gen.sh        regenerates pb/pulsar_api.pb.go (pinned protoc-gen-go)
 package protocol

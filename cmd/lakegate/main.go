@@ -1,14 +1,3 @@
-// Command lakegate is the one lakegate binary.
-//
-//	lakegate standalone [--data-dir DIR] [--pulsar-addr :6650] [--http-addr :8080]
-//	lakegate serve --config FILE      (cluster node; external etcd)
-//	lakegate config docs              (prints docs/configuration.md)
-//	lakegate config check --config F  (validates a configuration, prints the result)
-//	lakegate bench engine [flags]     (storage-engine benchmark driver)
-//	lakegate table scan <topic>       (prints a topic's table rows)
-//	lakegate admin <command> [flags]  (admin REST client: topics, subscriptions, tables)
-//	lakegate token <command>          (keys and tokens, as "pulsar tokens")
-//	lakegate version
 package main
 
 import (

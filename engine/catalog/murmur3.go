@@ -1,9 +1,9 @@
 package catalog
 
-import "github.com/lakegate/lakegate/internal/murmur3"
+import "github.com/lakegate/lakegate/murmur3"
 
 // Murmur3Sum32 is MurmurHash3 x86_32 of data with seed 0 (see
-// internal/murmur3): the hash Pulsar clients route keys with.
+// murmur3): the hash Pulsar clients route keys with.
 func Murmur3Sum32(data []byte) uint32 { return murmur3.Sum32(data) }
 
 // PartitionForKey returns the partition a Pulsar client's default router

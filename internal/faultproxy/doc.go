@@ -11,5 +11,6 @@
 // URL. Counters (Stats) say how many requests were forwarded and how many
 // were faulted, so a test can check that faults really happened.
 //
-// For tests only; nothing in the product imports it.
+// For tests and benchmarks only: bench/faultproxy runs it as a command for
+// bench/remote.sh; nothing in the lakegate binary imports it.
 package faultproxy

@@ -15,4 +15,22 @@
 // those tests instead (e.g. on a machine that cannot build them).
 //
 // This package is for tests only; nothing in the product imports it.
+//
+// Files:
+//
+//	seaweed.go        StartSeaweed: SeaweedFS (weed mini) as an S3 service;
+//	                  WeedPath, RepoRoot
+//	azurite.go        StartAzurite: Azurite as an Azure Blob service
+//	gcs.go            StartGCS: fake-gcs-server, in process
+//	etcd.go           StartEtcdCluster, StartSecureEtcdCluster: etcd member
+//	                  processes (EtcdMemberPath builds ./etcdmember)
+//	etcd_security.go  EtcdSecurity: client TLS, client certificates, users
+//	ports.go          free loopback ports for the servers
+//	proc_linux.go     child processes in their own group, killed with the
+//	proc_unix.go      test (Linux: also when the starting thread dies)
+//	seaweed_other.go  off unix, StartSeaweed, StartAzurite and the etcd
+//	azurite_other.go  clusters skip the test
+//	etcd_other.go
+//
+// etcdmember/ is the etcd server as a command, built by etcd.go.
 package testservers

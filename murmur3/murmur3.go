@@ -1,6 +1,3 @@
-// Package murmur3 is MurmurHash3 x86_32, the one hash function Pulsar uses
-// for key routing and Key_Shared ranges; shared by the catalog's layout and
-// the subscription actors so they cannot drift apart. Pure code.
 package murmur3
 
 import "math/bits"
