@@ -45,7 +45,7 @@ func startTables(ctx context.Context, c *Config, n *node.Node, cat lakestream.St
 	}
 	return actors.StartCompactionWorker(rt, actors.CompactionWorkerOptions{
 		Catalog:      cat,
-		Compactor:    n.Tables.Compactor(),
+		Compactor:    n.Tables.Materializer(),
 		Membership:   member,
 		Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
 		ScanInterval: c.Tables.ScanInterval,

@@ -122,7 +122,7 @@ func Start(t testing.TB, cfg Config) *Node {
 	}
 	if cfg.Compaction != nil {
 		wo := *cfg.Compaction
-		wo.Catalog, wo.Compactor = cat, n.Tables.Compactor()
+		wo.Catalog, wo.Compactor = cat, n.Tables.Materializer()
 		if wo.Logger == nil {
 			wo.Logger = cfg.Logger
 		}
