@@ -224,7 +224,7 @@ func (e *Engine) DropIntent(ctx context.Context, key string) { e.dropIntentKey(c
 // caller's promise: readers are served from them from then on).
 //
 // When the index entries of [from, end) are not WAL chunks that tile the
-// range exactly (the log was trimmed, or CompactLog merged them with chunks
+// range exactly (the log was trimmed, or RepackWAL merged them with chunks
 // beyond end), the index is left as it is and only cmps and ops are
 // applied: replaced is then 0. A failed compare returns
 // lakestream.ErrConflict (nothing applied); a store error
