@@ -261,7 +261,7 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 			clk.advance(step)
 			for p, id := range logs {
 				for {
-					_, err := tb.CompactToTable(ctx, id, targets[p])
+					_, err := tb.Materialize(ctx, id, targets[p])
 					if errors.Is(err, engine.ErrNothingToCompact) {
 						break
 					}

@@ -137,7 +137,7 @@ func TestMetricsAfterLoad(t *testing.T) {
 
 	// Compact everything so far into a table, then produce more: the
 	// compaction lag is then exactly `later` records.
-	st, err := n.Tables.CompactToTable(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true})
+	st, err := n.Tables.Materialize(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestMetricsAfterLoad(t *testing.T) {
 		t.Fatalf("compacted %d records, want %d", st.Records, sent)
 	}
 	// A second call finds nothing new, reading the table's log.
-	if _, err := n.Tables.CompactToTable(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true}); !errors.Is(err, engine.ErrNothingToCompact) {
+	if _, err := n.Tables.Materialize(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true}); !errors.Is(err, engine.ErrNothingToCompact) {
 		t.Fatalf("second compaction: %v, want ErrNothingToCompact", err)
 	}
 	for range later {

@@ -39,7 +39,7 @@ type Metrics struct {
 	GCDeletedObjects int64
 	PreparedFilled   int64 // prepared WAL objects a flush filled (file:// only)
 	PreparedGone     int64 // prepared WAL objects deleted by someone else before their flush (it created them anew)
-	CompactionRuns   int64 // table compactions (tables.CompactToTable) that compacted a range
+	CompactionRuns   int64 // table compactions (tables.Materialize) that compacted a range
 	CompactedRecords int64
 	CompactedBytes   int64 // table file bytes written by compaction
 }
@@ -192,7 +192,7 @@ func (m *metrics) observeFlush(bytes int, d time.Duration, err error) {
 
 // ObserveCompaction records one table compaction of log id: its outcome,
 // duration and, when it compacted a range, the records moved and the table
-// bytes written. The table layer's CompactToTable calls it; a compaction scheduler
+// bytes written. The table layer's Materialize calls it; a compaction scheduler
 // needs to call it only for compactions it runs by other means. A log
 // compacted once is tracked for lakegate_compaction_lag_records from then
 // on (at most compactionLagLogsMax logs).

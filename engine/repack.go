@@ -18,8 +18,8 @@ import (
 // materialization (tables.Materialize) of one log.
 type CompactStats struct {
 	Chunks int // chunks replaced
-	Files  int // table files written (tables.CompactToTable)
-	// FileBytes is the size of those files (tables.CompactToTable).
+	Files  int // table files written (tables.Materialize)
+	// FileBytes is the size of those files (tables.Materialize).
 	FileBytes int64
 	Records   int64 // records in them
 	From      int64 // first offset of the replaced range

@@ -2,7 +2,7 @@ package tables
 
 // The materialization worker's job runner: actors.CompactionWorker
 // schedules (which log, when), this runs one lakestream.MaterializationJob
-// as CompactToTable. cmd/lakegate wires it: actors never sees the engine or
+// as Materialize. cmd/lakegate wires it: actors never sees the engine or
 // the tables, the tables never see actors (the job's types are the
 // contract's).
 
@@ -40,7 +40,7 @@ type jobRunner struct{ t *Tables }
 func (r jobRunner) MaterializeLog(ctx context.Context, j lakestream.MaterializationJob) (lakestream.MaterializationResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
 	tg.Writers = lakehouse.SchemaHistory(j.Properties)
-	st, err := r.t.CompactToTable(ctx, j.Log, tg)
+	st, err := r.t.Materialize(ctx, j.Log, tg)
 	idle := err == nil || errors.Is(err, engine.ErrNothingToCompact)
 	if idle && r.t.repackDue(j.Log) {
 		rs, rerr := r.t.Repack(ctx, j.Log, tg)

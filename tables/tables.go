@@ -13,14 +13,14 @@ import (
 // Options configure Tables. The zero value of every field means its
 // documented default.
 type Options struct {
-	// CompactAge: CompactToTable takes only WAL chunks written at least
+	// CompactAge: Materialize takes only WAL chunks written at least
 	// this long ago. Default 30 s.
 	CompactAge time.Duration
-	// CompactMaxBytes bounds the WAL payload bytes one CompactToTable call
+	// CompactMaxBytes bounds the WAL payload bytes one Materialize call
 	// turns into table files (its first chunk is always taken). Default
 	// 64 MiB.
 	CompactMaxBytes int64
-	// IcebergCatalog is the Iceberg catalog CompactToTable commits to for
+	// IcebergCatalog is the Iceberg catalog Materialize commits to for
 	// a Target with Iceberg set (docs/iceberg.md): Kind "sql" (default;
 	// URI = the sqlite file) or "rest" (URI = the catalog's base URL),
 	// Props, and StoreURL = the engine's object store URL, from which table
@@ -71,7 +71,7 @@ type Options struct {
 }
 
 // hooks let tests crash a compaction at precise points. A hook returning an
-// error makes CompactToTable behave as if the process died there.
+// error makes Materialize behave as if the process died there.
 type hooks struct {
 	// compactStep is called after each step of a compaction ("put",
 	// "claim", "commit", "iceberg", "replace", "cursor").
@@ -128,7 +128,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Tables materializes the logs of one engine into tables: compaction into
-// Parquet committed to Delta and Iceberg (CompactToTable), the table view
+// Parquet committed to Delta and Iceberg (Materialize), the table view
 // of a stream (View) and the engine's read of compacted offsets (Decoder).
 // Safe for concurrent use; any number of Tables, on any number of nodes,
 // may compact the same logs (the claim lets one win).
