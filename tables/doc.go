@@ -7,7 +7,7 @@
 // owns the table view of a stream (View: Stream.Table(), ScanTable) and
 // the compaction worker's job runner (Compactor: actors.TableCompactor),
 // and keeps the tables bounded: maintenance (Maintain), bin-packing of a
-// log's small files with the index following the new file (Repack),
+// log's small files with the index following the new file (Binpack),
 // table retention by time and size that trims the logs behind the files it
 // removes (ApplyRetention) and orphan removal after a safety window
 // (RemoveOrphans).

@@ -34,7 +34,7 @@ type jobRunner struct{ t *Tables }
 // MaterializeLog materializes the job's log into its stream's tables: one range
 // per call; a call that moved records reports More, so the worker calls
 // again at once until nothing is eligible. Between compactions it
-// bin-packs the log every RepackInterval, and the first partition's job
+// bin-packs the log every BinpackInterval, and the first partition's job
 // maintains the table every MaintenanceInterval (table retention, then
 // Maintain, then orphan removal).
 func (r jobRunner) MaterializeLog(ctx context.Context, j lakestream.MaterializationJob) (lakestream.MaterializationResult, error) {
@@ -42,8 +42,8 @@ func (r jobRunner) MaterializeLog(ctx context.Context, j lakestream.Materializat
 	tg.Writers = lakehouse.SchemaHistory(j.Properties)
 	st, err := r.t.Materialize(ctx, j.Log, tg)
 	idle := err == nil || errors.Is(err, engine.ErrNothingToCompact)
-	if idle && r.t.repackDue(j.Log) {
-		rs, rerr := r.t.Repack(ctx, j.Log, tg)
+	if idle && r.t.binpackDue(j.Log) {
+		rs, rerr := r.t.Binpack(ctx, j.Log, tg)
 		if rerr != nil {
 			r.t.opts.Logger.Warn("tables: bin-packing failed", "table", tg.Root, "log", j.Log, "err", rerr)
 		} else if rs.Groups+rs.Abandoned > 0 {

@@ -448,12 +448,12 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 			}
 		}
 	}
-	kv, ok, err = ms.Get(ctx, t.e.LogKey(id, repackName))
+	kv, ok, err = ms.Get(ctx, t.e.LogKey(id, binpackClaimName))
 	if err != nil {
 		return nil, fmt.Errorf("%w: repack claim of log %d: %w", lakestream.ErrUnavailable, id, err)
 	}
 	if ok {
-		var c repackClaim
+		var c binpackClaim
 		if err := json.Unmarshal(kv.Value, &c); err != nil {
 			return nil, fmt.Errorf("tables: repack claim of log %d: %w", id, err)
 		}

@@ -43,19 +43,19 @@ type Options struct {
 	// newest checkpoint are deleted once this old. Default 24 h.
 	DeltaLogRetention time.Duration
 
-	// RepackTargetBytes is the size bin-packing merges small table files
+	// BinpackTargetBytes is the size bin-packing merges small table files
 	// into; files under ¾ of it are small. Negative turns bin-packing off.
 	// Default 128 MiB.
-	RepackTargetBytes int64
-	// RepackSpanBytes: a bin-packed file gets a row group (and an index
+	BinpackTargetBytes int64
+	// BinpackSpanBytes: a bin-packed file gets a row group (and an index
 	// entry) per this many bytes of entry payload; what one cold read
 	// decodes. Default 16 MiB.
-	RepackSpanBytes int64
-	// RepackInterval is how often the compaction job runner bin-packs a
+	BinpackSpanBytes int64
+	// BinpackInterval is how often the compaction job runner bin-packs a
 	// log it compacts; negative: never. Default 10 min.
-	RepackInterval time.Duration
-	// RepackMaxGroups bounds the files one Repack call writes. Default 4.
-	RepackMaxGroups int
+	BinpackInterval time.Duration
+	// BinpackMaxGroups bounds the files one Binpack call writes. Default 4.
+	BinpackMaxGroups int
 	// OrphanAge is the safety window of orphan removal: unreferenced table
 	// files (and Delta tombstones) younger than this stay. Also the Delta
 	// checkpoints' tombstone retention. Default 7 days.
@@ -76,9 +76,9 @@ type hooks struct {
 	// compactStep is called after each step of a compaction ("put",
 	// "claim", "commit", "iceberg", "replace", "cursor").
 	compactStep func(log int64, step string) error
-	// repackStep is called after each step of a bin-packing ("put",
+	// binpackStep is called after each step of a bin-packing ("put",
 	// "claim", "delta", "iceberg", "index").
-	repackStep func(log int64, step string) error
+	binpackStep func(log int64, step string) error
 	// retentionStep is called after each table commit of a retention
 	// ("delta", "iceberg"), before the logs are trimmed.
 	retentionStep func(step string) error
@@ -103,17 +103,17 @@ func (o Options) withDefaults() Options {
 	if o.DeltaLogRetention <= 0 {
 		o.DeltaLogRetention = 24 * time.Hour
 	}
-	if o.RepackTargetBytes == 0 {
-		o.RepackTargetBytes = 128 << 20
+	if o.BinpackTargetBytes == 0 {
+		o.BinpackTargetBytes = 128 << 20
 	}
-	if o.RepackSpanBytes <= 0 {
-		o.RepackSpanBytes = 16 << 20
+	if o.BinpackSpanBytes <= 0 {
+		o.BinpackSpanBytes = 16 << 20
 	}
-	if o.RepackInterval == 0 {
-		o.RepackInterval = 10 * time.Minute
+	if o.BinpackInterval == 0 {
+		o.BinpackInterval = 10 * time.Minute
 	}
-	if o.RepackMaxGroups <= 0 {
-		o.RepackMaxGroups = 4
+	if o.BinpackMaxGroups <= 0 {
+		o.BinpackMaxGroups = 4
 	}
 	if o.OrphanAge <= 0 {
 		o.OrphanAge = 7 * 24 * time.Hour
@@ -150,8 +150,8 @@ type Tables struct {
 		sync.Mutex
 		m map[string]time.Time
 	}
-	// repacked is when each log was last bin-packed by this node.
-	repacked struct {
+	// binpacked is when each log was last bin-packed by this node.
+	binpacked struct {
 		sync.Mutex
 		m map[lakestream.LogID]time.Time
 	}
@@ -169,7 +169,7 @@ func New(e *engine.Engine, opts Options) *Tables {
 // the Decoder of table files and the ClaimAttachment for GC.
 func EngineOptions(o engine.Options) engine.Options {
 	o.ChunkDecoder = Decoder{}
-	o.Attachments = append(o.Attachments, ClaimAttachment(), RepackAttachment())
+	o.Attachments = append(o.Attachments, ClaimAttachment(), BinpackAttachment())
 	return o
 }
 
