@@ -179,6 +179,13 @@ func TestMetricsAfterLoad(t *testing.T) {
 		{"lakegate_object_request_seconds", map[string]string{"op": "put"}, 1},
 		{"lakegate_etcd_txn_seconds", nil, 1},
 		{"lakegate_etcd_txns_total", map[string]string{"result": "ok"}, 1},
+		{"lakegate_materialization_runs_total", map[string]string{"result": "materialized"}, 1},
+		{"lakegate_materialization_runs_total", map[string]string{"result": "nothing"}, 1},
+		{"lakegate_materialization_seconds", nil, 1},
+		{"lakegate_engine_materialized_records_total", nil, sent},
+		{"lakegate_engine_materialized_bytes_total", nil, 1},
+		{"lakegate_materialization_lag_records", nil, later},
+		// The old names, aliases for one release (docs/metrics.md).
 		{"lakegate_compaction_runs_total", map[string]string{"result": "compacted"}, 1},
 		{"lakegate_compaction_runs_total", map[string]string{"result": "nothing"}, 1},
 		{"lakegate_compaction_seconds", nil, 1},

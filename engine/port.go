@@ -18,7 +18,7 @@ package engine
 // To the layer above, methods on *Engine (all safe for concurrent use):
 // Store, Meta, MetaRoot, LogKey, Chunks, ChunkEntries, PutPending,
 // DropIntent, ReplaceChunks, ReplaceTableChunks, AdvanceCompacted and
-// ObserveCompaction.
+// ObserveMaterialization.
 
 import (
 	"context"

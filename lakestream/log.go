@@ -120,6 +120,14 @@ func ApplyAppendOptions(opts []AppendOption) AppendOptions {
 // of Log handles, in any number of processes, may append to the same log:
 // order is fixed by the metadata commit.
 type Log interface {
+	LogAppender
+	LogReader
+	LogControl
+	LogCursors
+}
+
+// LogAppender is the facet of a Log that appends to it.
+type LogAppender interface {
 	ID() LogID
 
 	// Append stores one entry of records (1 ≤ records ≤ math.MaxInt32)
@@ -161,6 +169,12 @@ type Log interface {
 	// NewAppendChain returns a new chain for appends to this log
 	// (WithAppendChain).
 	NewAppendChain() AppendChain
+}
+
+// LogReader is the facet of a Log that reads it: entries, offsets and
+// searches by time or header. Safe for concurrent use.
+type LogReader interface {
+	ID() LogID
 
 	// ReadEntries returns whole entries starting with the one that contains
 	// start, up to maxRecords records and maxBytes payload bytes (at least
@@ -192,6 +206,19 @@ type Log interface {
 	// still readable.
 	MessageCount(ctx context.Context, start, endExcl int64) (int64, error)
 
+	// FindOffsetByTime returns the offset of the first entry whose publish
+	// time is ≥ t, or NextOffset when there is none.
+	FindOffsetByTime(ctx context.Context, t time.Time) (int64, error)
+	// SearchOffset binary-searches entries in [min, max) for the first whose
+	// header satisfies pred (pred must be monotone: false… then true…). It
+	// returns max when none does.
+	SearchOffset(ctx context.Context, min, max int64, pred func(EntryHeader) bool) (int64, error)
+}
+
+// LogControl is the facet of a Log that trims and fences it.
+type LogControl interface {
+	ID() LogID
+
 	// SoftTrim makes every offset ≤ inclusive unreadable (the data may be
 	// deleted later) and returns the new first offset. The trim point is
 	// rounded up to an entry boundary. Trimming never goes backwards.
@@ -201,15 +228,11 @@ type Log interface {
 	// Fenced reports whether the log was fenced: it then never grows, and
 	// its end is NextOffset (a terminated topic's end).
 	Fenced(ctx context.Context) (bool, error)
+}
 
-	// FindOffsetByTime returns the offset of the first entry whose publish
-	// time is ≥ t, or NextOffset when there is none.
-	FindOffsetByTime(ctx context.Context, t time.Time) (int64, error)
-	// SearchOffset binary-searches entries in [min, max) for the first whose
-	// header satisfies pred (pred must be monotone: false… then true…). It
-	// returns max when none does.
-	SearchOffset(ctx context.Context, min, max int64, pred func(EntryHeader) bool) (int64, error)
-
+// LogCursors is the facet of a Log that opens, lists and deletes its
+// cursors.
+type LogCursors interface {
 	// OpenCursor opens (creating if absent) a durable cursor. A new cursor
 	// starts with mark-delete initialMarkDelete (-1 = nothing consumed) and
 	// read offset initialMarkDelete+1.

@@ -140,11 +140,11 @@ type claimFile struct {
 // lakestream.ErrConflict when another compaction of the log raced it
 // (retry later). Any error leaves the log readable and the table without
 // duplicate rows; calling again resumes. It records its outcome with the
-// engine's ObserveCompaction (docs/metrics.md).
+// engine's ObserveMaterialization (docs/metrics.md).
 func (t *Tables) Materialize(ctx context.Context, id lakestream.LogID, target Target) (engine.CompactStats, error) {
 	start := time.Now()
 	st, err := t.materialize(ctx, id, target)
-	t.e.ObserveCompaction(id, st, time.Since(start), err)
+	t.e.ObserveMaterialization(id, st, time.Since(start), err)
 	return st, err
 }
 
