@@ -118,7 +118,8 @@ func ApplyAppendOptions(opts []AppendOption) AppendOptions {
 
 // Log is one append-only log of records. Safe for concurrent use; any number
 // of Log handles, in any number of processes, may append to the same log:
-// order is fixed by the metadata commit.
+// order is fixed by the metadata commit. A caller that needs only a part
+// takes one of its facets (LogAppender, LogReader, LogControl, LogCursors).
 type Log interface {
 	LogAppender
 	LogReader
@@ -285,7 +286,21 @@ type Backlog struct {
 // LogCursor is a position in a log with acknowledgement state. A cursor handle
 // is not safe for concurrent use: one subscription actor owns it. Durable
 // cursor state survives restarts once persisted; closing never deletes it.
+// A caller that needs only a part takes one of its facets (CursorPosition,
+// CursorReader, CursorAcker).
 type LogCursor interface {
+	CursorPosition
+	CursorReader
+	CursorAcker
+
+	// Delete removes the cursor's durable state and closes it.
+	Delete(ctx context.Context) error
+	// Close persists pending state (durable cursors) and releases the handle.
+	Close(ctx context.Context) error
+}
+
+// CursorPosition is the facet of a LogCursor that tells where it stands.
+type CursorPosition interface {
 	Name() string
 	// Durable reports whether the cursor is persisted (false for ephemeral).
 	Durable() bool
@@ -299,7 +314,10 @@ type LogCursor interface {
 	PersistedMarkDeleteOffset() int64
 	// Properties are the properties given with the last MarkDelete.
 	Properties() map[string]int64
+}
 
+// CursorReader is the facet of a LogCursor that reads from its read offset.
+type CursorReader interface {
 	// ReadEntries reads whole entries from ReadOffset (skipping entries
 	// whose every record is acknowledged) and advances ReadOffset past them.
 	// It does not wait; see Log.WaitForEntries.
@@ -307,7 +325,15 @@ type LogCursor interface {
 	// SeekOffset sets ReadOffset (the API's Seek; renamed so it is not
 	// mistaken for io.Seeker).
 	SeekOffset(offset int64)
+	// HasMoreEntries reports whether records exist at or beyond ReadOffset.
+	HasMoreEntries(ctx context.Context) (bool, error)
+	// Backlog counts unacknowledged records and bytes up to the head.
+	Backlog(ctx context.Context) (Backlog, error)
+}
 
+// CursorAcker is the facet of a LogCursor that acknowledges records and
+// persists its state.
+type CursorAcker interface {
 	// MarkDelete acknowledges every record ≤ inclusive and records the
 	// properties. It returns once the state is persisted (durable cursors)
 	// — implementations may batch concurrent persists. Never moves back.
@@ -329,15 +355,6 @@ type LogCursor interface {
 	AckedRanges() [][2]int64
 	// FirstNonDeletedOffset is the lowest record offset not acknowledged.
 	FirstNonDeletedOffset() int64
-
 	// PersistState writes the state now (no-op for ephemeral cursors).
 	PersistState(ctx context.Context) error
-	// HasMoreEntries reports whether records exist at or beyond ReadOffset.
-	HasMoreEntries(ctx context.Context) (bool, error)
-	// Backlog counts unacknowledged records and bytes up to the head.
-	Backlog(ctx context.Context) (Backlog, error)
-	// Delete removes the cursor's durable state and closes it.
-	Delete(ctx context.Context) error
-	// Close persists pending state (durable cursors) and releases the handle.
-	Close(ctx context.Context) error
 }

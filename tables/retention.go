@@ -368,7 +368,7 @@ func (lg *retLog) trimPoint() (cut int64, ok bool) {
 // trimLog hard-trims log id below cut, rounded down to an entry boundary;
 // it returns the new first offset, or -1 when nothing was trimmed.
 func (t *Tables) trimLog(ctx context.Context, id lakestream.LogID, cut int64) (int64, error) {
-	lg, err := t.e.Log(ctx, id)
+	lg, err := t.logReader(ctx, id)
 	if err != nil {
 		return -1, err
 	}
@@ -405,7 +405,7 @@ func (t *Tables) trimLog(ctx context.Context, id lakestream.LogID, cut int64) (i
 // floor, its table claim's end and the files unfinished claims list.
 func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog, error) {
 	lg := &retLog{id: id, holds: lakestream.NoHolds(), end: -1, held: map[string]bool{}}
-	l, err := t.e.Log(ctx, id)
+	l, err := t.logCursors(ctx, id)
 	if err != nil {
 		return nil, err
 	}

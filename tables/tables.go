@@ -133,7 +133,7 @@ func (o Options) withDefaults() Options {
 // Safe for concurrent use; any number of Tables, on any number of nodes,
 // may compact the same logs (the claim lets one win).
 type Tables struct {
-	e    *engine.Engine
+	e    Port
 	opts Options
 
 	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
@@ -161,7 +161,7 @@ type Tables struct {
 // EngineOptions (the Parquet decoder and the claim attachment), or reads
 // of compacted offsets fail and GC may take claimed files. Close it
 // before e.
-func New(e *engine.Engine, opts Options) *Tables {
+func New(e Port, opts Options) *Tables {
 	return &Tables{e: e, opts: opts.withDefaults()}
 }
 
