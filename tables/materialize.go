@@ -1,7 +1,8 @@
 package tables
 
-// Compaction of WAL chunks into a stream's Delta and Iceberg tables, with
-// the claim protocol (docs/compaction.md, docs/iceberg.md).
+// Table materialization: a log's committed WAL chunks into Parquet files of
+// its stream's Delta and Iceberg tables, with the claim protocol
+// (docs/compaction.md, docs/iceberg.md).
 
 import (
 	"context"
