@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go/catalog"
 
@@ -226,35 +227,82 @@ func (t *Tables) binpackOnce(ctx context.Context, id lakestream.LogID, tg Target
 // intents — with the claim's formats. It is what a crashed bin-packing
 // resumes.
 func (t *Tables) finishBinpack(ctx context.Context, id lakestream.LogID, c binpackClaim, claimRev int64, st *BinpackStats) error {
-	olds := make([]index.Entry, len(c.Olds))
+	olds, news, err := c.entries(id)
+	if err != nil {
+		return err
+	}
+	abandoned, err := t.commitBinpack(ctx, id, c)
+	if err != nil {
+		return err
+	}
+	if err := t.indexBinpack(ctx, id, c, claimRev, olds, news, abandoned); err != nil {
+		return err
+	}
+	if err := t.binpackHook(id, "index"); err != nil {
+		return err
+	}
+	// Step 6: the intents.
+	for _, k := range c.Intents {
+		t.e.DropIntent(ctx, k)
+	}
+	if abandoned {
+		st.Abandoned++
+		return nil
+	}
+	st.Groups++
+	st.FilesIn += len(c.oldPaths())
+	for _, o := range olds {
+		st.Records += o.Records
+	}
+	st.BytesOut += c.File.Size
+	seen := map[string]bool{}
+	for _, o := range olds {
+		if !seen[o.Object] {
+			seen[o.Object] = true
+			st.BytesIn += o.Length
+		}
+	}
+	return nil
+}
+
+// entries decodes the index entries claim c replaces (olds) and those it
+// puts (news, one per span of the new file).
+func (c binpackClaim) entries(id lakestream.LogID) (olds []index.Entry, news []engine.NewChunk, _ error) {
+	olds = make([]index.Entry, len(c.Olds))
 	for i, o := range c.Olds {
 		ie, err := index.DecodeEntry(o.Index)
 		if err != nil {
-			return fmt.Errorf("repack claim of log %d: %w", id, err)
+			return nil, nil, fmt.Errorf("repack claim of log %d: %w", id, err)
 		}
 		olds[i] = ie
 	}
-	news := make([]engine.NewChunk, len(c.Spans))
+	news = make([]engine.NewChunk, len(c.Spans))
 	for i, b := range c.Spans {
 		ie, err := index.DecodeEntry(b)
 		if err != nil {
-			return fmt.Errorf("repack claim of log %d: %w", id, err)
+			return nil, nil, fmt.Errorf("repack claim of log %d: %w", id, err)
 		}
 		news[i] = engine.NewChunk{Entry: ie}
 	}
 	if len(olds) == 0 || len(news) == 0 {
-		return fmt.Errorf("%w: repack claim of log %d has no files", index.ErrCorrupt, id)
+		return nil, nil, fmt.Errorf("%w: repack claim of log %d has no files", index.ErrCorrupt, id)
 	}
-	paths := c.oldPaths()
+	return olds, news, nil
+}
 
-	abandoned := false
+// commitBinpack runs steps 3 and 4 of claim c under the table's lock:
+// the Delta and Iceberg commits that remove the old files and add the new
+// one. abandoned reports that a table no longer holds the old files (the
+// group is then given up, not retried).
+func (t *Tables) commitBinpack(ctx context.Context, id lakestream.LogID, c binpackClaim) (abandoned bool, _ error) {
+	paths := c.oldPaths()
 	unlock := t.lockTable(c.Root)
 	defer unlock()
 	// Step 3: Delta, idempotent by the txn version.
 	if c.has(formatDelta) {
 		tbl, err := delta.Open(ctx, t.e.Store(), c.Root, delta.WithClock(t.opts.Now), delta.WithTombstoneRetention(t.opts.OrphanAge))
 		if err != nil {
-			return err
+			return false, err
 		}
 		_, _, err = tbl.Commit(ctx, delta.CommitRequest{
 			AppID: binpackAppID(id), TxnVersion: c.Seq, Removes: paths, NoDataChange: true, Operation: "OPTIMIZE",
@@ -269,17 +317,17 @@ func (t *Tables) finishBinpack(ctx context.Context, id lakestream.LogID, c binpa
 			abandoned = true
 			t.opts.Logger.Warn("tables: bin-packing abandoned: the Delta table no longer holds its files", "log", id, "table", c.Root, "err", err)
 		default:
-			return fmt.Errorf("tables: bin-packing commit to %s: %w", c.Root, err)
+			return false, fmt.Errorf("tables: bin-packing commit to %s: %w", c.Root, err)
 		}
 	}
 	if err := t.binpackHook(id, "delta"); err != nil {
-		return err
+		return false, err
 	}
 	// Step 4: Iceberg, idempotent by lakegate.repack.<log>.seq.
 	if c.has(formatIceberg) && !abandoned {
 		cat, err := t.icebergCatalog(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		_, err = cat.Replace(ctx, iceberg.ReplaceRequest{Ident: c.Ident, Root: c.Root, LogID: int64(id), Seq: c.Seq, Remove: paths, Add: c.File.Path})
 		switch {
@@ -288,19 +336,22 @@ func (t *Tables) finishBinpack(ctx context.Context, id lakestream.LogID, c binpa
 			abandoned = true
 			t.opts.Logger.Warn("tables: bin-packing abandoned: the Iceberg table no longer holds its files", "log", id, "table", c.Root, "err", err)
 		case errors.Is(err, iceberg.ErrConflict):
-			return fmt.Errorf("%w: log %d: %w", lakestream.ErrConflict, id, err)
+			return false, fmt.Errorf("%w: log %d: %w", lakestream.ErrConflict, id, err)
 		default:
-			return fmt.Errorf("%w: log %d: %w", lakestream.ErrUnavailable, id, err)
+			return false, fmt.Errorf("%w: log %d: %w", lakestream.ErrUnavailable, id, err)
 		}
 	}
 	if err := t.binpackHook(id, "iceberg"); err != nil {
-		return err
+		return false, err
 	}
-	unlock()
+	return abandoned, nil
+}
 
-	// Step 5: the index follows the new file, and the claim is marked, in
-	// one transaction; if the index no longer holds exactly the old entries
-	// (a trim), or the group was abandoned, only the claim.
+// indexBinpack is step 5 of claim c: the index follows the new file, and
+// the claim is marked, in one transaction; if the index no longer holds
+// exactly the old entries (a trim), or the group was abandoned, only the
+// claim.
+func (t *Tables) indexBinpack(ctx context.Context, id lakestream.LogID, c binpackClaim, claimRev int64, olds []index.Entry, news []engine.NewChunk, abandoned bool) error {
 	key := t.e.LogKey(id, binpackClaimName)
 	c.Indexed, c.Abandoned = true, abandoned
 	value, err := json.Marshal(c)
@@ -318,45 +369,16 @@ func (t *Tables) finishBinpack(ctx context.Context, id lakestream.LogID, c binpa
 		same = bytes.Equal(cur[i].Entry.Encode(), c.Olds[i].Index)
 	}
 	if same {
-		err = t.e.ReplaceTableChunks(ctx, id, cur, news, cmps, ops)
-	} else {
-		if !abandoned {
-			t.opts.Logger.Warn("tables: bin-packed files no longer indexed as claimed; index left as is", "log", id, "from", olds[0].First)
-		}
-		var ok bool
-		ok, _, err = t.e.Meta().Txn(ctx, cmps, ops)
-		if err == nil && !ok {
-			err = fmt.Errorf("%w: log %d: repack claim changed", lakestream.ErrConflict, id)
-		}
+		return t.e.ReplaceTableChunks(ctx, id, cur, news, cmps, ops)
 	}
-	if err != nil {
-		return err
+	if !abandoned {
+		t.opts.Logger.Warn("tables: bin-packed files no longer indexed as claimed; index left as is", "log", id, "from", olds[0].First)
 	}
-	if err := t.binpackHook(id, "index"); err != nil {
-		return err
+	ok, _, err := t.e.Meta().Txn(ctx, cmps, ops)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: log %d: repack claim changed", lakestream.ErrConflict, id)
 	}
-	// Step 6: the intents.
-	for _, k := range c.Intents {
-		t.e.DropIntent(ctx, k)
-	}
-	if abandoned {
-		st.Abandoned++
-		return nil
-	}
-	st.Groups++
-	st.FilesIn += len(paths)
-	for _, o := range olds {
-		st.Records += o.Records
-	}
-	st.BytesOut += c.File.Size
-	seen := map[string]bool{}
-	for _, o := range olds {
-		if !seen[o.Object] {
-			seen[o.Object] = true
-			st.BytesIn += o.Length
-		}
-	}
-	return nil
+	return err
 }
 
 // binpackGroup is a run of small files to merge.
@@ -636,34 +658,46 @@ func (t *Tables) buildBinpackFile(ctx context.Context, id lakestream.LogID, tg T
 		return nil, nil, fmt.Errorf("tables: bin-packed file has %d row groups for %d spans", md.NumRowGroups(), len(spans))
 	}
 	data := buf.Bytes()
+	if err := verifyBinpackFile(ctx, data, md, spans, sums); err != nil {
+		return nil, nil, err
+	}
+	return data, spans, nil
+}
+
+// verifyBinpackFile reads back the bin-packed file data (footer md) span
+// by span and checks each one decodes to the entries it was built from
+// (sums: the hashes of those entries, per span); it sets the spans'
+// offset and length in the file.
+func verifyBinpackFile(ctx context.Context, data []byte, md *metadata.FileMetaData, spans []index.Entry, sums [][]byte) error {
 	read := func(_ context.Context, off, n int64) ([]byte, error) {
 		if n < 0 || off+n > int64(len(data)) {
 			n = int64(len(data)) - off
 		}
 		return data[off : off+n], nil
 	}
+	h := sha256.New()
 	for i := range spans {
 		start, _, err := rowGroupBytes(md, i)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if md.RowGroup(i).NumRows() != spans[i].Records {
-			return nil, nil, fmt.Errorf("tables: row group %d has %d rows, span %d records", i, md.RowGroup(i).NumRows(), spans[i].Records)
+			return fmt.Errorf("tables: row group %d has %d rows, span %d records", i, md.RowGroup(i).NumRows(), spans[i].Records)
 		}
 		spans[i].Offset, spans[i].Length = start, int64(len(data))
 		des, err := Decoder{}.DecodeChunk(ctx, read, spans[i])
 		if err != nil {
-			return nil, nil, fmt.Errorf("tables: bin-packed file read-back: %w", err)
+			return fmt.Errorf("tables: bin-packed file read-back: %w", err)
 		}
 		h.Reset()
 		for _, de := range des {
 			hashEntry(h, de.Records, de.PublishTimeMs, de.Payload)
 		}
 		if !bytes.Equal(h.Sum(nil), sums[i]) {
-			return nil, nil, fmt.Errorf("tables: bin-packed file read-back differs in span %d (offsets from %d)", i, spans[i].First)
+			return fmt.Errorf("tables: bin-packed file read-back differs in span %d (offsets from %d)", i, spans[i].First)
 		}
 	}
-	return data, spans, nil
+	return nil
 }
 
 // hashEntry feeds one entry (records, publish time, payload) to h.
