@@ -6,7 +6,8 @@ package engine
 // engine stores opaque entries; it never decodes a payload, never builds a
 // table file and knows no table format. docs/compaction.md says how the
 // tables package uses this port; docs/index-format.md and docs/gc.md say
-// what the engine guarantees.
+// what the engine guarantees. The tables package declares the part it uses
+// as its own interface (tables.Port, in facets); *Engine satisfies it.
 //
 // From the layer above, given at construction (Options):
 //   - a ChunkDecoder, with which the read path rebuilds the entries of an
