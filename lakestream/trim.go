@@ -57,12 +57,12 @@ func NoHolds() TrimHolds {
 	return TrimHolds{KeyCompaction: NoHold, UnfinishedClaim: NoHold, TableEnd: NoHold}
 }
 
-// HoldsFromCursor adds the hold of the durable cursor name, at persisted
-// mark-delete persisted, mark-delete markDelete and with properties props,
-// to h: a subscription holds from its persisted position on,
-// CompactionCursor from its mark-delete on while its generation is > 0,
-// any other internal cursor nothing.
-func (h *TrimHolds) HoldsFromCursor(name string, markDelete, persisted int64, props map[string]int64) {
+// AddCursor adds to h the hold of the durable cursor name (mark-delete
+// markDelete, persisted mark-delete persisted, properties props): a
+// subscription holds from its persisted position + 1 on, CompactionCursor
+// from its mark-delete + 1 on while its generation is > 0, any other
+// internal cursor nothing.
+func (h *TrimHolds) AddCursor(name string, markDelete, persisted int64, props map[string]int64) {
 	switch {
 	case name == CompactionCursor:
 		if props["generation"] > 0 {

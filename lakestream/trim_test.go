@@ -4,11 +4,11 @@ import "testing"
 
 func TestTrimFloor(t *testing.T) {
 	sub := NoHolds()
-	sub.HoldsFromCursor("s", 40, 9, nil)                            // persisted 9: keeps 10 on
-	sub.HoldsFromCursor(InternalCursorPrefix+"dedup", 0, -1, nil)   // the broker's own: nothing
-	sub.HoldsFromCursor(CompactionCursor, 4, 4, map[string]int64{}) // generation 0: nothing
+	sub.AddCursor("s", 40, 9, nil)                            // persisted 9: keeps 10 on
+	sub.AddCursor(InternalCursorPrefix+"dedup", 0, -1, nil)   // the broker's own: nothing
+	sub.AddCursor(CompactionCursor, 4, 4, map[string]int64{}) // generation 0: nothing
 	compacted := NoHolds()
-	compacted.HoldsFromCursor(CompactionCursor, 4, 2, map[string]int64{"generation": 1}) // keeps 5 on
+	compacted.AddCursor(CompactionCursor, 4, 2, map[string]int64{"generation": 1}) // keeps 5 on
 	for _, c := range []struct {
 		name  string
 		want  int64

@@ -424,7 +424,7 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 		if err != nil {
 			return nil, err
 		}
-		lg.holds.HoldsFromCursor(name, c.MarkDeleteOffset(), c.PersistedMarkDeleteOffset(), c.Properties())
+		lg.holds.AddCursor(name, c.MarkDeleteOffset(), c.PersistedMarkDeleteOffset(), c.Properties())
 		_ = c.Close(ctx) // loaded, not changed: writes nothing
 	}
 	lg.floor = lakestream.TrimFloor(lakestream.NoHold, lg.holds)
