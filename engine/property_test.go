@@ -125,7 +125,7 @@ func runLeaderless(t *testing.T, seed int64) {
 			}
 			return nil
 		}
-		opts.hooks.compactStep = func(int64, string) error {
+		opts.hooks.repackStep = func(int64, string) error {
 			if chaos.Load() && rnd.float() < 0.1 {
 				return errors.New("injected compaction crash")
 			}

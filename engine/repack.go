@@ -73,7 +73,7 @@ func (e *Engine) RepackWAL(ctx context.Context, id lakestream.LogID, maxChunks i
 	if err != nil {
 		return st, err
 	}
-	if err := e.compactHook(id, "put"); err != nil {
+	if err := e.repackHook(id, "put"); err != nil {
 		return st, err
 	}
 
@@ -82,7 +82,7 @@ func (e *Engine) RepackWAL(ctx context.Context, id lakestream.LogID, maxChunks i
 	if err := e.repackReplace(ctx, id, old, revs, r); err != nil {
 		return st, err
 	}
-	if err := e.compactHook(id, "replace"); err != nil {
+	if err := e.repackHook(id, "replace"); err != nil {
 		return st, err
 	}
 
@@ -90,7 +90,7 @@ func (e *Engine) RepackWAL(ctx context.Context, id lakestream.LogID, maxChunks i
 	if err := e.advanceCompactCursor(ctx, id, r.entry.End()); err != nil {
 		return st, err
 	}
-	if err := e.compactHook(id, "cursor"); err != nil {
+	if err := e.repackHook(id, "cursor"); err != nil {
 		return st, err
 	}
 	e.dropIntentKey(ctx, r.intent)
@@ -287,8 +287,8 @@ func (e *Engine) advanceCompactCursor(ctx context.Context, id lakestream.LogID, 
 	}
 }
 
-func (e *Engine) compactHook(id lakestream.LogID, step string) error {
-	if h := e.opts.hooks.compactStep; h != nil {
+func (e *Engine) repackHook(id lakestream.LogID, step string) error {
+	if h := e.opts.hooks.repackStep; h != nil {
 		return h(int64(id), step)
 	}
 	return nil

@@ -75,7 +75,7 @@ func prefixEnd(p string) string { return p[:len(p)-1] + string(p[len(p)-1]+1) }
 // died) the first time it finishes step; *crashed tells whether it did.
 func crashOnceAfter(opts *Options, step string) (crashed *bool) {
 	crashed = new(bool)
-	opts.hooks.compactStep = func(_ int64, s string) error {
+	opts.hooks.materializeStep = func(_ int64, s string) error {
 		if s == step && !*crashed {
 			*crashed = true
 			return errors.New("injected crash after " + s)

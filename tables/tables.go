@@ -29,8 +29,8 @@ type Options struct {
 	// StoreURL refuse Iceberg targets. Opened on first use.
 	IcebergCatalog iceberg.CatalogConfig
 
-	// MaintenanceInterval is how often the compaction job runner maintains
-	// a table it compacts (Maintain); negative turns maintenance off.
+	// MaintenanceInterval is how often the materialization job runner
+	// maintains a table it materializes (Maintain); negative turns maintenance off.
 	// Default 10 min.
 	MaintenanceInterval time.Duration
 	// SnapshotRetention: Iceberg snapshots older than this are expired.
@@ -51,8 +51,8 @@ type Options struct {
 	// entry) per this many bytes of entry payload; what one cold read
 	// decodes. Default 16 MiB.
 	BinpackSpanBytes int64
-	// BinpackInterval is how often the compaction job runner bin-packs a
-	// log it compacts; negative: never. Default 10 min.
+	// BinpackInterval is how often the materialization job runner
+	// bin-packs a log it materializes; negative: never. Default 10 min.
 	BinpackInterval time.Duration
 	// BinpackMaxGroups bounds the files one Binpack call writes. Default 4.
 	BinpackMaxGroups int
@@ -70,12 +70,12 @@ type Options struct {
 	hooks hooks
 }
 
-// hooks let tests crash a compaction at precise points. A hook returning an
+// hooks let tests crash a materialization or bin-packing at precise points. A hook returning an
 // error makes Materialize behave as if the process died there.
 type hooks struct {
-	// compactStep is called after each step of a compaction ("put",
+	// materializeStep is called after each step of a materialization ("put",
 	// "claim", "commit", "iceberg", "replace", "cursor").
-	compactStep func(log int64, step string) error
+	materializeStep func(log int64, step string) error
 	// binpackStep is called after each step of a bin-packing ("put",
 	// "claim", "delta", "iceberg", "index").
 	binpackStep func(log int64, step string) error
@@ -127,11 +127,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Tables materializes the logs of one engine into tables: compaction into
-// Parquet committed to Delta and Iceberg (Materialize), the table view
-// of a stream (View) and the engine's read of compacted offsets (Decoder).
-// Safe for concurrent use; any number of Tables, on any number of nodes,
-// may compact the same logs (the claim lets one win).
+// Tables materializes the logs of one engine into tables: Parquet
+// committed to Delta and Iceberg (Materialize), the table view of a stream
+// (View) and the engine's read of materialized offsets (Decoder). Safe for
+// concurrent use; any number of Tables, on any number of nodes, may
+// materialize the same logs (the claim lets one win).
 type Tables struct {
 	e    Port
 	opts Options
@@ -176,9 +176,9 @@ func EngineOptions(o engine.Options) engine.Options {
 // Close closes the Iceberg catalog, if one was opened.
 func (t *Tables) Close() error { return t.closeIceberg() }
 
-// hook runs the test hook of a compaction step.
+// hook runs the test hook of a materialization step.
 func (t *Tables) hook(id lakestream.LogID, step string) error {
-	if h := t.opts.hooks.compactStep; h != nil {
+	if h := t.opts.hooks.materializeStep; h != nil {
 		return h(int64(id), step)
 	}
 	return nil
