@@ -33,7 +33,7 @@ type jobRunner struct{ t *Tables }
 
 // MaterializeLog materializes the job's log into its stream's tables: one range
 // per call; a call that moved records reports More, so the worker calls
-// again at once until nothing is eligible. Between compactions it
+// again at once until nothing is eligible. Between materializations it
 // bin-packs the log every BinpackInterval, and the first partition's job
 // maintains the table every MaintenanceInterval (table retention, then
 // Maintain, then orphan removal).

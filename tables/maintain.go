@@ -3,7 +3,7 @@ package tables
 // Table maintenance (docs/compaction.md, "Maintenance"): keeping a
 // stream's tables bounded while they grow for months. Run by the table's
 // compaction owner (one node per table across the cluster), between
-// compactions, under the table's commit lock.
+// materializations, under the table's commit lock.
 
 import (
 	"context"

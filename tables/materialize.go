@@ -25,7 +25,7 @@ import (
 	"github.com/lakegate/lakegate/meta"
 )
 
-// Target names the table a log is compacted into. The engine knows logs,
+// Target names the table a log is materialized into. The engine knows logs,
 // not topics: the caller resolves it from the catalog (TargetOf).
 type Target struct {
 	// Root is the table's key prefix in the object store, no leading or
@@ -64,7 +64,7 @@ const (
 // range, so usually one) of one Materialize call.
 const maxFilesPerRange = 16
 
-// tableAppID is the Delta txn appId of a log's compactions.
+// tableAppID is the Delta txn appId of a log's materializations.
 func tableAppID(id lakestream.LogID) string {
 	return "lakegate-log-" + strconv.FormatInt(int64(id), 10)
 }
@@ -94,7 +94,7 @@ func ClaimAttachment() engine.Attachment {
 }
 
 // tableClaim is the value of the claim key: the range being (or last)
-// compacted into the table, with its files.
+// materialized into the table, with its files.
 type tableClaim struct {
 	From    int64       `json:"from"`
 	End     int64       `json:"end"`
@@ -136,9 +136,9 @@ type claimFile struct {
 // log's storage for their offsets (docs/compaction.md). A chunk is
 // eligible once it is CompactAge old; one call takes up to
 // CompactMaxBytes of payload. It first finishes a range left unfinished by
-// a crash (then it compacts nothing new). It returns
+// a crash (then it materializes nothing new). It returns
 // engine.ErrNothingToCompact when no chunk is eligible and
-// lakestream.ErrConflict when another compaction of the log raced it
+// lakestream.ErrConflict when another materialization of the log raced it
 // (retry later). Any error leaves the log readable and the table without
 // duplicate rows; calling again resumes. It records its outcome with the
 // engine's ObserveMaterialization (docs/metrics.md).
@@ -373,7 +373,7 @@ func (t *Tables) claimRange(ctx context.Context, id lakestream.LogID, c, prev ta
 
 // finishClaim runs steps 3–5 of a claimed range: Delta commit, Iceberg
 // commit, index replacement, cursor — with the claim's formats, not the
-// caller's. It is what a crashed compaction resumes. decoded are the
+// caller's. It is what a crashed materialization resumes. decoded are the
 // files' entries by object key, for the engine to cache (nil on resume).
 func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableClaim, claimRev int64, decoded map[string][]wal.DecodedEntry) (engine.CompactStats, error) {
 	st := engine.CompactStats{Records: c.End - c.From, From: c.From, End: c.End, Files: len(c.Files)}
