@@ -8,38 +8,13 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// CompactionJob is one log whose committed WAL chunks are to be compacted
-// into its stream's tables.
-type CompactionJob struct {
-	Stream    lakestream.StreamIdentifier
-	Partition int // topic partition of Log (-1: not partitioned)
-	Log       lakestream.LogID
-	// Logs are every log of the stream, in partition order (shared, not
-	// to be modified): what table maintenance needs to know which index
-	// entries may name the table's files.
-	Logs    []lakestream.LogID
-	Delta   bool // commit the files to the stream's Delta table
-	Iceberg bool // and/or to its Iceberg table
-	// Schema is the stream's latest value schema (typed columns).
-	Schema lakestream.SchemaConfig
-	// Properties are the stream's properties (shared, not to be
-	// modified): its schema history among them, so that each row is
-	// decoded with the schema version it was written with.
-	Properties map[string]string
-	// RetentionMs and RetentionBytes are the stream's table retention
-	// (its resolved materialization policy; 0: no limit), applied by
-	// table maintenance (docs/compaction.md, "Table retention").
-	RetentionMs, RetentionBytes int64
-}
+// CompactionJob is one log whose committed WAL chunks are to be
+// materialized into its stream's tables (lakestream.MaterializationJob).
+type CompactionJob = lakestream.MaterializationJob
 
-// CompactionResult is what one compaction call did.
-type CompactionResult struct {
-	Records int64 // records moved into the table (0: nothing was eligible)
-	Bytes   int64 // table file bytes written
-	// More reports that eligible chunks remain (the call stopped at its
-	// size bound): the job is due again at once.
-	More bool
-}
+// CompactionResult is what one materialization call did
+// (lakestream.MaterializationResult).
+type CompactionResult = lakestream.MaterializationResult
 
 // CompactionPolicy tunes CompactionSchedule.
 type CompactionPolicy struct {

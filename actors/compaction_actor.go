@@ -12,15 +12,11 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// TableCompactor compacts the eligible committed WAL chunks of one log into
-// its stream's tables (tables.Tables.Compactor() behind it, wired by
-// cmd/lakegate: actors sees neither the engine nor the table layer). A call that
-// finds nothing eligible returns a zero result and no error. A conflict
-// with another node compacting the same log is an error like any other: the
-// job backs off and tries again.
-type TableCompactor interface {
-	CompactLog(ctx context.Context, j CompactionJob) (CompactionResult, error)
-}
+// TableCompactor materializes the eligible committed WAL chunks of one log
+// into its stream's tables (lakestream.Materializer; tables.Tables.Materializer()
+// behind it, wired by cmd/lakegate: actors sees neither the engine nor the
+// table layer).
+type TableCompactor = lakestream.Materializer
 
 // CompactionWorkerOptions configure StartCompactionWorker.
 type CompactionWorkerOptions struct {
@@ -251,7 +247,7 @@ func (h *compactionHandler) startCall(j CompactionJob) {
 		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
 		defer cancel()
 		start := time.Now()
-		r, err := h.o.Compactor.CompactLog(ctx, j)
+		r, err := h.o.Compactor.MaterializeLog(ctx, j)
 		h.self.Send(compactDoneMsg{job: j, res: r, err: err, took: time.Since(start)})
 	}()
 }

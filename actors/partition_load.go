@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
@@ -26,13 +25,11 @@ import (
 const (
 	// InternalCursorPrefix starts the names of the log cursors the broker
 	// keeps for itself; they are not subscriptions (listings skip them and
-	// SUBSCRIBE refuses the names).
-	InternalCursorPrefix = "__lakegate."
+	// SUBSCRIBE refuses the names): lakestream.InternalCursorPrefix.
+	InternalCursorPrefix = lakestream.InternalCursorPrefix
 	// CompactionCursor is the internal cursor of a compacted topic
-	// (docs/compacted-topics.md): with a "generation" property > 0, the
-	// log from its mark-delete offset + 1 on is what the next topic
-	// compaction reads, so retention keeps it.
-	CompactionCursor = InternalCursorPrefix + "compaction"
+	// (lakestream.CompactionCursor: the trim floor honours it).
+	CompactionCursor = lakestream.CompactionCursor
 	// DedupCursorName is the cursor holding the deduplication snapshot.
 	DedupCursorName = InternalCursorPrefix + "dedup"
 	// EpochCursorName is the cursor holding the topic epoch.
@@ -46,7 +43,7 @@ const (
 )
 
 // IsInternalCursor reports whether a log cursor is the broker's own.
-func IsInternalCursor(name string) bool { return strings.HasPrefix(name, InternalCursorPrefix) }
+func IsInternalCursor(name string) bool { return lakestream.IsInternalCursor(name) }
 
 // LoadedPartition is a partition's persisted producer state, with the open
 // internal cursors that persist it.

@@ -218,7 +218,7 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 	topts.SnapshotRetention = time.Millisecond
 	topts.SnapshotsRetainLast = 2 * cfg.Partitions * stepsPerHour
 	if !cfg.Maintain {
-		topts.RepackTargetBytes, topts.MaintenanceInterval = -1, -1
+		topts.BinpackTargetBytes, topts.MaintenanceInterval = -1, -1
 	}
 	tb := tables.New(e, topts)
 	defer tb.Close()
@@ -261,7 +261,7 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 			clk.advance(step)
 			for p, id := range logs {
 				for {
-					_, err := tb.CompactToTable(ctx, id, targets[p])
+					_, err := tb.Materialize(ctx, id, targets[p])
 					if errors.Is(err, engine.ErrNothingToCompact) {
 						break
 					}
@@ -270,7 +270,7 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 					}
 				}
 				if cfg.Maintain {
-					if _, err := tb.Repack(ctx, id, targets[p]); err != nil {
+					if _, err := tb.Binpack(ctx, id, targets[p]); err != nil {
 						return days, fmt.Errorf("day %d: bin-packing: %w", day, err)
 					}
 				}

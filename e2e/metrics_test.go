@@ -137,7 +137,7 @@ func TestMetricsAfterLoad(t *testing.T) {
 
 	// Compact everything so far into a table, then produce more: the
 	// compaction lag is then exactly `later` records.
-	st, err := n.Tables.CompactToTable(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true})
+	st, err := n.Tables.Materialize(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestMetricsAfterLoad(t *testing.T) {
 		t.Fatalf("compacted %d records, want %d", st.Records, sent)
 	}
 	// A second call finds nothing new, reading the table's log.
-	if _, err := n.Tables.CompactToTable(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true}); !errors.Is(err, engine.ErrNothingToCompact) {
+	if _, err := n.Tables.Materialize(ctx, lakestream.LogID(logID), tables.Target{Root: "tables/public/default/metrics-load", Partition: -1, Delta: true}); !errors.Is(err, engine.ErrNothingToCompact) {
 		t.Fatalf("second compaction: %v, want ErrNothingToCompact", err)
 	}
 	for range later {
@@ -179,6 +179,13 @@ func TestMetricsAfterLoad(t *testing.T) {
 		{"lakegate_object_request_seconds", map[string]string{"op": "put"}, 1},
 		{"lakegate_etcd_txn_seconds", nil, 1},
 		{"lakegate_etcd_txns_total", map[string]string{"result": "ok"}, 1},
+		{"lakegate_materialization_runs_total", map[string]string{"result": "materialized"}, 1},
+		{"lakegate_materialization_runs_total", map[string]string{"result": "nothing"}, 1},
+		{"lakegate_materialization_seconds", nil, 1},
+		{"lakegate_engine_materialized_records_total", nil, sent},
+		{"lakegate_engine_materialized_bytes_total", nil, 1},
+		{"lakegate_materialization_lag_records", nil, later},
+		// The old names, aliases for one release (docs/metrics.md).
 		{"lakegate_compaction_runs_total", map[string]string{"result": "compacted"}, 1},
 		{"lakegate_compaction_runs_total", map[string]string{"result": "nothing"}, 1},
 		{"lakegate_compaction_seconds", nil, 1},

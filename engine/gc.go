@@ -50,14 +50,54 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 		return st, fmt.Errorf("engine: gc list: %w", err)
 	}
 	st.Listed = len(objects)
+	// The intents are read after the listing, the references after the
+	// intents: an object PUT meanwhile is either not listed or protected.
+	in, err := e.gcIntents(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, obj := range objects {
+		for _, w := range in.liveWindows {
+			if w.protects(obj) {
+				in.live[obj] = true
+				break
+			}
+		}
+	}
+	refs, held, err := e.gcReferences(ctx)
+	if err != nil {
+		return st, err
+	}
+	if err := e.gcTableOrphans(ctx, in.dead, refs, held, &st); err != nil {
+		return st, err
+	}
+	if err := e.gcWAL(ctx, objects, in, refs, &st); err != nil {
+		return st, err
+	}
+	for _, k := range in.deadWindows {
+		if _, _, err := e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(k)}); err == nil {
+			st.Intents++
+		}
+	}
+	return st, nil
+}
 
-	live := map[string]bool{}
-	dead := map[string]string{} // object → intent key
-	var liveWindows []liveWindow
-	var deadWindows []string
+// gcIntentSet is what the pending intents say, as one GC pass reads them.
+type gcIntentSet struct {
+	live        map[string]bool   // objects a live intent protects
+	dead        map[string]string // object → key of its expired intent
+	liveWindows []liveWindow      // WAL writers' live window intents
+	deadWindows []string          // keys of expired window intents
+}
+
+// gcIntents reads the pending intents: an intent younger than
+// PendingIntentTTL protects its object (a window intent, the node's
+// objects in its window); an older one is dead.
+func (e *Engine) gcIntents(ctx context.Context) (gcIntentSet, error) {
+	in := gcIntentSet{live: map[string]bool{}, dead: map[string]string{}}
 	now := e.opts.Now().UnixMilli()
 	pp := e.keys.pendingPrefix()
-	if err := e.scan(ctx, pp, func(key string, value []byte) error {
+	err := e.scan(ctx, pp, func(key string, value []byte) error {
 		rest := key[len(pp):]
 		i := strings.IndexByte(rest, '/')
 		if i < 0 {
@@ -80,34 +120,29 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 					// published value (read after the objects were listed).
 					w.done = max(w.done, e.writer.committed.Load())
 				}
-				liveWindows = append(liveWindows, w)
+				in.liveWindows = append(in.liveWindows, w)
 			} else {
-				deadWindows = append(deadWindows, key)
+				in.deadWindows = append(in.deadWindows, key)
 			}
 			return nil
 		}
 		if ok {
-			live[obj] = true
+			in.live[obj] = true
 		} else {
-			dead[obj] = key
+			in.dead[obj] = key
 		}
 		return nil
-	}); err != nil {
-		return st, err
-	}
-	for _, obj := range objects {
-		for _, w := range liveWindows {
-			if w.protects(obj) {
-				live[obj] = true
-				break
-			}
-		}
-	}
+	})
+	return in, err
+}
 
-	// Objects named by commit records not folded yet are referenced. The
-	// records are read before the index: a record folded meanwhile has
-	// its index keys written before it was deleted.
-	refs := map[string]bool{}
+// gcReferences returns the objects the metadata references — named by a
+// commit record not folded yet or by an index entry — and those the logs'
+// Attachments hold (table claims).
+func (e *Engine) gcReferences(ctx context.Context) (refs, held map[string]bool, _ error) {
+	// The records are read before the index: a record folded meanwhile
+	// has its index keys written before it was deleted.
+	refs = map[string]bool{}
 	if err := e.scan(ctx, e.keys.recordPrefix(), func(key string, value []byte) error {
 		if index.IsVoid(value) {
 			return nil
@@ -121,10 +156,10 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 		}
 		return nil
 	}); err != nil {
-		return st, err
+		return nil, nil, err
 	}
 
-	held := map[string]bool{} // objects the logs' Attachments hold (table claims)
+	held = map[string]bool{}
 	lp := e.keys.logsPrefix()
 	if err := e.scan(ctx, lp, func(key string, value []byte) error {
 		// logs/<16 hex>/idx/<16 hex>; anything else (heads, cursors whose
@@ -151,19 +186,24 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 		}
 		return nil
 	}); err != nil {
-		return st, err
+		return nil, nil, err
 	}
+	return refs, held, nil
+}
 
-	// Objects outside wal/ (table files) are never listed: the layer
-	// above owns them. One with a dead intent that no index entry and no
-	// Attachment names was PUT by a compaction that died (or lost its
-	// claim) before it claimed it, so no table references it: an orphan.
+// gcTableOrphans deletes the objects outside wal/ (table files) that a
+// dead intent names and nothing references or holds. Such objects are
+// never listed: the layer above owns them. One with a dead intent that no
+// index entry and no Attachment names was PUT by a materialization that
+// died (or lost its claim) before it claimed it, so no table references
+// it: an orphan.
+func (e *Engine) gcTableOrphans(ctx context.Context, dead map[string]string, refs, held map[string]bool, st *GCStats) error {
 	for obj, k := range dead {
 		if strings.HasPrefix(obj, "wal/") || refs[obj] || held[obj] {
 			continue
 		}
 		if err := e.store.Delete(ctx, obj); err != nil && !errors.Is(err, objstore.ErrNotFound) {
-			return st, fmt.Errorf("engine: gc delete %s: %w", obj, err)
+			return fmt.Errorf("engine: gc delete %s: %w", obj, err)
 		}
 		st.TableOrphans++
 		e.metrics.gcDeleted.Add(1)
@@ -171,32 +211,32 @@ func (e *Engine) CollectGarbage(ctx context.Context) (GCStats, error) {
 			st.Intents++
 		}
 	}
+	return nil
+}
 
+// gcWAL deletes the listed WAL objects that nothing references and no
+// live intent protects, with their dead intents.
+func (e *Engine) gcWAL(ctx context.Context, objects []string, in gcIntentSet, refs map[string]bool, st *GCStats) error {
 	for _, obj := range objects {
 		switch {
 		case refs[obj]:
 			st.Referenced++
-		case live[obj]:
+		case in.live[obj]:
 			st.Protected++
 		default:
 			if err := e.store.Delete(ctx, obj); err != nil && !errors.Is(err, objstore.ErrNotFound) {
-				return st, fmt.Errorf("engine: gc delete %s: %w", obj, err)
+				return fmt.Errorf("engine: gc delete %s: %w", obj, err)
 			}
 			st.Deleted++
 			e.metrics.gcDeleted.Add(1)
-			if k, ok := dead[obj]; ok {
+			if k, ok := in.dead[obj]; ok {
 				if _, _, err := e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(k)}); err == nil {
 					st.Intents++
 				}
 			}
 		}
 	}
-	for _, k := range deadWindows {
-		if _, _, err := e.meta.Txn(ctx, nil, []meta.Op{meta.Delete(k)}); err == nil {
-			st.Intents++
-		}
-	}
-	return st, nil
+	return nil
 }
 
 // liveWindow is a live window intent: node's WAL objects named with a

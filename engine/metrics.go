@@ -39,7 +39,7 @@ type Metrics struct {
 	GCDeletedObjects int64
 	PreparedFilled   int64 // prepared WAL objects a flush filled (file:// only)
 	PreparedGone     int64 // prepared WAL objects deleted by someone else before their flush (it created them anew)
-	CompactionRuns   int64 // table compactions (tables.CompactToTable) that compacted a range
+	CompactionRuns   int64 // table compactions (tables.Materialize) that compacted a range
 	CompactedRecords int64
 	CompactedBytes   int64 // table file bytes written by compaction
 }
@@ -74,8 +74,13 @@ type metrics struct {
 	objSeconds   *prometheus.HistogramVec // by op
 	txnSeconds   prometheus.Histogram     // every metadata transaction
 	txnResults   *prometheus.CounterVec   // by result
-	compSeconds  prometheus.Histogram
-	compResults  *prometheus.CounterVec // by result
+	// matSeconds and matResults are table materialization's; compSeconds
+	// and compResults their old names (lakegate_compaction_*), kept as
+	// aliases for one release (docs/metrics.md).
+	matSeconds  prometheus.Histogram
+	matResults  *prometheus.CounterVec // by result
+	compSeconds prometheus.Histogram
+	compResults *prometheus.CounterVec // by result
 
 	// Table retention (tables.ApplyRetention).
 	retFiles, retBytes, retHeld, retTrims prometheus.Counter
@@ -111,13 +116,21 @@ func (m *metrics) init() {
 		Name: "lakegate_etcd_txns_total",
 		Help: "Metadata-store transactions by result (ok, conflict: a compare failed, error: failed or outcome unknown).",
 	}, []string{"result"})
+	m.matSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "lakegate_materialization_seconds", Buckets: latencyBuckets,
+		Help: "Duration of table materializations that materialized a range.",
+	})
+	m.matResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lakegate_materialization_runs_total",
+		Help: "Table materialization calls by result (materialized, nothing, conflict, error).",
+	}, []string{"result"})
 	m.compSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "lakegate_compaction_seconds", Buckets: latencyBuckets,
-		Help: "Duration of table compactions that compacted a range.",
+		Help: "Deprecated alias of lakegate_materialization_seconds (removed in the next release).",
 	})
 	m.compResults = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lakegate_compaction_runs_total",
-		Help: "Table compaction calls by result (compacted, nothing, conflict, error).",
+		Help: "Deprecated alias of lakegate_materialization_runs_total, result compacted for materialized (removed in the next release).",
 	}, []string{"result"})
 	m.retFiles = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lakegate_table_retention_files_removed_total",
@@ -146,8 +159,9 @@ func (m *metrics) init() {
 	for _, r := range []string{"ok", "conflict", "error"} {
 		m.txnResults.WithLabelValues(r)
 	}
-	for _, r := range []string{"compacted", "nothing", "conflict", "error"} {
-		m.compResults.WithLabelValues(r)
+	for _, r := range []string{"materialized", "nothing", "conflict", "error"} {
+		m.matResults.WithLabelValues(r)
+		m.compResults.WithLabelValues(aliasResult(r))
 	}
 	m.flushSeconds.WithLabelValues("ok")
 	m.flushSeconds.WithLabelValues("error")
@@ -190,31 +204,43 @@ func (m *metrics) observeFlush(bytes int, d time.Duration, err error) {
 	}
 }
 
-// ObserveCompaction records one table compaction of log id: its outcome,
-// duration and, when it compacted a range, the records moved and the table
-// bytes written. The table layer's CompactToTable calls it; a compaction scheduler
-// needs to call it only for compactions it runs by other means. A log
-// compacted once is tracked for lakegate_compaction_lag_records from then
-// on (at most compactionLagLogsMax logs).
-func (e *Engine) ObserveCompaction(id lakestream.LogID, st CompactStats, d time.Duration, err error) {
+// ObserveMaterialization records one table materialization of log id:
+// its outcome, duration and, when it materialized a range, the records
+// moved and the table bytes written. The table layer's Materialize calls
+// it; a scheduler needs to call it only for materializations it runs by
+// other means. A log materialized once is tracked for
+// lakegate_materialization_lag_records from then on (at most
+// compactionLagLogsMax logs).
+func (e *Engine) ObserveMaterialization(id lakestream.LogID, st CompactStats, d time.Duration, err error) {
 	m := &e.metrics
+	result := "error"
 	switch {
 	case err == nil:
-		m.compResults.WithLabelValues("compacted").Inc()
+		result = "materialized"
+		m.matSeconds.Observe(d.Seconds())
 		m.compSeconds.Observe(d.Seconds())
 		m.compactRuns.Add(1)
 		m.compactRecords.Add(st.Records)
 		m.compactBytes.Add(st.FileBytes)
 	case errors.Is(err, ErrNothingToCompact):
-		m.compResults.WithLabelValues("nothing").Inc()
+		result = "nothing"
 	case errors.Is(err, lakestream.ErrConflict):
-		m.compResults.WithLabelValues("conflict").Inc()
-	default:
-		m.compResults.WithLabelValues("error").Inc()
+		result = "conflict"
 	}
+	m.matResults.WithLabelValues(result).Inc()
+	m.compResults.WithLabelValues(aliasResult(result)).Inc()
 	if err == nil && st.End > 0 {
 		e.SetCompactedEnd(id, st.End)
 	}
+}
+
+// aliasResult is the result label of lakegate_compaction_runs_total, the
+// old name of lakegate_materialization_runs_total.
+func aliasResult(r string) string {
+	if r == "materialized" {
+		return "compacted"
+	}
+	return r
 }
 
 // ObserveTableRetention records one table retention run (the table layer's
@@ -374,10 +400,15 @@ type engineCollector struct{ e *Engine }
 
 var (
 	engineCounterDescs = map[string]*prometheus.Desc{}
-	lagRecordsDesc     = prometheus.NewDesc("lakegate_compaction_lag_records",
-		"Records committed after the compacted end, summed over the logs compacted at least once by this node.", nil, nil)
-	lagLogsDesc = prometheus.NewDesc("lakegate_compaction_tracked_logs",
-		"Logs counted in lakegate_compaction_lag_records (at most 10000).", nil, nil)
+	lagRecordsDesc     = prometheus.NewDesc("lakegate_materialization_lag_records",
+		"Records committed after the table's end, summed over the logs materialized at least once by this node.", nil, nil)
+	lagLogsDesc = prometheus.NewDesc("lakegate_materialization_tracked_logs",
+		"Logs counted in lakegate_materialization_lag_records (at most 10000).", nil, nil)
+	// The lag's old names, aliases for one release (docs/metrics.md).
+	lagRecordsAliasDesc = prometheus.NewDesc("lakegate_compaction_lag_records",
+		"Deprecated alias of lakegate_materialization_lag_records (removed in the next release).", nil, nil)
+	lagLogsAliasDesc = prometheus.NewDesc("lakegate_compaction_tracked_logs",
+		"Deprecated alias of lakegate_materialization_tracked_logs (removed in the next release).", nil, nil)
 	cacheBytesDesc = prometheus.NewDesc("lakegate_engine_cache_bytes", "Bytes of decoded chunks held by the read cache.", nil, nil)
 )
 
@@ -410,8 +441,10 @@ func (c engineCollector) counters() []counterValue {
 		{"gc_deleted_objects_total", "WAL objects deleted by GC.", float64(m.GCDeletedObjects)},
 		{"prepared_objects_filled_total", "Prepared WAL objects filled by their flush (file:// only).", float64(m.PreparedFilled)},
 		{"prepared_objects_gone_total", "Prepared WAL objects found deleted at their flush, which created them anew; anything but 0 means something deleted objects their window intent protected.", float64(m.PreparedGone)},
-		{"compacted_records_total", "Records moved into tables by compaction.", float64(m.CompactedRecords)},
-		{"compacted_bytes_total", "Table (Parquet) bytes written by compaction.", float64(m.CompactedBytes)},
+		{"materialized_records_total", "Records moved into tables by table materialization.", float64(m.CompactedRecords)},
+		{"materialized_bytes_total", "Table (Parquet) bytes written by table materialization.", float64(m.CompactedBytes)},
+		{"compacted_records_total", "Deprecated alias of lakegate_engine_materialized_records_total (removed in the next release).", float64(m.CompactedRecords)},
+		{"compacted_bytes_total", "Deprecated alias of lakegate_engine_materialized_bytes_total (removed in the next release).", float64(m.CompactedBytes)},
 	}
 }
 
@@ -430,7 +463,7 @@ func (engineCollector) counterTemplates() []counterValue {
 func (c engineCollector) histograms() []prometheus.Collector {
 	m := &c.e.metrics
 	return []prometheus.Collector{m.flushSeconds, m.flushBytes, m.objRequests, m.objSeconds,
-		m.txnSeconds, m.txnResults, m.compSeconds, m.compResults, m.retFiles, m.retBytes, m.retHeld, m.retTrims}
+		m.txnSeconds, m.txnResults, m.matSeconds, m.matResults, m.compSeconds, m.compResults, m.retFiles, m.retBytes, m.retHeld, m.retTrims}
 }
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -439,6 +472,8 @@ func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- lagRecordsDesc
 	ch <- lagLogsDesc
+	ch <- lagRecordsAliasDesc
+	ch <- lagLogsAliasDesc
 	ch <- cacheBytesDesc
 	for _, h := range c.histograms() {
 		h.Describe(ch)
@@ -452,6 +487,8 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	records, logs := c.e.compactionLag()
 	ch <- prometheus.MustNewConstMetric(lagRecordsDesc, prometheus.GaugeValue, float64(records))
 	ch <- prometheus.MustNewConstMetric(lagLogsDesc, prometheus.GaugeValue, float64(logs))
+	ch <- prometheus.MustNewConstMetric(lagRecordsAliasDesc, prometheus.GaugeValue, float64(records))
+	ch <- prometheus.MustNewConstMetric(lagLogsAliasDesc, prometheus.GaugeValue, float64(logs))
 	ch <- prometheus.MustNewConstMetric(cacheBytesDesc, prometheus.GaugeValue, float64(c.e.CacheBytes()))
 	for _, h := range c.histograms() {
 		h.Collect(ch)

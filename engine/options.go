@@ -100,9 +100,9 @@ type Options struct {
 type hooks struct {
 	afterPut    func(object string) error
 	afterCommit func(object string) error
-	// compactStep is called after each step of CompactLog ("put",
+	// repackStep is called after each step of RepackWAL ("put",
 	// "replace", "cursor").
-	compactStep func(log int64, step string) error
+	repackStep func(log int64, step string) error
 	// prepared is called with the keys of WAL objects prepared ahead,
 	// once flushes can take them.
 	prepared func(keys []string)

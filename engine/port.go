@@ -6,7 +6,8 @@ package engine
 // engine stores opaque entries; it never decodes a payload, never builds a
 // table file and knows no table format. docs/compaction.md says how the
 // tables package uses this port; docs/index-format.md and docs/gc.md say
-// what the engine guarantees.
+// what the engine guarantees. The tables package declares the part it uses
+// as its own interface (tables.Port, in facets); *Engine satisfies it.
 //
 // From the layer above, given at construction (Options):
 //   - a ChunkDecoder, with which the read path rebuilds the entries of an
@@ -18,7 +19,7 @@ package engine
 // To the layer above, methods on *Engine (all safe for concurrent use):
 // Store, Meta, MetaRoot, LogKey, Chunks, ChunkEntries, PutPending,
 // DropIntent, ReplaceChunks, ReplaceTableChunks, AdvanceCompacted and
-// ObserveCompaction.
+// ObserveMaterialization.
 
 import (
 	"context"
@@ -224,7 +225,7 @@ func (e *Engine) DropIntent(ctx context.Context, key string) { e.dropIntentKey(c
 // caller's promise: readers are served from them from then on).
 //
 // When the index entries of [from, end) are not WAL chunks that tile the
-// range exactly (the log was trimmed, or CompactLog merged them with chunks
+// range exactly (the log was trimmed, or RepackWAL merged them with chunks
 // beyond end), the index is left as it is and only cmps and ops are
 // applied: replaced is then 0. A failed compare returns
 // lakestream.ErrConflict (nothing applied); a store error

@@ -125,7 +125,7 @@ func runLeaderless(t *testing.T, seed int64) {
 			}
 			return nil
 		}
-		opts.hooks.compactStep = func(int64, string) error {
+		opts.hooks.repackStep = func(int64, string) error {
 			if chaos.Load() && rnd.float() < 0.1 {
 				return errors.New("injected compaction crash")
 			}
@@ -212,7 +212,7 @@ func runLeaderless(t *testing.T, seed int64) {
 			default:
 			}
 			e := engines[i%2]
-			if _, err := e.CompactLog(ctx, lakestream.LogID(rnd.intn(nLogs)), 2+rnd.intn(6)); err == nil {
+			if _, err := e.RepackWAL(ctx, lakestream.LogID(rnd.intn(nLogs)), 2+rnd.intn(6)); err == nil {
 				compactions.Add(1)
 			}
 			if i%20 == 0 {
@@ -269,7 +269,7 @@ func runLeaderless(t *testing.T, seed int64) {
 
 	// One more compaction and GC pass without faults, then verify.
 	for id := lakestream.LogID(0); id < nLogs; id++ {
-		engines[0].CompactLog(ctx, id, 8)
+		engines[0].RepackWAL(ctx, id, 8)
 	}
 	gc, err := engines[1].CollectGarbage(ctx)
 	if err != nil {

@@ -241,11 +241,11 @@ func TestWriterLogsPerObjectLimit(t *testing.T) {
 	}
 }
 
-// TestCompactLogRecordsLimit: CompactLog repacks only as many chunks as one
+// TestRepackWALRecordsLimit: RepackWAL repacks only as many chunks as one
 // WAL chunk may hold: three chunks of MaxInt32 records each are left as
 // they are (no two fit together) and the small chunks after them are
 // repacked; never a panic or a chunk the decoder rejects.
-func TestCompactLogRecordsLimit(t *testing.T) {
+func TestRepackWALRecordsLimit(t *testing.T) {
 	e := newMemEnv(t).engine(t, Options{})
 	ctx := ctxT(t)
 	var cases []*appendCase
@@ -273,7 +273,7 @@ func TestCompactLogRecordsLimit(t *testing.T) {
 	// the three small ones become one.
 	var repacked, nothing int
 	for range 6 {
-		st, err := e.CompactLog(ctx, 1, 8)
+		st, err := e.RepackWAL(ctx, 1, 8)
 		if errors.Is(err, ErrNothingToCompact) {
 			nothing++
 			continue

@@ -489,20 +489,21 @@ func (s *Server) retain(ctx context.Context, t *topic, md lakestream.StreamMetad
 		}
 		cut = max(cut, c)
 	}
-	// What must stay: every durable subscription's unacknowledged records
-	// (as persisted) and what the table has not taken yet.
+	// What must stay (lakestream.TrimFloor): every durable subscription's
+	// persisted position, a compacted topic's next key compaction and
+	// what the table has not taken yet.
+	holds := lakestream.NoHolds()
 	for _, sp := range subs {
 		if sp.durable {
-			cut = min(cut, sp.persisted+1)
+			holds.Subscriptions = append(holds.Subscriptions, sp.persisted+1)
 		}
 	}
-	// A compacted topic keeps what the next compaction reads.
 	if st, err := t.loadCompactedState(ctx); err != nil {
 		return err
 	} else if st.gen > 0 {
-		cut = min(cut, st.horizon)
+		holds.KeyCompaction = st.horizon
 	}
-	if cut <= v.first {
+	if cut = lakestream.TrimFloor(cut, holds); cut <= v.first {
 		return nil
 	}
 	mat, err := s.cfg.Catalog.ResolveMaterialization(ctx, md.ID)
@@ -510,11 +511,10 @@ func (s *Server) retain(ctx context.Context, t *topic, md lakestream.StreamMetad
 		return err
 	}
 	if mat.Enabled != nil && *mat.Enabled {
-		end, err := t.tableEnd(ctx)
-		if err != nil {
+		if holds.TableEnd, err = t.tableEnd(ctx); err != nil {
 			return err
 		}
-		cut = min(cut, end)
+		cut = lakestream.TrimFloor(cut, holds)
 	}
 	if cut >= v.next {
 		cut = v.next

@@ -332,15 +332,30 @@ type Stream interface {
 }
 
 // StreamCatalog is level 2. Safe for concurrent use; every change is a
-// linearizable metadata transaction.
+// linearizable metadata transaction. A caller that needs only a part takes
+// one of its facets (TableCatalogs, Namespaces, StreamMetadataStore,
+// StreamData).
 type StreamCatalog interface {
-	// Table catalogs.
+	TableCatalogs
+	Namespaces
+	StreamMetadataStore
+	StreamData
+
+	Close() error
+}
+
+// TableCatalogs is the facet of a StreamCatalog that registers table
+// catalogs.
+type TableCatalogs interface {
 	RegisterTableCatalog(ctx context.Context, c TableCatalog) error
 	UnregisterTableCatalog(ctx context.Context, name string) error
 	GetTableCatalog(ctx context.Context, name string) (TableCatalog, error)
 	ListTableCatalogs(ctx context.Context) ([]TableCatalog, error)
+}
 
-	// Namespaces.
+// Namespaces is the facet of a StreamCatalog that keeps namespaces and the
+// default materialization policy.
+type Namespaces interface {
 	CreateNamespace(ctx context.Context, name string, props map[string]string) (Namespace, error)
 	ListNamespaces(ctx context.Context) ([]string, error)
 	LoadNamespace(ctx context.Context, name string) (Namespace, error)
@@ -352,8 +367,11 @@ type StreamCatalog interface {
 	SetNamespaceMaterialization(ctx context.Context, name string, p *TableMaterializationPolicy) error
 	SetDefaultMaterialization(ctx context.Context, p *TableMaterializationPolicy) error
 	DefaultMaterialization(ctx context.Context) (*TableMaterializationPolicy, error)
+}
 
-	// Streams.
+// StreamMetadataStore is the facet of a StreamCatalog that keeps streams'
+// metadata: layout, properties, schema, materialization policy.
+type StreamMetadataStore interface {
 	ListStreams(ctx context.Context, namespace string) ([]StreamIdentifier, error)
 	CreateStream(ctx context.Context, id StreamIdentifier, cfg StreamConfig, p Partitioning, schema SchemaConfig, props map[string]string, m *TableMaterializationPolicy) (StreamMetadata, error)
 	LoadStream(ctx context.Context, id StreamIdentifier) (StreamMetadata, error)
@@ -372,14 +390,15 @@ type StreamCatalog interface {
 	// its logs' data.
 	DropStream(ctx context.Context, id StreamIdentifier, purge bool) error
 	StreamExists(ctx context.Context, id StreamIdentifier) (bool, error)
+}
 
-	// Data plane.
+// StreamData is the facet of a StreamCatalog that opens streams' data
+// plane: their logs, writers, readers and tables.
+type StreamData interface {
 	Stream(ctx context.Context, id StreamIdentifier) (Stream, error)
 	OpenLog(ctx context.Context, id StreamIdentifier, partition int) (Log, error)
 	OpenWriter(ctx context.Context, id StreamIdentifier) (StreamWriter, error)
 	OpenReader(ctx context.Context, id StreamIdentifier) (StreamReader, error)
 	// Storage is the level-1 view of the same logs.
 	Storage() LogStorage
-
-	Close() error
 }

@@ -36,6 +36,30 @@
 // otherwise; payload slices returned are owned by the caller and must not be
 // assumed to be shared with anything.
 //
+// The big interfaces are made of facets, smaller interfaces embedded in
+// them, so that a caller takes only the part it uses: Log is LogAppender,
+// LogReader, LogControl and LogCursors; LogCursor is CursorPosition,
+// CursorReader and CursorAcker (with Delete and Close); StreamCatalog is
+// TableCatalogs, Namespaces, StreamMetadataStore and StreamData.
+//
+// Beside the API, lakegate's extensions that both sides of the contract
+// share: cluster membership and ownership (cluster.go); the trim floor,
+// the one rule of how far a log may be trimmed, used by Pulsar retention
+// and by table retention, with the broker's internal cursor names it
+// depends on (trim.go); and the table materialization job that the
+// broker's worker schedules and the table layer runs (materialize.go).
+//
 // Implementations register themselves by URI scheme with Register; Open picks
 // the one named by the URI. This package must not import any implementation.
+//
+// Files:
+//
+//	log.go          level 0: Log, LogCursor, their facets and options
+//	storage.go      level 1: LogStorage
+//	catalog.go      level 2: StreamCatalog, its facets, streams, tables
+//	cluster.go      membership, ownership and guards
+//	trim.go         the trim floor (TrimHolds, TrimFloor), internal cursors
+//	materialize.go  the materialization job (Materializer)
+//	errors.go       sentinel errors
+//	open.go         Register and Open by URI scheme
 package lakestream

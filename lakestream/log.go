@@ -118,8 +118,17 @@ func ApplyAppendOptions(opts []AppendOption) AppendOptions {
 
 // Log is one append-only log of records. Safe for concurrent use; any number
 // of Log handles, in any number of processes, may append to the same log:
-// order is fixed by the metadata commit.
+// order is fixed by the metadata commit. A caller that needs only a part
+// takes one of its facets (LogAppender, LogReader, LogControl, LogCursors).
 type Log interface {
+	LogAppender
+	LogReader
+	LogControl
+	LogCursors
+}
+
+// LogAppender is the facet of a Log that appends to it.
+type LogAppender interface {
 	ID() LogID
 
 	// Append stores one entry of records (1 ≤ records ≤ math.MaxInt32)
@@ -161,6 +170,12 @@ type Log interface {
 	// NewAppendChain returns a new chain for appends to this log
 	// (WithAppendChain).
 	NewAppendChain() AppendChain
+}
+
+// LogReader is the facet of a Log that reads it: entries, offsets and
+// searches by time or header. Safe for concurrent use.
+type LogReader interface {
+	ID() LogID
 
 	// ReadEntries returns whole entries starting with the one that contains
 	// start, up to maxRecords records and maxBytes payload bytes (at least
@@ -192,6 +207,19 @@ type Log interface {
 	// still readable.
 	MessageCount(ctx context.Context, start, endExcl int64) (int64, error)
 
+	// FindOffsetByTime returns the offset of the first entry whose publish
+	// time is ≥ t, or NextOffset when there is none.
+	FindOffsetByTime(ctx context.Context, t time.Time) (int64, error)
+	// SearchOffset binary-searches entries in [min, max) for the first whose
+	// header satisfies pred (pred must be monotone: false… then true…). It
+	// returns max when none does.
+	SearchOffset(ctx context.Context, min, max int64, pred func(EntryHeader) bool) (int64, error)
+}
+
+// LogControl is the facet of a Log that trims and fences it.
+type LogControl interface {
+	ID() LogID
+
 	// SoftTrim makes every offset ≤ inclusive unreadable (the data may be
 	// deleted later) and returns the new first offset. The trim point is
 	// rounded up to an entry boundary. Trimming never goes backwards.
@@ -201,15 +229,11 @@ type Log interface {
 	// Fenced reports whether the log was fenced: it then never grows, and
 	// its end is NextOffset (a terminated topic's end).
 	Fenced(ctx context.Context) (bool, error)
+}
 
-	// FindOffsetByTime returns the offset of the first entry whose publish
-	// time is ≥ t, or NextOffset when there is none.
-	FindOffsetByTime(ctx context.Context, t time.Time) (int64, error)
-	// SearchOffset binary-searches entries in [min, max) for the first whose
-	// header satisfies pred (pred must be monotone: false… then true…). It
-	// returns max when none does.
-	SearchOffset(ctx context.Context, min, max int64, pred func(EntryHeader) bool) (int64, error)
-
+// LogCursors is the facet of a Log that opens, lists and deletes its
+// cursors.
+type LogCursors interface {
 	// OpenCursor opens (creating if absent) a durable cursor. A new cursor
 	// starts with mark-delete initialMarkDelete (-1 = nothing consumed) and
 	// read offset initialMarkDelete+1.
@@ -262,7 +286,21 @@ type Backlog struct {
 // LogCursor is a position in a log with acknowledgement state. A cursor handle
 // is not safe for concurrent use: one subscription actor owns it. Durable
 // cursor state survives restarts once persisted; closing never deletes it.
+// A caller that needs only a part takes one of its facets (CursorPosition,
+// CursorReader, CursorAcker).
 type LogCursor interface {
+	CursorPosition
+	CursorReader
+	CursorAcker
+
+	// Delete removes the cursor's durable state and closes it.
+	Delete(ctx context.Context) error
+	// Close persists pending state (durable cursors) and releases the handle.
+	Close(ctx context.Context) error
+}
+
+// CursorPosition is the facet of a LogCursor that tells where it stands.
+type CursorPosition interface {
 	Name() string
 	// Durable reports whether the cursor is persisted (false for ephemeral).
 	Durable() bool
@@ -276,7 +314,10 @@ type LogCursor interface {
 	PersistedMarkDeleteOffset() int64
 	// Properties are the properties given with the last MarkDelete.
 	Properties() map[string]int64
+}
 
+// CursorReader is the facet of a LogCursor that reads from its read offset.
+type CursorReader interface {
 	// ReadEntries reads whole entries from ReadOffset (skipping entries
 	// whose every record is acknowledged) and advances ReadOffset past them.
 	// It does not wait; see Log.WaitForEntries.
@@ -284,7 +325,15 @@ type LogCursor interface {
 	// SeekOffset sets ReadOffset (the API's Seek; renamed so it is not
 	// mistaken for io.Seeker).
 	SeekOffset(offset int64)
+	// HasMoreEntries reports whether records exist at or beyond ReadOffset.
+	HasMoreEntries(ctx context.Context) (bool, error)
+	// Backlog counts unacknowledged records and bytes up to the head.
+	Backlog(ctx context.Context) (Backlog, error)
+}
 
+// CursorAcker is the facet of a LogCursor that acknowledges records and
+// persists its state.
+type CursorAcker interface {
 	// MarkDelete acknowledges every record ≤ inclusive and records the
 	// properties. It returns once the state is persisted (durable cursors)
 	// — implementations may batch concurrent persists. Never moves back.
@@ -306,15 +355,6 @@ type LogCursor interface {
 	AckedRanges() [][2]int64
 	// FirstNonDeletedOffset is the lowest record offset not acknowledged.
 	FirstNonDeletedOffset() int64
-
 	// PersistState writes the state now (no-op for ephemeral cursors).
 	PersistState(ctx context.Context) error
-	// HasMoreEntries reports whether records exist at or beyond ReadOffset.
-	HasMoreEntries(ctx context.Context) (bool, error)
-	// Backlog counts unacknowledged records and bytes up to the head.
-	Backlog(ctx context.Context) (Backlog, error)
-	// Delete removes the cursor's durable state and closes it.
-	Delete(ctx context.Context) error
-	// Close persists pending state (durable cursors) and releases the handle.
-	Close(ctx context.Context) error
 }

@@ -58,8 +58,9 @@ func TestLayers(t *testing.T) {
 		// floor and iceberg-go only.
 		"lakehouse/iceberg/metacat": {"engine", "tables", "node", "gateway", "actors", "objstore"},
 		"icebergrest":               {"engine", "tables", "node", "gateway", "actors", "objstore"},
-		// The table layer does not wire nodes.
-		"tables": {"node", "gateway"},
+		// The table layer does not wire nodes, and meets the broker only
+		// through the contract (the materialization job, the trim floor).
+		"tables": {"node", "gateway", "actors"},
 		// The storage node (and lakegate:// URIs) stays below the front
 		// doors: node/assembly wires them, above it.
 		"node": {"gateway", "nodehttp", "node/assembly"},

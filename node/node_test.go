@@ -73,7 +73,7 @@ func TestStartIcebergDefaults(t *testing.T) {
 		}
 		clk.advance(time.Minute)
 		for {
-			_, err := n.Tables.CompactToTable(ctx, id, target)
+			_, err := n.Tables.Materialize(ctx, id, target)
 			if errors.Is(err, engine.ErrNothingToCompact) {
 				break
 			}

@@ -9,7 +9,7 @@ package tables
 // messages. GOMAXPROCS bounds the cores used (the compaction of one log
 // is one goroutine).
 //
-//	go test -run '^$' -bench CompactToTable -benchtime 5000x ./tables/
+//	go test -run '^$' -bench Materialize -benchtime 5000x ./tables/
 
 import (
 	"fmt"

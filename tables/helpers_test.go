@@ -40,8 +40,8 @@ type testNode struct {
 	tables *Tables
 }
 
-func (n testNode) CompactToTable(ctx context.Context, id lakestream.LogID, t Target) (engine.CompactStats, error) {
-	return n.tables.CompactToTable(ctx, id, t)
+func (n testNode) Materialize(ctx context.Context, id lakestream.LogID, t Target) (engine.CompactStats, error) {
+	return n.tables.Materialize(ctx, id, t)
 }
 
 // engine starts an engine and its table layer on env's stores, with
@@ -75,7 +75,7 @@ func prefixEnd(p string) string { return p[:len(p)-1] + string(p[len(p)-1]+1) }
 // died) the first time it finishes step; *crashed tells whether it did.
 func crashOnceAfter(opts *Options, step string) (crashed *bool) {
 	crashed = new(bool)
-	opts.hooks.compactStep = func(_ int64, s string) error {
+	opts.hooks.materializeStep = func(_ int64, s string) error {
 		if s == step && !*crashed {
 			*crashed = true
 			return errors.New("injected crash after " + s)
@@ -85,7 +85,7 @@ func crashOnceAfter(opts *Options, step string) (crashed *bool) {
 	return crashed
 }
 
-// raceCompactions runs CompactToTable on every engine at once until none
+// raceCompactions runs Materialize on every engine at once until none
 // finds anything eligible; conflicts between them are expected, any other
 // error fails the test. Afterwards the log has no WAL index entry left.
 func raceCompactions(t *testing.T, engines []testNode, id lakestream.LogID, target Target) {
@@ -95,7 +95,7 @@ func raceCompactions(t *testing.T, engines []testNode, id lakestream.LogID, targ
 	for i, e := range engines {
 		wg.Go(func() {
 			for {
-				_, err := e.CompactToTable(ctxT(t), id, target)
+				_, err := e.Materialize(ctxT(t), id, target)
 				if errors.Is(err, engine.ErrNothingToCompact) {
 					return
 				}
@@ -139,7 +139,7 @@ func icebergCrashResume(t *testing.T, env icebergEnv, target Target, step string
 	want := readAll(t, e, id)
 	end = want[len(want)-1].End()
 
-	if _, err := e.CompactToTable(ctxT(t), id, target); err == nil || !*crashed {
+	if _, err := e.Materialize(ctxT(t), id, target); err == nil || !*crashed {
 		t.Fatalf("no crash: %v", err)
 	}
 	sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), id), want)

@@ -1,6 +1,6 @@
 package tables
 
-// The Iceberg side of CompactToTable: step 3b of docs/compaction.md, format
+// The Iceberg side of Materialize: step 3b of docs/compaction.md, format
 // in docs/iceberg.md.
 
 import (

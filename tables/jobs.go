@@ -1,14 +1,15 @@
 package tables
 
-// The compaction worker's job runner: actors.CompactionWorker schedules
-// (which log, when), this runs one job as CompactToTable. cmd/lakegate
-// wires it: actors never sees the engine, the engine never sees actors.
+// The materialization worker's job runner: actors.CompactionWorker
+// schedules (which log, when), this runs one lakestream.MaterializationJob
+// as Materialize. cmd/lakegate wires it: actors never sees the engine or
+// the tables, the tables never see actors (the job's types are the
+// contract's).
 
 import (
 	"context"
 	"errors"
 
-	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
@@ -25,24 +26,24 @@ func TargetOf(stream lakestream.StreamIdentifier, partition int, delta, iceberg 
 	}
 }
 
-// Compactor runs compaction jobs on t: it implements actors.TableCompactor.
-func (t *Tables) Compactor() actors.TableCompactor { return jobRunner{t} }
+// Materializer runs materialization jobs on t.
+func (t *Tables) Materializer() lakestream.Materializer { return jobRunner{t} }
 
 type jobRunner struct{ t *Tables }
 
-// CompactLog compacts the job's log into its stream's tables: one range
+// MaterializeLog materializes the job's log into its stream's tables: one range
 // per call; a call that moved records reports More, so the worker calls
-// again at once until nothing is eligible. Between compactions it
-// bin-packs the log every RepackInterval, and the first partition's job
+// again at once until nothing is eligible. Between materializations it
+// bin-packs the log every BinpackInterval, and the first partition's job
 // maintains the table every MaintenanceInterval (table retention, then
 // Maintain, then orphan removal).
-func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (actors.CompactionResult, error) {
+func (r jobRunner) MaterializeLog(ctx context.Context, j lakestream.MaterializationJob) (lakestream.MaterializationResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
 	tg.Writers = lakehouse.SchemaHistory(j.Properties)
-	st, err := r.t.CompactToTable(ctx, j.Log, tg)
+	st, err := r.t.Materialize(ctx, j.Log, tg)
 	idle := err == nil || errors.Is(err, engine.ErrNothingToCompact)
-	if idle && r.t.repackDue(j.Log) {
-		rs, rerr := r.t.Repack(ctx, j.Log, tg)
+	if idle && r.t.binpackDue(j.Log) {
+		rs, rerr := r.t.Binpack(ctx, j.Log, tg)
 		if rerr != nil {
 			r.t.opts.Logger.Warn("tables: bin-packing failed", "table", tg.Root, "log", j.Log, "err", rerr)
 		} else if rs.Groups+rs.Abandoned > 0 {
@@ -88,10 +89,10 @@ func (r jobRunner) CompactLog(ctx context.Context, j actors.CompactionJob) (acto
 		}
 	}
 	if errors.Is(err, engine.ErrNothingToCompact) {
-		return actors.CompactionResult{}, nil
+		return lakestream.MaterializationResult{}, nil
 	}
 	if err != nil {
-		return actors.CompactionResult{}, err
+		return lakestream.MaterializationResult{}, err
 	}
-	return actors.CompactionResult{Records: st.Records, Bytes: st.FileBytes, More: st.Records > 0}, nil
+	return lakestream.MaterializationResult{Records: st.Records, Bytes: st.FileBytes, More: st.Records > 0}, nil
 }

@@ -3,7 +3,7 @@ package tables
 // Table maintenance (docs/compaction.md, "Maintenance"): keeping a
 // stream's tables bounded while they grow for months. Run by the table's
 // compaction owner (one node per table across the cluster), between
-// compactions, under the table's commit lock.
+// materializations, under the table's commit lock.
 
 import (
 	"context"
@@ -72,22 +72,22 @@ func isNoTable(err error) bool {
 	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace)
 }
 
-// repackDue reports whether log id was not bin-packed for RepackInterval
+// binpackDue reports whether log id was not bin-packed for BinpackInterval
 // on this node, and marks it bin-packed now.
-func (t *Tables) repackDue(id lakestream.LogID) bool {
-	if t.opts.RepackInterval < 0 || t.opts.RepackTargetBytes < 0 {
+func (t *Tables) binpackDue(id lakestream.LogID) bool {
+	if t.opts.BinpackInterval < 0 || t.opts.BinpackTargetBytes < 0 {
 		return false
 	}
 	now := t.opts.Now()
-	t.repacked.Lock()
-	defer t.repacked.Unlock()
-	if t.repacked.m == nil {
-		t.repacked.m = map[lakestream.LogID]time.Time{}
+	t.binpacked.Lock()
+	defer t.binpacked.Unlock()
+	if t.binpacked.m == nil {
+		t.binpacked.m = map[lakestream.LogID]time.Time{}
 	}
-	if last, ok := t.repacked.m[id]; ok && now.Sub(last) < t.opts.RepackInterval {
+	if last, ok := t.binpacked.m[id]; ok && now.Sub(last) < t.opts.BinpackInterval {
 		return false
 	}
-	t.repacked.m[id] = now
+	t.binpacked.m[id] = now
 	return true
 }
 

@@ -131,7 +131,7 @@ func (t *Tables) heldFiles(ctx context.Context, tg Target, logs []lakestream.Log
 			}
 			from = cs[len(cs)-1].End()
 		}
-		for _, name := range []string{claimName, repackName} {
+		for _, name := range []string{claimName, binpackClaimName} {
 			kv, ok, err := ms.Get(ctx, t.e.LogKey(id, name))
 			if err != nil {
 				return nil, fmt.Errorf("%w: claim of log %d: %w", lakestream.ErrUnavailable, id, err)
@@ -151,7 +151,7 @@ func (t *Tables) heldFiles(ctx context.Context, tg Target, logs []lakestream.Log
 				}
 				continue
 			}
-			var c repackClaim
+			var c binpackClaim
 			if err := json.Unmarshal(kv.Value, &c); err != nil {
 				return nil, fmt.Errorf("%w: repack claim of log %d: %v", index.ErrCorrupt, id, err)
 			}

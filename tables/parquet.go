@@ -1,6 +1,6 @@
 package tables
 
-// Parquet chunks: building a table file from log entries (compaction) and
+// Parquet chunks: building a table file from log entries (materialization) and
 // reading one back as a chunk (the engine's read path, through Decoder).
 // docs/compaction.md.
 

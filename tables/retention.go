@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakestream"
@@ -125,8 +124,12 @@ type retFile struct {
 type retLog struct {
 	id    lakestream.LogID
 	files []*retFile // live files of its partition, by minOff
+	// holds are what the log still needs (lakestream.TrimFloor): its
+	// durable subscriptions, a compacted topic's next key compaction and
+	// its table claim.
+	holds lakestream.TrimHolds
 	// floor is the lowest offset a durable subscription (or a compacted
-	// topic's next compaction) still needs; MaxInt64 when none.
+	// topic's next key compaction) still needs; NoHold when none.
 	floor int64
 	// end is the offset up to which the tables surely hold the log (the
 	// table claim's end, its start while it is unfinished); -1 without
@@ -359,13 +362,13 @@ func (lg *retLog) trimPoint() (cut int64, ok bool) {
 			break
 		}
 	}
-	return min(cut, lg.floor), true
+	return lakestream.TrimFloor(cut, lg.holds), true
 }
 
 // trimLog hard-trims log id below cut, rounded down to an entry boundary;
 // it returns the new first offset, or -1 when nothing was trimmed.
 func (t *Tables) trimLog(ctx context.Context, id lakestream.LogID, cut int64) (int64, error) {
-	lg, err := t.e.Log(ctx, id)
+	lg, err := t.logReader(ctx, id)
 	if err != nil {
 		return -1, err
 	}
@@ -401,8 +404,8 @@ func (t *Tables) trimLog(ctx context.Context, id lakestream.LogID, cut int64) (i
 // retentionLog reads what retention needs of log id: its subscriptions'
 // floor, its table claim's end and the files unfinished claims list.
 func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog, error) {
-	lg := &retLog{id: id, floor: math.MaxInt64, end: -1, held: map[string]bool{}}
-	l, err := t.e.Log(ctx, id)
+	lg := &retLog{id: id, holds: lakestream.NoHolds(), end: -1, held: map[string]bool{}}
+	l, err := t.logCursors(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -411,9 +414,8 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 		return nil, err
 	}
 	for _, name := range names {
-		internal := actors.IsInternalCursor(name)
-		if internal && name != actors.CompactionCursor {
-			continue // the broker's own state (dedup, epochs): not a subscription
+		if lakestream.IsInternalCursor(name) && name != lakestream.CompactionCursor {
+			continue // the broker's own state (dedup, epochs): holds nothing
 		}
 		c, err := l.LoadCursor(ctx, name)
 		if errors.Is(err, lakestream.ErrNoSuchCursor) {
@@ -422,19 +424,10 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 		if err != nil {
 			return nil, err
 		}
-		need := c.PersistedMarkDeleteOffset() + 1
-		if internal {
-			// A compacted topic keeps what its next compaction reads
-			// (as the gateway's retention does).
-			if c.Properties()["generation"] <= 0 {
-				need = math.MaxInt64
-			} else {
-				need = c.MarkDeleteOffset() + 1
-			}
-		}
+		lg.holds.AddCursor(name, c.MarkDeleteOffset(), c.PersistedMarkDeleteOffset(), c.Properties())
 		_ = c.Close(ctx) // loaded, not changed: writes nothing
-		lg.floor = min(lg.floor, need)
 	}
+	lg.floor = lakestream.TrimFloor(lakestream.NoHold, lg.holds)
 	ms := t.e.Meta()
 	kv, ok, err := ms.Get(ctx, t.claimKey(id))
 	if err != nil {
@@ -446,19 +439,21 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 			return nil, fmt.Errorf("tables: table claim of log %d: %w", id, err)
 		}
 		lg.end = c.End
+		lg.holds.TableEnd = c.End
 		if !c.Indexed {
 			lg.end = c.From
+			lg.holds.UnfinishedClaim = c.From
 			for _, f := range c.Files {
 				lg.held[f.Path] = true
 			}
 		}
 	}
-	kv, ok, err = ms.Get(ctx, t.e.LogKey(id, repackName))
+	kv, ok, err = ms.Get(ctx, t.e.LogKey(id, binpackClaimName))
 	if err != nil {
 		return nil, fmt.Errorf("%w: repack claim of log %d: %w", lakestream.ErrUnavailable, id, err)
 	}
 	if ok {
-		var c repackClaim
+		var c binpackClaim
 		if err := json.Unmarshal(kv.Value, &c); err != nil {
 			return nil, fmt.Errorf("tables: repack claim of log %d: %w", id, err)
 		}

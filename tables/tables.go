@@ -13,14 +13,14 @@ import (
 // Options configure Tables. The zero value of every field means its
 // documented default.
 type Options struct {
-	// CompactAge: CompactToTable takes only WAL chunks written at least
+	// CompactAge: Materialize takes only WAL chunks written at least
 	// this long ago. Default 30 s.
 	CompactAge time.Duration
-	// CompactMaxBytes bounds the WAL payload bytes one CompactToTable call
+	// CompactMaxBytes bounds the WAL payload bytes one Materialize call
 	// turns into table files (its first chunk is always taken). Default
 	// 64 MiB.
 	CompactMaxBytes int64
-	// IcebergCatalog is the Iceberg catalog CompactToTable commits to for
+	// IcebergCatalog is the Iceberg catalog Materialize commits to for
 	// a Target with Iceberg set (docs/iceberg.md): Kind "sql" (default;
 	// URI = the sqlite file) or "rest" (URI = the catalog's base URL),
 	// Props, and StoreURL = the engine's object store URL, from which table
@@ -29,8 +29,8 @@ type Options struct {
 	// StoreURL refuse Iceberg targets. Opened on first use.
 	IcebergCatalog iceberg.CatalogConfig
 
-	// MaintenanceInterval is how often the compaction job runner maintains
-	// a table it compacts (Maintain); negative turns maintenance off.
+	// MaintenanceInterval is how often the materialization job runner
+	// maintains a table it materializes (Maintain); negative turns maintenance off.
 	// Default 10 min.
 	MaintenanceInterval time.Duration
 	// SnapshotRetention: Iceberg snapshots older than this are expired.
@@ -43,19 +43,19 @@ type Options struct {
 	// newest checkpoint are deleted once this old. Default 24 h.
 	DeltaLogRetention time.Duration
 
-	// RepackTargetBytes is the size bin-packing merges small table files
+	// BinpackTargetBytes is the size bin-packing merges small table files
 	// into; files under ¾ of it are small. Negative turns bin-packing off.
 	// Default 128 MiB.
-	RepackTargetBytes int64
-	// RepackSpanBytes: a bin-packed file gets a row group (and an index
+	BinpackTargetBytes int64
+	// BinpackSpanBytes: a bin-packed file gets a row group (and an index
 	// entry) per this many bytes of entry payload; what one cold read
 	// decodes. Default 16 MiB.
-	RepackSpanBytes int64
-	// RepackInterval is how often the compaction job runner bin-packs a
-	// log it compacts; negative: never. Default 10 min.
-	RepackInterval time.Duration
-	// RepackMaxGroups bounds the files one Repack call writes. Default 4.
-	RepackMaxGroups int
+	BinpackSpanBytes int64
+	// BinpackInterval is how often the materialization job runner
+	// bin-packs a log it materializes; negative: never. Default 10 min.
+	BinpackInterval time.Duration
+	// BinpackMaxGroups bounds the files one Binpack call writes. Default 4.
+	BinpackMaxGroups int
 	// OrphanAge is the safety window of orphan removal: unreferenced table
 	// files (and Delta tombstones) younger than this stay. Also the Delta
 	// checkpoints' tombstone retention. Default 7 days.
@@ -70,15 +70,15 @@ type Options struct {
 	hooks hooks
 }
 
-// hooks let tests crash a compaction at precise points. A hook returning an
-// error makes CompactToTable behave as if the process died there.
+// hooks let tests crash a materialization or bin-packing at precise points. A hook returning an
+// error makes Materialize behave as if the process died there.
 type hooks struct {
-	// compactStep is called after each step of a compaction ("put",
+	// materializeStep is called after each step of a materialization ("put",
 	// "claim", "commit", "iceberg", "replace", "cursor").
-	compactStep func(log int64, step string) error
-	// repackStep is called after each step of a bin-packing ("put",
+	materializeStep func(log int64, step string) error
+	// binpackStep is called after each step of a bin-packing ("put",
 	// "claim", "delta", "iceberg", "index").
-	repackStep func(log int64, step string) error
+	binpackStep func(log int64, step string) error
 	// retentionStep is called after each table commit of a retention
 	// ("delta", "iceberg"), before the logs are trimmed.
 	retentionStep func(step string) error
@@ -103,17 +103,17 @@ func (o Options) withDefaults() Options {
 	if o.DeltaLogRetention <= 0 {
 		o.DeltaLogRetention = 24 * time.Hour
 	}
-	if o.RepackTargetBytes == 0 {
-		o.RepackTargetBytes = 128 << 20
+	if o.BinpackTargetBytes == 0 {
+		o.BinpackTargetBytes = 128 << 20
 	}
-	if o.RepackSpanBytes <= 0 {
-		o.RepackSpanBytes = 16 << 20
+	if o.BinpackSpanBytes <= 0 {
+		o.BinpackSpanBytes = 16 << 20
 	}
-	if o.RepackInterval == 0 {
-		o.RepackInterval = 10 * time.Minute
+	if o.BinpackInterval == 0 {
+		o.BinpackInterval = 10 * time.Minute
 	}
-	if o.RepackMaxGroups <= 0 {
-		o.RepackMaxGroups = 4
+	if o.BinpackMaxGroups <= 0 {
+		o.BinpackMaxGroups = 4
 	}
 	if o.OrphanAge <= 0 {
 		o.OrphanAge = 7 * 24 * time.Hour
@@ -127,13 +127,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Tables materializes the logs of one engine into tables: compaction into
-// Parquet committed to Delta and Iceberg (CompactToTable), the table view
-// of a stream (View) and the engine's read of compacted offsets (Decoder).
-// Safe for concurrent use; any number of Tables, on any number of nodes,
-// may compact the same logs (the claim lets one win).
+// Tables materializes the logs of one engine into tables: Parquet
+// committed to Delta and Iceberg (Materialize), the table view of a stream
+// (View) and the engine's read of materialized offsets (Decoder). Safe for
+// concurrent use; any number of Tables, on any number of nodes, may
+// materialize the same logs (the claim lets one win).
 type Tables struct {
-	e    *engine.Engine
+	e    Port
 	opts Options
 
 	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
@@ -150,8 +150,8 @@ type Tables struct {
 		sync.Mutex
 		m map[string]time.Time
 	}
-	// repacked is when each log was last bin-packed by this node.
-	repacked struct {
+	// binpacked is when each log was last bin-packed by this node.
+	binpacked struct {
 		sync.Mutex
 		m map[lakestream.LogID]time.Time
 	}
@@ -161,7 +161,7 @@ type Tables struct {
 // EngineOptions (the Parquet decoder and the claim attachment), or reads
 // of compacted offsets fail and GC may take claimed files. Close it
 // before e.
-func New(e *engine.Engine, opts Options) *Tables {
+func New(e Port, opts Options) *Tables {
 	return &Tables{e: e, opts: opts.withDefaults()}
 }
 
@@ -169,16 +169,16 @@ func New(e *engine.Engine, opts Options) *Tables {
 // the Decoder of table files and the ClaimAttachment for GC.
 func EngineOptions(o engine.Options) engine.Options {
 	o.ChunkDecoder = Decoder{}
-	o.Attachments = append(o.Attachments, ClaimAttachment(), RepackAttachment())
+	o.Attachments = append(o.Attachments, ClaimAttachment(), BinpackAttachment())
 	return o
 }
 
 // Close closes the Iceberg catalog, if one was opened.
 func (t *Tables) Close() error { return t.closeIceberg() }
 
-// hook runs the test hook of a compaction step.
+// hook runs the test hook of a materialization step.
 func (t *Tables) hook(id lakestream.LogID, step string) error {
-	if h := t.opts.hooks.compactStep; h != nil {
+	if h := t.opts.hooks.materializeStep; h != nil {
 		return h(int64(id), step)
 	}
 	return nil

@@ -38,7 +38,7 @@ func TestCompactToTableGCOrphans(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	appendPulsar(t, e, id, r, 30, clk.now().UnixMilli())
 	clk.advance(time.Minute)
-	if _, err := e.CompactToTable(ctxT(t), id, orders); err == nil {
+	if _, err := e.Materialize(ctxT(t), id, orders); err == nil {
 		t.Fatal("no crash after put")
 	}
 	orphans := tableFiles(t, env.store)
@@ -80,7 +80,7 @@ func TestCompactToTableGCOrphans(t *testing.T) {
 	e3 := env.engine(t, opts)
 	appendPulsar(t, e3, id, r, 10, clk.now().UnixMilli())
 	clk.advance(time.Minute)
-	if _, err := e3.CompactToTable(ctxT(t), id, orders); err == nil || !strings.Contains(err.Error(), "cursor") {
+	if _, err := e3.Materialize(ctxT(t), id, orders); err == nil || !strings.Contains(err.Error(), "cursor") {
 		t.Fatalf("no crash after cursor: %v", err)
 	}
 	appendPulsar(t, e3, id, r, 10, clk.now().UnixMilli())

@@ -1,6 +1,6 @@
 package tables
 
-// CompactToTable's Iceberg commit through a real Iceberg REST catalog
+// Materialize's Iceberg commit through a real Iceberg REST catalog
 // server (docs/iceberg.md, "REST catalog"): the same crash/resume checks as
 // TestCompactToTableIcebergCrash, with the catalog kind "rest". The server
 // (Apache Iceberg's REST catalog fixture) is started by

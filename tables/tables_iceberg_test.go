@@ -1,6 +1,6 @@
 package tables
 
-// Tests of CompactToTable's Iceberg commit (docs/iceberg.md, step 3b of
+// Tests of Materialize's Iceberg commit (docs/iceberg.md, step 3b of
 // docs/compaction.md): a file:// store and an embedded sqlite catalog; a
 // crash after every step, including after the Iceberg commit, leaves every
 // row exactly once in both the Delta and the Iceberg table; two engines
@@ -67,11 +67,11 @@ func (env icebergEnv) opts(clk *testClock) Options {
 	return Options{Now: clk.now, CompactMaxBytes: 8 << 10, Logger: quietLogger, IcebergCatalog: env.catalog}
 }
 
-// compactAllTo runs CompactToTable(t) until nothing is eligible.
+// compactAllTo runs Materialize(t) until nothing is eligible.
 func compactAllTo(t testing.TB, e testNode, id lakestream.LogID, target Target) (ranges int) {
 	t.Helper()
 	for {
-		_, err := e.CompactToTable(ctxT(t), id, target)
+		_, err := e.Materialize(ctxT(t), id, target)
 		if errors.Is(err, engine.ErrNothingToCompact) {
 			return ranges
 		}
@@ -200,13 +200,13 @@ func TestCompactToTableIcebergFormats(t *testing.T) {
 		{Root: orders.Root, Partition: 3, Iceberg: true},
 		{Root: orders.Root, Partition: 3, Iceberg: true, Ident: []string{"public", "", "orders"}},
 	} {
-		if _, err := e.CompactToTable(ctxT(t), id, bad); !errors.Is(err, lakestream.ErrInvalidArgument) {
+		if _, err := e.Materialize(ctxT(t), id, bad); !errors.Is(err, lakestream.ErrInvalidArgument) {
 			t.Fatalf("%+v: %v", bad, err)
 		}
 	}
 	// An engine without a catalog store refuses Iceberg before claiming.
 	noCatalog := env.engine(t, Options{Now: clk.now, Logger: quietLogger})
-	if _, err := noCatalog.CompactToTable(ctxT(t), id, ordersBoth); !errors.Is(err, lakestream.ErrInvalidArgument) {
+	if _, err := noCatalog.Materialize(ctxT(t), id, ordersBoth); !errors.Is(err, lakestream.ErrInvalidArgument) {
 		t.Fatalf("no catalog: %v", err)
 	}
 	if _, found, err := env.meta.Get(ctxT(t), e.tables.claimKey(id)); err != nil || found {
@@ -219,13 +219,13 @@ func TestCompactToTableIcebergFormats(t *testing.T) {
 		t.Fatalf("old claim %+v: %v", old, err)
 	}
 	icebergOnly := Target{Root: orders.Root, Partition: 3, Iceberg: true, Ident: ordersBoth.Ident}
-	if _, err := e.CompactToTable(ctxT(t), id, icebergOnly); err == nil || !*crashed {
+	if _, err := e.Materialize(ctxT(t), id, icebergOnly); err == nil || !*crashed {
 		t.Fatalf("no crash: %v", err)
 	}
 	// Resumed by a caller asking for both: the claimed range goes to
 	// Iceberg only; the later ranges to both.
 	e2 := env.engine(t, env.opts(clk))
-	st, err := e2.CompactToTable(ctxT(t), id, ordersBoth)
+	st, err := e2.Materialize(ctxT(t), id, ordersBoth)
 	if err != nil {
 		t.Fatal(err)
 	}

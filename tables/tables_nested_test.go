@@ -263,7 +263,7 @@ func newNestedTable(t *testing.T, kind lakestream.SchemaType) nestedTable {
 	t.Helper()
 	env := newIcebergEnv(t)
 	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	e := env.engine(t, repackOpts(env, clk)) // small files, to bin-pack
+	e := env.engine(t, binpackOpts(env, clk)) // small files, to bin-pack
 	ctx := ctxT(t)
 	const id = 9
 	ver := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
@@ -379,7 +379,7 @@ func compactNested(t *testing.T, kind lakestream.SchemaType) {
 	// Bin-packing rewrites the small files with the current columns,
 	// decoding every row again: the same values.
 	before := deltaFileCount(t, env, target.Root)
-	if st, err := e.tables.Repack(ctx, id, target); err != nil || st.Groups == 0 {
+	if st, err := e.tables.Binpack(ctx, id, target); err != nil || st.Groups == 0 {
 		t.Fatalf("repack: %+v %v", st, err)
 	}
 	if after := deltaFileCount(t, env, target.Root); after >= before {
@@ -511,7 +511,7 @@ func TestSparkReadsNestedTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st, err := nt.e.tables.Repack(ctx, nt.id, nt.target); err != nil || st.Groups == 0 {
+		if st, err := nt.e.tables.Binpack(ctx, nt.id, nt.target); err != nil || st.Groups == 0 {
 			t.Fatalf("%s: repack: %+v %v", kind, st, err)
 		}
 		dir := filepath.Join(nt.env.dir, nt.target.Root)

@@ -1,10 +1,10 @@
 package tables
 
-// Tests of CompactToTable (docs/compaction.md): WAL chunks of real
+// Tests of Materialize (docs/compaction.md): WAL chunks of real
 // Pulsar-shaped entries (batched and not, every codec, keys, properties)
 // compacted into Parquet files of a Delta table in a mem:// store, then read
 // back through the log, the Delta log and GC; with a crash injected after
-// each step. Run: go test -race -run CompactToTable ./tables/
+// each step. Run: go test -race -run Materialize ./tables/
 
 import (
 	"bytes"
@@ -254,7 +254,7 @@ func checkTable(t testing.TB, store objstore.Store, root string, end int64) {
 
 var orders = Target{Root: "tables/public/default/orders", Partition: 3, Delta: true}
 
-// compactAll runs CompactToTable(orders) until nothing is eligible.
+// compactAll runs Materialize(orders) until nothing is eligible.
 func compactAll(t testing.TB, e testNode, id lakestream.LogID) (ranges int) {
 	t.Helper()
 	return compactAllTo(t, e, id, orders)
@@ -355,7 +355,7 @@ func TestCompactToTableCrash(t *testing.T) {
 			clk.advance(time.Minute)
 			want := readAll(t, e, id)
 
-			if _, err := e.CompactToTable(ctxT(t), id, orders); err == nil || !*crashed {
+			if _, err := e.Materialize(ctxT(t), id, orders); err == nil || !*crashed {
 				t.Fatalf("no crash: %v", err)
 			}
 			// The log is readable right after the crash, from a cold engine.
@@ -455,7 +455,7 @@ func TestCompactToTableTrim(t *testing.T) {
 
 	// A claim is left unfinished, then the log is trimmed past its range
 	// and into the middle of a later entry.
-	if _, err := e.CompactToTable(ctx, id, orders); err == nil {
+	if _, err := e.Materialize(ctx, id, orders); err == nil {
 		t.Fatal("no crash")
 	}
 	var c tableClaim

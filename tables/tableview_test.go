@@ -129,7 +129,7 @@ func scanOffsets(t *testing.T, batches [][]byte) []int64 {
 func TestTableViewScanIcebergOnly(t *testing.T) {
 	env := newIcebergEnv(t)
 	clk := &testClock{t: time.Now()}
-	opts := repackOpts(env, clk)
+	opts := binpackOpts(env, clk)
 	e := env.engine(t, opts)
 	const id = 9
 	md := lakestream.StreamMetadata{
@@ -167,7 +167,7 @@ func TestTableViewScanIcebergOnly(t *testing.T) {
 		}
 	}
 	check("after compaction")
-	if st, err := e.tables.Repack(ctxT(t), id, icebergOnly); err != nil || st.Groups == 0 {
+	if st, err := e.tables.Binpack(ctxT(t), id, icebergOnly); err != nil || st.Groups == 0 {
 		t.Fatalf("repack: %+v, %v", st, err)
 	}
 	check("after bin-packing")

@@ -2,7 +2,7 @@ package tables
 
 // Typed value columns of compacted tables (docs/table-schema.md, "Typed
 // value columns"): which typed schema the next table files get, and how it
-// is kept in the Delta schema so the next compaction — on any node, after
+// is kept in the Delta schema so the next materialization — on any node, after
 // any crash — evolves it with the same field ids.
 
 import (
@@ -94,7 +94,7 @@ func metaInt(v any) (int64, error) {
 // that has prev (nil: none yet) for a stream whose latest schema is sc. A
 // stream without a typed schema keeps prev (its columns stay, null in new
 // rows); a schema that cannot be mapped or changes a column's type also
-// keeps prev and reports why in warn, so compaction never stops on a schema.
+// keeps prev and reports why in warn, so materialization never stops on a schema.
 func nextTypedSchema(prev *lakehouse.TypedSchema, sc lakestream.SchemaConfig) (next *lakehouse.TypedSchema, warn error) {
 	kind, ok := schemaKind(sc.Type)
 	if !ok {
@@ -298,7 +298,7 @@ func (t *Tables) loadTableSchema(ctx context.Context, root string) (*lakehouse.T
 // are written with, for a stream whose latest schema is sc: the stored
 // columns evolved by sc (stored with a compare-and-swap, so every log and
 // node agrees on the ids). A schema that cannot be applied is logged and
-// the stored one kept; compaction never stops on a schema.
+// the stored one kept; materialization never stops on a schema.
 func (t *Tables) tableSchema(ctx context.Context, root string, sc lakestream.SchemaConfig) (*lakehouse.TypedSchema, error) {
 	key := t.tableSchemaKey(root)
 	for range typedStateAttempts {

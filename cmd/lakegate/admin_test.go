@@ -189,7 +189,7 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("tables: %v", err)
 	}
 	id := lakestream.StreamIdentifier{Namespace: "public/default", Name: "events"}
-	st, err := eng.CompactToTable(ctx, lakestream.LogID(ids[0].LedgerID()),
+	st, err := eng.Materialize(ctx, lakestream.LogID(ids[0].LedgerID()),
 		tables.Target{Root: tables.TableRoot(id), Partition: -1, Delta: true})
 	if err != nil {
 		t.Fatal(err)

@@ -167,9 +167,9 @@ func storageConfig(c *Config, log *slog.Logger) (node.Config, error) {
 			SnapshotsRetainLast: c.Tables.Maintenance.SnapshotsRetainLast,
 			DeltaLogRetention:   c.Tables.Maintenance.DeltaLogRetention,
 			OrphanAge:           c.Tables.Maintenance.OrphanAge,
-			RepackTargetBytes:   repackTarget(c.Tables.Repack.TargetBytes),
-			RepackSpanBytes:     c.Tables.Repack.SpanBytes,
-			RepackInterval:      maintenanceInterval(c.Tables.Repack.Interval),
+			BinpackTargetBytes:  repackTarget(c.Tables.Repack.TargetBytes),
+			BinpackSpanBytes:    c.Tables.Repack.SpanBytes,
+			BinpackInterval:     maintenanceInterval(c.Tables.Repack.Interval),
 		},
 	}, nil
 }

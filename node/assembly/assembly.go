@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		// The worker compacts the tables this node owns for compaction
 		// (one owner per table across the cluster).
 		wo := *cfg.Compaction
-		wo.Catalog, wo.Compactor, wo.Membership = n.Catalog, n.Tables.Compactor(), n.Member
+		wo.Catalog, wo.Compactor, wo.Membership = n.Catalog, n.Tables.Materializer(), n.Member
 		if wo.Logger == nil {
 			wo.Logger = cfg.Logger
 		}

@@ -6,7 +6,7 @@ package tables
 // entries, and a crash after each step is finished by the next call; orphan
 // removal then takes exactly the replaced files. Run:
 //
-//	go test -count=1 -run 'Repack|Orphan' ./tables/
+//	go test -count=1 -run 'Binpack|Orphan' ./tables/
 
 import (
 	"errors"
@@ -22,13 +22,13 @@ import (
 	"github.com/lakegate/lakegate/objstore"
 )
 
-// repackOpts are options for small files and small spans.
-func repackOpts(env icebergEnv, clk *testClock) Options {
+// binpackOpts are options for small files and small spans.
+func binpackOpts(env icebergEnv, clk *testClock) Options {
 	opts := env.opts(clk)
 	opts.CompactMaxBytes = 2 << 10 // many small ranges
-	opts.RepackTargetBytes = 96 << 10
-	opts.RepackSpanBytes = 6 << 10 // several spans per new file
-	opts.RepackMaxGroups = 100
+	opts.BinpackTargetBytes = 96 << 10
+	opts.BinpackSpanBytes = 6 << 10 // several spans per new file
+	opts.BinpackMaxGroups = 100
 	return opts
 }
 
@@ -75,15 +75,15 @@ func checkPacked(t *testing.T, env icebergEnv, want []lakestream.Entry) {
 	sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), 9), want)
 }
 
-func TestRepack(t *testing.T) {
+func TestBinpack(t *testing.T) {
 	env := newIcebergEnv(t)
 	clk := &testClock{t: time.Now()}
-	opts := repackOpts(env, clk)
+	opts := binpackOpts(env, clk)
 	e := env.engine(t, opts)
 	want := smallTable(t, env, e, clk, 4)
 	before := tableFileCount(t, env)
 
-	st, err := e.tables.Repack(ctxT(t), 9, ordersBoth)
+	st, err := e.tables.Binpack(ctxT(t), 9, ordersBoth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestRepack(t *testing.T) {
 	checkPacked(t, env, want)
 
 	// Nothing left to do: a second call writes nothing.
-	if st, err := e.tables.Repack(ctxT(t), 9, ordersBoth); err != nil || st.Groups != 0 {
+	if st, err := e.tables.Binpack(ctxT(t), 9, ordersBoth); err != nil || st.Groups != 0 {
 		t.Fatalf("second repack: %+v, %v", st, err)
 	}
 
@@ -182,17 +182,17 @@ func storedDataFiles(t *testing.T, env icebergEnv) []string {
 	return out
 }
 
-// TestRepackCrash: a bin-packing that dies after each step leaves both
+// TestBinpackCrash: a bin-packing that dies after each step leaves both
 // tables and the log readable, every row once; the next call finishes it.
-func TestRepackCrash(t *testing.T) {
+func TestBinpackCrash(t *testing.T) {
 	for _, step := range []string{"put", "claim", "delta", "iceberg", "index"} {
 		t.Run(step, func(t *testing.T) {
 			env := newIcebergEnv(t)
 			clk := &testClock{t: time.Now()}
-			opts := repackOpts(env, clk)
-			opts.RepackMaxGroups = 2 // each call bounded (-race on 2 cores)
+			opts := binpackOpts(env, clk)
+			opts.BinpackMaxGroups = 2 // each call bounded (-race on 2 cores)
 			crashed := false
-			opts.hooks.repackStep = func(_ int64, s string) error {
+			opts.hooks.binpackStep = func(_ int64, s string) error {
 				if s == step && !crashed {
 					crashed = true
 					return errors.New("injected crash after " + s)
@@ -201,16 +201,16 @@ func TestRepackCrash(t *testing.T) {
 			}
 			e := env.engine(t, opts)
 			want := smallTable(t, env, e, clk, 2)
-			if _, err := e.tables.Repack(ctxT(t), 9, ordersBoth); err == nil || !crashed {
+			if _, err := e.tables.Binpack(ctxT(t), 9, ordersBoth); err == nil || !crashed {
 				t.Fatalf("no crash: %v", err)
 			}
 			checkPacked(t, env, want)
 
-			opts2 := repackOpts(env, clk)
-			opts2.RepackMaxGroups = 2
+			opts2 := binpackOpts(env, clk)
+			opts2.BinpackMaxGroups = 2
 			e2 := env.engine(t, opts2)
 			for {
-				st, err := e2.tables.Repack(ctxT(t), 9, ordersBoth)
+				st, err := e2.tables.Binpack(ctxT(t), 9, ordersBoth)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -223,7 +223,7 @@ func TestRepackCrash(t *testing.T) {
 			}
 			checkPacked(t, env, want)
 			// The resumed claim is done and holds no intent.
-			kv, ok, err := env.meta.Get(ctxT(t), e2.LogKey(9, repackName))
+			kv, ok, err := env.meta.Get(ctxT(t), e2.LogKey(9, binpackClaimName))
 			if err != nil || !ok || !strings.Contains(string(kv.Value), `"indexed":true`) {
 				t.Fatalf("claim %s %v %v", kv.Value, ok, err)
 			}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go/catalog"
 
@@ -31,33 +32,33 @@ import (
 	"github.com/lakegate/lakegate/meta"
 )
 
-// repackName is the name of the bin-packing claim among a log's keys:
-// logs/<log>/repack (docs/index-format.md).
-const repackName = "repack"
+// binpackClaimName is the name of the bin-packing claim among a log's keys:
+// logs/<log>/repack (docs/index-format.md; the stored key keeps its name).
+const binpackClaimName = "repack"
 
 // Bounds of one bin-packing.
 const (
-	// repackSpansMax bounds the spans (index entries) of one new file, so
+	// binpackSpansMax bounds the spans (index entries) of one new file, so
 	// that the index replacement fits one transaction: a group's payload
-	// is at most repackSpansMax × RepackSpanBytes.
-	repackSpansMax = 16
-	// repackScanEntries bounds the index entries one Repack call looks at.
-	repackScanEntries = 20_000
+	// is at most binpackSpansMax × BinpackSpanBytes.
+	binpackSpansMax = 16
+	// binpackScanEntries bounds the index entries one Binpack call looks at.
+	binpackScanEntries = 20_000
 )
 
-// errNothingToRepack: no group of small files to merge.
-var errNothingToRepack = errors.New("tables: nothing to bin-pack")
+// errNothingToBinpack: no group of small files to merge.
+var errNothingToBinpack = errors.New("tables: nothing to bin-pack")
 
-// repackAppID is the Delta txn appId of a log's bin-packings.
-func repackAppID(id lakestream.LogID) string {
+// binpackAppID is the Delta txn appId of a log's bin-packings.
+func binpackAppID(id lakestream.LogID) string {
 	return "lakegate-repack-" + strconv.FormatInt(int64(id), 10)
 }
 
-// RepackAttachment tells the engine's GC which file a log's bin-packing
+// BinpackAttachment tells the engine's GC which file a log's bin-packing
 // claim holds: give it to engine.Options.Attachments (EngineOptions does).
-func RepackAttachment() engine.Attachment {
-	return engine.Attachment{Name: repackName, Objects: func(value []byte) ([]string, error) {
-		var c repackClaim
+func BinpackAttachment() engine.Attachment {
+	return engine.Attachment{Name: binpackClaimName, Objects: func(value []byte) ([]string, error) {
+		var c binpackClaim
 		if err := json.Unmarshal(value, &c); err != nil {
 			return nil, err
 		}
@@ -65,33 +66,33 @@ func RepackAttachment() engine.Attachment {
 	}}
 }
 
-// repackClaim is the value of logs/<log>/repack: the group being (or last)
+// binpackClaim is the value of logs/<log>/repack: the group being (or last)
 // merged (docs/compaction.md, "Bin-packing").
-type repackClaim struct {
-	Seq     int64       `json:"seq"`
-	Root    string      `json:"root"`
-	Formats []string    `json:"formats"`
-	Ident   []string    `json:"ident,omitempty"`
-	Olds    []repackOld `json:"olds"`
-	File    claimFile   `json:"file"`  // the new file (Index unused)
-	Spans   [][]byte    `json:"spans"` // its encoded index entries
-	Intents []string    `json:"intents,omitempty"`
-	Indexed bool        `json:"indexed"`
+type binpackClaim struct {
+	Seq     int64        `json:"seq"`
+	Root    string       `json:"root"`
+	Formats []string     `json:"formats"`
+	Ident   []string     `json:"ident,omitempty"`
+	Olds    []binpackOld `json:"olds"`
+	File    claimFile    `json:"file"`  // the new file (Index unused)
+	Spans   [][]byte     `json:"spans"` // its encoded index entries
+	Intents []string     `json:"intents,omitempty"`
+	Indexed bool         `json:"indexed"`
 	// Abandoned: a table no longer held the old files (someone else
 	// rearranged them); the index was left on the old files.
 	Abandoned bool `json:"abandoned,omitempty"`
 }
 
-// repackOld is one replaced index entry.
-type repackOld struct {
+// binpackOld is one replaced index entry.
+type binpackOld struct {
 	Path  string `json:"path"`  // of its file, relative to the root
 	Index []byte `json:"index"` // the encoded index entry
 }
 
-func (c repackClaim) has(f string) bool { return slices.Contains(c.Formats, f) }
+func (c binpackClaim) has(f string) bool { return slices.Contains(c.Formats, f) }
 
 // oldPaths are the distinct files of the claim's old entries, in order.
-func (c repackClaim) oldPaths() []string {
+func (c binpackClaim) oldPaths() []string {
 	var out []string
 	for _, o := range c.Olds {
 		if len(out) == 0 || out[len(out)-1] != o.Path {
@@ -101,34 +102,34 @@ func (c repackClaim) oldPaths() []string {
 	return out
 }
 
-// RepackStats is what one Repack call did.
-type RepackStats struct {
+// BinpackStats is what one Binpack call did.
+type BinpackStats struct {
 	Groups     int   // files written
 	FilesIn    int   // files merged
 	BytesIn    int64 // their bytes
 	BytesOut   int64 // bytes of the files written
 	Records    int64 // records moved
 	Abandoned  int   // groups given up (a table no longer held the files)
-	Unfinished bool  // groups left for the next call (RepackMaxGroups reached)
+	Unfinished bool  // groups left for the next call (BinpackMaxGroups reached)
 }
 
-// Repack merges runs of small table files of log id (the table target)
-// into files of about RepackTargetBytes, at most RepackMaxGroups per call,
+// Binpack merges runs of small table files of log id (the table target)
+// into files of about BinpackTargetBytes, at most BinpackMaxGroups per call,
 // first finishing one left by a crash. Crash-safe and idempotent: every
 // row stays in each table once, every offset stays readable with the same
 // entries. It returns lakestream.ErrConflict when another bin-packing of
 // the log raced it.
-func (t *Tables) Repack(ctx context.Context, id lakestream.LogID, tg Target) (RepackStats, error) {
-	var st RepackStats
-	if t.opts.RepackTargetBytes < 0 {
+func (t *Tables) Binpack(ctx context.Context, id lakestream.LogID, tg Target) (BinpackStats, error) {
+	var st BinpackStats
+	if t.opts.BinpackTargetBytes < 0 {
 		return st, nil
 	}
 	if tg.Root == "" || strings.HasPrefix(tg.Root, "/") || strings.HasSuffix(tg.Root, "/") {
 		return st, fmt.Errorf("%w: table root %q", lakestream.ErrInvalidArgument, tg.Root)
 	}
-	for range t.opts.RepackMaxGroups {
-		err := t.repackOnce(ctx, id, tg, &st)
-		if errors.Is(err, errNothingToRepack) {
+	for range t.opts.BinpackMaxGroups {
+		err := t.binpackOnce(ctx, id, tg, &st)
+		if errors.Is(err, errNothingToBinpack) {
 			return st, nil
 		}
 		if err != nil {
@@ -139,22 +140,22 @@ func (t *Tables) Repack(ctx context.Context, id lakestream.LogID, tg Target) (Re
 	return st, nil
 }
 
-// repackOnce finishes an unfinished claim, or picks, builds and commits
+// binpackOnce finishes an unfinished claim, or picks, builds and commits
 // one group.
-func (t *Tables) repackOnce(ctx context.Context, id lakestream.LogID, tg Target, st *RepackStats) error {
+func (t *Tables) binpackOnce(ctx context.Context, id lakestream.LogID, tg Target, st *BinpackStats) error {
 	ms := t.e.Meta()
-	key := t.e.LogKey(id, repackName)
+	key := t.e.LogKey(id, binpackClaimName)
 	kv, found, err := ms.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("%w: repack claim: %w", lakestream.ErrUnavailable, err)
 	}
-	var prev repackClaim
+	var prev binpackClaim
 	if found {
 		if err := json.Unmarshal(kv.Value, &prev); err != nil {
 			return fmt.Errorf("%w: repack claim of log %d: %v", index.ErrCorrupt, id, err)
 		}
 		if !prev.Indexed {
-			return t.finishRepack(ctx, id, prev, kv.ModRevision, st)
+			return t.finishBinpack(ctx, id, prev, kv.ModRevision, st)
 		}
 	}
 
@@ -166,7 +167,7 @@ func (t *Tables) repackOnce(ctx context.Context, id lakestream.LogID, tg Target,
 	if err != nil {
 		return err
 	}
-	data, spans, err := t.buildRepackFile(ctx, id, tg, g, typed.WithWriters(tg.Writers))
+	data, spans, err := t.buildBinpackFile(ctx, id, tg, g, typed.WithWriters(tg.Writers))
 	if err != nil {
 		return err
 	}
@@ -179,13 +180,13 @@ func (t *Tables) repackOnce(ctx context.Context, id lakestream.LogID, tg Target,
 		return fmt.Errorf("tables: table stats: %w", err)
 	}
 	rel := fmt.Sprintf("data/%s=%d/%s=%s/%s.parquet", lakehouse.ColPartition, tg.Partition, lakehouse.ColPublishDate, g.day, newUUID())
-	c := repackClaim{
+	c := binpackClaim{
 		Seq: prev.Seq + 1, Root: tg.Root, Formats: g.formats, Ident: slices.Clone(tg.Ident),
 		File: claimFile{Path: rel, Size: int64(len(data)), Stats: string(statsJSON),
 			PartitionValues: map[string]string{lakehouse.ColPartition: strconv.Itoa(int(tg.Partition)), lakehouse.ColPublishDate: g.day}},
 	}
 	for _, o := range g.olds {
-		c.Olds = append(c.Olds, repackOld{Path: strings.TrimPrefix(o.Object, tg.Root+"/"), Index: o.Entry.Encode()})
+		c.Olds = append(c.Olds, binpackOld{Path: strings.TrimPrefix(o.Object, tg.Root+"/"), Index: o.Entry.Encode()})
 	}
 	for _, sp := range spans {
 		sp.Object = tg.Root + "/" + rel
@@ -196,7 +197,7 @@ func (t *Tables) repackOnce(ctx context.Context, id lakestream.LogID, tg Target,
 	if c.Intents, err = t.e.PutPending(ctx, []engine.PendingObject{{Key: tg.Root + "/" + rel, Data: data}}); err != nil {
 		return err
 	}
-	if err := t.repackHook(id, "put"); err != nil {
+	if err := t.binpackHook(id, "put"); err != nil {
 		return err
 	}
 	// Step 2: the claim (nobody else claimed since we read it), taking the
@@ -216,48 +217,95 @@ func (t *Tables) repackOnce(ctx context.Context, id lakestream.LogID, tg Target,
 	if !ok {
 		return fmt.Errorf("%w: log %d: another bin-packing claimed a group", lakestream.ErrConflict, id)
 	}
-	if err := t.repackHook(id, "claim"); err != nil {
+	if err := t.binpackHook(id, "claim"); err != nil {
 		return err
 	}
-	return t.finishRepack(ctx, id, c, rev, st)
+	return t.finishBinpack(ctx, id, c, rev, st)
 }
 
-// finishRepack runs steps 3–6 of a claimed group: Delta, Iceberg, index,
+// finishBinpack runs steps 3–6 of a claimed group: Delta, Iceberg, index,
 // intents — with the claim's formats. It is what a crashed bin-packing
 // resumes.
-func (t *Tables) finishRepack(ctx context.Context, id lakestream.LogID, c repackClaim, claimRev int64, st *RepackStats) error {
-	olds := make([]index.Entry, len(c.Olds))
+func (t *Tables) finishBinpack(ctx context.Context, id lakestream.LogID, c binpackClaim, claimRev int64, st *BinpackStats) error {
+	olds, news, err := c.entries(id)
+	if err != nil {
+		return err
+	}
+	abandoned, err := t.commitBinpack(ctx, id, c)
+	if err != nil {
+		return err
+	}
+	if err := t.indexBinpack(ctx, id, c, claimRev, olds, news, abandoned); err != nil {
+		return err
+	}
+	if err := t.binpackHook(id, "index"); err != nil {
+		return err
+	}
+	// Step 6: the intents.
+	for _, k := range c.Intents {
+		t.e.DropIntent(ctx, k)
+	}
+	if abandoned {
+		st.Abandoned++
+		return nil
+	}
+	st.Groups++
+	st.FilesIn += len(c.oldPaths())
+	for _, o := range olds {
+		st.Records += o.Records
+	}
+	st.BytesOut += c.File.Size
+	seen := map[string]bool{}
+	for _, o := range olds {
+		if !seen[o.Object] {
+			seen[o.Object] = true
+			st.BytesIn += o.Length
+		}
+	}
+	return nil
+}
+
+// entries decodes the index entries claim c replaces (olds) and those it
+// puts (news, one per span of the new file).
+func (c binpackClaim) entries(id lakestream.LogID) (olds []index.Entry, news []engine.NewChunk, _ error) {
+	olds = make([]index.Entry, len(c.Olds))
 	for i, o := range c.Olds {
 		ie, err := index.DecodeEntry(o.Index)
 		if err != nil {
-			return fmt.Errorf("repack claim of log %d: %w", id, err)
+			return nil, nil, fmt.Errorf("repack claim of log %d: %w", id, err)
 		}
 		olds[i] = ie
 	}
-	news := make([]engine.NewChunk, len(c.Spans))
+	news = make([]engine.NewChunk, len(c.Spans))
 	for i, b := range c.Spans {
 		ie, err := index.DecodeEntry(b)
 		if err != nil {
-			return fmt.Errorf("repack claim of log %d: %w", id, err)
+			return nil, nil, fmt.Errorf("repack claim of log %d: %w", id, err)
 		}
 		news[i] = engine.NewChunk{Entry: ie}
 	}
 	if len(olds) == 0 || len(news) == 0 {
-		return fmt.Errorf("%w: repack claim of log %d has no files", index.ErrCorrupt, id)
+		return nil, nil, fmt.Errorf("%w: repack claim of log %d has no files", index.ErrCorrupt, id)
 	}
-	paths := c.oldPaths()
+	return olds, news, nil
+}
 
-	abandoned := false
+// commitBinpack runs steps 3 and 4 of claim c under the table's lock:
+// the Delta and Iceberg commits that remove the old files and add the new
+// one. abandoned reports that a table no longer holds the old files (the
+// group is then given up, not retried).
+func (t *Tables) commitBinpack(ctx context.Context, id lakestream.LogID, c binpackClaim) (abandoned bool, _ error) {
+	paths := c.oldPaths()
 	unlock := t.lockTable(c.Root)
 	defer unlock()
 	// Step 3: Delta, idempotent by the txn version.
 	if c.has(formatDelta) {
 		tbl, err := delta.Open(ctx, t.e.Store(), c.Root, delta.WithClock(t.opts.Now), delta.WithTombstoneRetention(t.opts.OrphanAge))
 		if err != nil {
-			return err
+			return false, err
 		}
 		_, _, err = tbl.Commit(ctx, delta.CommitRequest{
-			AppID: repackAppID(id), TxnVersion: c.Seq, Removes: paths, NoDataChange: true, Operation: "OPTIMIZE",
+			AppID: binpackAppID(id), TxnVersion: c.Seq, Removes: paths, NoDataChange: true, Operation: "OPTIMIZE",
 			Adds: []delta.AddFile{{Path: c.File.Path, PartitionValues: c.File.PartitionValues, Size: c.File.Size, StatsJSON: c.File.Stats,
 				Tags: map[string]string{"lakegate.log": strconv.FormatInt(int64(id), 10)}}},
 		})
@@ -269,17 +317,17 @@ func (t *Tables) finishRepack(ctx context.Context, id lakestream.LogID, c repack
 			abandoned = true
 			t.opts.Logger.Warn("tables: bin-packing abandoned: the Delta table no longer holds its files", "log", id, "table", c.Root, "err", err)
 		default:
-			return fmt.Errorf("tables: bin-packing commit to %s: %w", c.Root, err)
+			return false, fmt.Errorf("tables: bin-packing commit to %s: %w", c.Root, err)
 		}
 	}
-	if err := t.repackHook(id, "delta"); err != nil {
-		return err
+	if err := t.binpackHook(id, "delta"); err != nil {
+		return false, err
 	}
 	// Step 4: Iceberg, idempotent by lakegate.repack.<log>.seq.
 	if c.has(formatIceberg) && !abandoned {
 		cat, err := t.icebergCatalog(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		_, err = cat.Replace(ctx, iceberg.ReplaceRequest{Ident: c.Ident, Root: c.Root, LogID: int64(id), Seq: c.Seq, Remove: paths, Add: c.File.Path})
 		switch {
@@ -288,20 +336,23 @@ func (t *Tables) finishRepack(ctx context.Context, id lakestream.LogID, c repack
 			abandoned = true
 			t.opts.Logger.Warn("tables: bin-packing abandoned: the Iceberg table no longer holds its files", "log", id, "table", c.Root, "err", err)
 		case errors.Is(err, iceberg.ErrConflict):
-			return fmt.Errorf("%w: log %d: %w", lakestream.ErrConflict, id, err)
+			return false, fmt.Errorf("%w: log %d: %w", lakestream.ErrConflict, id, err)
 		default:
-			return fmt.Errorf("%w: log %d: %w", lakestream.ErrUnavailable, id, err)
+			return false, fmt.Errorf("%w: log %d: %w", lakestream.ErrUnavailable, id, err)
 		}
 	}
-	if err := t.repackHook(id, "iceberg"); err != nil {
-		return err
+	if err := t.binpackHook(id, "iceberg"); err != nil {
+		return false, err
 	}
-	unlock()
+	return abandoned, nil
+}
 
-	// Step 5: the index follows the new file, and the claim is marked, in
-	// one transaction; if the index no longer holds exactly the old entries
-	// (a trim), or the group was abandoned, only the claim.
-	key := t.e.LogKey(id, repackName)
+// indexBinpack is step 5 of claim c: the index follows the new file, and
+// the claim is marked, in one transaction; if the index no longer holds
+// exactly the old entries (a trim), or the group was abandoned, only the
+// claim.
+func (t *Tables) indexBinpack(ctx context.Context, id lakestream.LogID, c binpackClaim, claimRev int64, olds []index.Entry, news []engine.NewChunk, abandoned bool) error {
+	key := t.e.LogKey(id, binpackClaimName)
 	c.Indexed, c.Abandoned = true, abandoned
 	value, err := json.Marshal(c)
 	if err != nil {
@@ -318,49 +369,20 @@ func (t *Tables) finishRepack(ctx context.Context, id lakestream.LogID, c repack
 		same = bytes.Equal(cur[i].Entry.Encode(), c.Olds[i].Index)
 	}
 	if same {
-		err = t.e.ReplaceTableChunks(ctx, id, cur, news, cmps, ops)
-	} else {
-		if !abandoned {
-			t.opts.Logger.Warn("tables: bin-packed files no longer indexed as claimed; index left as is", "log", id, "from", olds[0].First)
-		}
-		var ok bool
-		ok, _, err = t.e.Meta().Txn(ctx, cmps, ops)
-		if err == nil && !ok {
-			err = fmt.Errorf("%w: log %d: repack claim changed", lakestream.ErrConflict, id)
-		}
+		return t.e.ReplaceTableChunks(ctx, id, cur, news, cmps, ops)
 	}
-	if err != nil {
-		return err
+	if !abandoned {
+		t.opts.Logger.Warn("tables: bin-packed files no longer indexed as claimed; index left as is", "log", id, "from", olds[0].First)
 	}
-	if err := t.repackHook(id, "index"); err != nil {
-		return err
+	ok, _, err := t.e.Meta().Txn(ctx, cmps, ops)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: log %d: repack claim changed", lakestream.ErrConflict, id)
 	}
-	// Step 6: the intents.
-	for _, k := range c.Intents {
-		t.e.DropIntent(ctx, k)
-	}
-	if abandoned {
-		st.Abandoned++
-		return nil
-	}
-	st.Groups++
-	st.FilesIn += len(paths)
-	for _, o := range olds {
-		st.Records += o.Records
-	}
-	st.BytesOut += c.File.Size
-	seen := map[string]bool{}
-	for _, o := range olds {
-		if !seen[o.Object] {
-			seen[o.Object] = true
-			st.BytesIn += o.Length
-		}
-	}
-	return nil
+	return err
 }
 
-// repackGroup is a run of small files to merge.
-type repackGroup struct {
+// binpackGroup is a run of small files to merge.
+type binpackGroup struct {
 	olds    []engine.Chunk // their index entries, consecutive
 	day     string         // their __publish_date
 	formats []string       // the tables they are live in
@@ -408,14 +430,14 @@ func (t *Tables) liveFiles(ctx context.Context, tg Target) (liveTableFiles, erro
 }
 
 // pickGroup finds the first run of small files of log id to merge.
-func (t *Tables) pickGroup(ctx context.Context, id lakestream.LogID, tg Target) (repackGroup, error) {
-	var g repackGroup
-	target := t.opts.RepackTargetBytes
+func (t *Tables) pickGroup(ctx context.Context, id lakestream.LogID, tg Target) (binpackGroup, error) {
+	var g binpackGroup
+	target := t.opts.BinpackTargetBytes
 	small := target / 4 * 3
-	maxOlds := t.e.Meta().MaxTxnOps() - 1 - repackSpansMax
-	maxPayload := repackSpansMax * t.opts.RepackSpanBytes
+	maxOlds := t.e.Meta().MaxTxnOps() - 1 - binpackSpansMax
+	maxPayload := binpackSpansMax * t.opts.BinpackSpanBytes
 	if maxOlds < 2 {
-		return g, errNothingToRepack
+		return g, errNothingToBinpack
 	}
 	tf, err := t.liveFiles(ctx, tg)
 	if err != nil {
@@ -448,7 +470,7 @@ func (t *Tables) pickGroup(ctx context.Context, id lakestream.LogID, tg Target) 
 	var units []unit
 	from, scanned := first, 0
 scan:
-	for scanned < repackScanEntries {
+	for scanned < binpackScanEntries {
 		cs, err := t.e.Chunks(ctx, id, from, 1000)
 		if err != nil {
 			return g, err
@@ -510,7 +532,7 @@ scan:
 			return g, nil
 		}
 	}
-	return g, errNothingToRepack
+	return g, errNothingToBinpack
 }
 
 // dayOfPath is the __publish_date of a table file's path ("" if none).
@@ -527,12 +549,12 @@ func dayOfPath(p string) string {
 	return ""
 }
 
-// buildRepackFile writes the entries of g's files as one Parquet file, a
-// row group per span of RepackSpanBytes of payload, and returns it with
+// buildBinpackFile writes the entries of g's files as one Parquet file, a
+// row group per span of BinpackSpanBytes of payload, and returns it with
 // the spans' index entries (Object unset). Entries are read one file at a
 // time; before returning, the file is read back span by span through the
 // Decoder and every entry checked against the source (a SHA-256 per span).
-func (t *Tables) buildRepackFile(ctx context.Context, id lakestream.LogID, tg Target, g repackGroup, typed *lakehouse.TypedSchema) ([]byte, []index.Entry, error) {
+func (t *Tables) buildBinpackFile(ctx context.Context, id lakestream.LogID, tg Target, g binpackGroup, typed *lakehouse.TypedSchema) ([]byte, []index.Entry, error) {
 	rb := lakehouse.NewRecordBuilder(nil, typed, lakehouse.RecordLimits{})
 	defer rb.Release()
 	var buf bytes.Buffer
@@ -585,7 +607,7 @@ func (t *Tables) buildRepackFile(ctx context.Context, id lakestream.LogID, tg Ta
 		for _, e := range es {
 			// The last allowed span takes whatever is left, so the index
 			// replacement always fits one transaction.
-			if cur.Entries > 0 && cur.PayloadBytes+int64(len(e.Payload)) > t.opts.RepackSpanBytes && len(spans) < repackSpansMax-1 {
+			if cur.Entries > 0 && cur.PayloadBytes+int64(len(e.Payload)) > t.opts.BinpackSpanBytes && len(spans) < binpackSpansMax-1 {
 				if err := closeSpan(); err != nil {
 					return nil, nil, err
 				}
@@ -636,34 +658,46 @@ func (t *Tables) buildRepackFile(ctx context.Context, id lakestream.LogID, tg Ta
 		return nil, nil, fmt.Errorf("tables: bin-packed file has %d row groups for %d spans", md.NumRowGroups(), len(spans))
 	}
 	data := buf.Bytes()
+	if err := verifyBinpackFile(ctx, data, md, spans, sums); err != nil {
+		return nil, nil, err
+	}
+	return data, spans, nil
+}
+
+// verifyBinpackFile reads back the bin-packed file data (footer md) span
+// by span and checks each one decodes to the entries it was built from
+// (sums: the hashes of those entries, per span); it sets the spans'
+// offset and length in the file.
+func verifyBinpackFile(ctx context.Context, data []byte, md *metadata.FileMetaData, spans []index.Entry, sums [][]byte) error {
 	read := func(_ context.Context, off, n int64) ([]byte, error) {
 		if n < 0 || off+n > int64(len(data)) {
 			n = int64(len(data)) - off
 		}
 		return data[off : off+n], nil
 	}
+	h := sha256.New()
 	for i := range spans {
 		start, _, err := rowGroupBytes(md, i)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if md.RowGroup(i).NumRows() != spans[i].Records {
-			return nil, nil, fmt.Errorf("tables: row group %d has %d rows, span %d records", i, md.RowGroup(i).NumRows(), spans[i].Records)
+			return fmt.Errorf("tables: row group %d has %d rows, span %d records", i, md.RowGroup(i).NumRows(), spans[i].Records)
 		}
 		spans[i].Offset, spans[i].Length = start, int64(len(data))
 		des, err := Decoder{}.DecodeChunk(ctx, read, spans[i])
 		if err != nil {
-			return nil, nil, fmt.Errorf("tables: bin-packed file read-back: %w", err)
+			return fmt.Errorf("tables: bin-packed file read-back: %w", err)
 		}
 		h.Reset()
 		for _, de := range des {
 			hashEntry(h, de.Records, de.PublishTimeMs, de.Payload)
 		}
 		if !bytes.Equal(h.Sum(nil), sums[i]) {
-			return nil, nil, fmt.Errorf("tables: bin-packed file read-back differs in span %d (offsets from %d)", i, spans[i].First)
+			return fmt.Errorf("tables: bin-packed file read-back differs in span %d (offsets from %d)", i, spans[i].First)
 		}
 	}
-	return data, spans, nil
+	return nil
 }
 
 // hashEntry feeds one entry (records, publish time, payload) to h.
@@ -676,9 +710,9 @@ func hashEntry(h hash.Hash, records int32, publishMs int64, payload []byte) {
 	h.Write(payload)
 }
 
-// repackHook runs the test hook of a bin-packing step.
-func (t *Tables) repackHook(id lakestream.LogID, step string) error {
-	if h := t.opts.hooks.repackStep; h != nil {
+// binpackHook runs the test hook of a bin-packing step.
+func (t *Tables) binpackHook(id lakestream.LogID, step string) error {
+	if h := t.opts.hooks.binpackStep; h != nil {
 		return h(int64(id), step)
 	}
 	return nil

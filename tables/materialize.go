@@ -1,7 +1,8 @@
 package tables
 
-// Compaction of WAL chunks into a stream's Delta and Iceberg tables, with
-// the claim protocol (docs/compaction.md, docs/iceberg.md).
+// Table materialization: a log's committed WAL chunks into Parquet files of
+// its stream's Delta and Iceberg tables, with the claim protocol
+// (docs/compaction.md, docs/iceberg.md).
 
 import (
 	"context"
@@ -24,7 +25,7 @@ import (
 	"github.com/lakegate/lakegate/meta"
 )
 
-// Target names the table a log is compacted into. The engine knows logs,
+// Target names the table a log is materialized into. The engine knows logs,
 // not topics: the caller resolves it from the catalog (TargetOf).
 type Target struct {
 	// Root is the table's key prefix in the object store, no leading or
@@ -60,10 +61,10 @@ const (
 )
 
 // maxFilesPerRange bounds the table files (one per publish day in the
-// range, so usually one) of one CompactToTable call.
+// range, so usually one) of one Materialize call.
 const maxFilesPerRange = 16
 
-// tableAppID is the Delta txn appId of a log's compactions.
+// tableAppID is the Delta txn appId of a log's materializations.
 func tableAppID(id lakestream.LogID) string {
 	return "lakegate-log-" + strconv.FormatInt(int64(id), 10)
 }
@@ -93,7 +94,7 @@ func ClaimAttachment() engine.Attachment {
 }
 
 // tableClaim is the value of the claim key: the range being (or last)
-// compacted into the table, with its files.
+// materialized into the table, with its files.
 type tableClaim struct {
 	From    int64       `json:"from"`
 	End     int64       `json:"end"`
@@ -130,47 +131,30 @@ type claimFile struct {
 	Index           []byte            `json:"index"` // encoded KindParquet index entry
 }
 
-// CompactToTable compacts the oldest eligible committed WAL chunks of log
+// Materialize turns the oldest eligible committed WAL chunks of log
 // id into Parquet files of the table target, then makes those files the
 // log's storage for their offsets (docs/compaction.md). A chunk is
 // eligible once it is CompactAge old; one call takes up to
 // CompactMaxBytes of payload. It first finishes a range left unfinished by
-// a crash (then it compacts nothing new). It returns
+// a crash (then it materializes nothing new). It returns
 // engine.ErrNothingToCompact when no chunk is eligible and
-// lakestream.ErrConflict when another compaction of the log raced it
+// lakestream.ErrConflict when another materialization of the log raced it
 // (retry later). Any error leaves the log readable and the table without
 // duplicate rows; calling again resumes. It records its outcome with the
-// engine's ObserveCompaction (docs/metrics.md).
-func (t *Tables) CompactToTable(ctx context.Context, id lakestream.LogID, target Target) (engine.CompactStats, error) {
+// engine's ObserveMaterialization (docs/metrics.md).
+func (t *Tables) Materialize(ctx context.Context, id lakestream.LogID, target Target) (engine.CompactStats, error) {
 	start := time.Now()
-	st, err := t.compactToTable(ctx, id, target)
-	t.e.ObserveCompaction(id, st, time.Since(start), err)
+	st, err := t.materialize(ctx, id, target)
+	t.e.ObserveMaterialization(id, st, time.Since(start), err)
 	return st, err
 }
 
-// compactToTable is CompactToTable without the metrics.
-func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Target) (engine.CompactStats, error) {
+// materialize is Materialize without the metrics.
+func (t *Tables) materialize(ctx context.Context, id lakestream.LogID, tg Target) (engine.CompactStats, error) {
 	var st engine.CompactStats
-	if tg.Root == "" || strings.HasPrefix(tg.Root, "/") || strings.HasSuffix(tg.Root, "/") {
-		return st, fmt.Errorf("%w: table root %q", lakestream.ErrInvalidArgument, tg.Root)
-	}
-	if !tg.Delta && !tg.Iceberg {
-		return st, fmt.Errorf("%w: table %s: no format (set Delta and/or Iceberg)", lakestream.ErrInvalidArgument, tg.Root)
-	}
-	var formats []string
-	if tg.Delta {
-		formats = append(formats, formatDelta)
-	}
-	if tg.Iceberg {
-		if len(tg.Ident) < 2 || slices.Contains(tg.Ident, "") {
-			return st, fmt.Errorf("%w: table %s: Iceberg identifier %q", lakestream.ErrInvalidArgument, tg.Root, tg.Ident)
-		}
-		formats = append(formats, formatIceberg)
-		// A catalog that cannot open fails the call before any work, not
-		// a claimed range at step 3b.
-		if _, err := t.icebergCatalog(ctx); err != nil {
-			return st, err
-		}
+	formats, err := t.targetFormats(ctx, tg)
+	if err != nil {
+		return st, err
 	}
 	ms := t.e.Meta()
 	claimKey := t.claimKey(id)
@@ -185,7 +169,7 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 		}
 		if !prev.Indexed {
 			if prev.Root != tg.Root {
-				return st, fmt.Errorf("%w: log %d has an unfinished compaction into %s", lakestream.ErrConflict, id, prev.Root)
+				return st, fmt.Errorf("%w: log %d has an unfinished materialization into %s", lakestream.ErrConflict, id, prev.Root)
 			}
 			return t.finishClaim(ctx, id, prev, kv.ModRevision, nil)
 		}
@@ -194,20 +178,90 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 			return st, err
 		}
 	}
-
-	// A new range from the end of the previous one.
-	first, err := t.e.FirstOffset(ctx, id)
+	old, ents, err := t.eligibleRange(ctx, id, prev.End)
 	if err != nil {
 		return st, err
+	}
+
+	// The typed columns of the files (shared by every log of the table).
+	typed, err := t.tableSchema(ctx, tg.Root, tg.Schema)
+	if err != nil {
+		return st, err
+	}
+	typed = typed.WithWriters(tg.Writers)
+
+	// Step 1: the files, each under a pending intent.
+	c := tableClaim{From: old[0].First, End: old[len(old)-1].End(), Root: tg.Root, Formats: formats}
+	if tg.Iceberg {
+		c.Ident = slices.Clone(tg.Ident)
+	}
+	files, decoded, err := t.buildFiles(ctx, id, tg, ents, typed, &c)
+	if err != nil {
+		return st, err
+	}
+	if c.Intents, err = t.e.PutPending(ctx, files); err != nil {
+		return st, err
+	}
+	if err := t.hook(id, "put"); err != nil {
+		return st, err
+	}
+
+	// Step 2: claim the range (nobody else claimed one since we read the claim).
+	rev, err := t.claimRange(ctx, id, c, prev, kv.ModRevision)
+	if err != nil {
+		return st, err
+	}
+	if err := t.hook(id, "claim"); err != nil {
+		return st, err
+	}
+	return t.finishClaim(ctx, id, c, rev, decoded)
+}
+
+// targetFormats checks tg and returns the formats it commits to. A target
+// with Iceberg opens the Iceberg catalog first, so that one that cannot
+// open fails the call before any work, not a claimed range at step 3b.
+func (t *Tables) targetFormats(ctx context.Context, tg Target) ([]string, error) {
+	if tg.Root == "" || strings.HasPrefix(tg.Root, "/") || strings.HasSuffix(tg.Root, "/") {
+		return nil, fmt.Errorf("%w: table root %q", lakestream.ErrInvalidArgument, tg.Root)
+	}
+	if !tg.Delta && !tg.Iceberg {
+		return nil, fmt.Errorf("%w: table %s: no format (set Delta and/or Iceberg)", lakestream.ErrInvalidArgument, tg.Root)
+	}
+	var formats []string
+	if tg.Delta {
+		formats = append(formats, formatDelta)
+	}
+	if tg.Iceberg {
+		if len(tg.Ident) < 2 || slices.Contains(tg.Ident, "") {
+			return nil, fmt.Errorf("%w: table %s: Iceberg identifier %q", lakestream.ErrInvalidArgument, tg.Root, tg.Ident)
+		}
+		formats = append(formats, formatIceberg)
+		if _, err := t.icebergCatalog(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return formats, nil
+}
+
+// eligibleRange returns the next range of log id to materialize, from the
+// table's end tableEnd on: its WAL chunks (contiguous, CompactAge old, at
+// most CompactMaxBytes of payload, cut at chunk boundaries so the range
+// needs at most as many files as one claim may list) and their entries.
+// No eligible chunk is engine.ErrNothingToCompact.
+func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEnd int64) ([]engine.Chunk, []tableEntry, error) {
+	ms := t.e.Meta()
+	first, err := t.e.FirstOffset(ctx, id)
+	if err != nil {
+		return nil, nil, err
 	}
 	filesCap := max(1, min(maxFilesPerRange, (ms.MaxTxnOps()-1)/2))
 	maxChunks := ms.MaxTxnOps() - 1 - filesCap
 	if maxChunks < 1 {
-		return st, engine.ErrNothingToCompact
+		return nil, nil, engine.ErrNothingToCompact
 	}
-	chunks, err := t.e.Chunks(ctx, id, max(first, prev.End), maxChunks)
+	chunks, err := t.e.Chunks(ctx, id, max(first, tableEnd), maxChunks)
 	if err != nil {
-		return st, err
+		return nil, nil, err
 	}
 	cutoffMs := t.opts.Now().Add(-t.opts.CompactAge).UnixMilli()
 	var old []engine.Chunk
@@ -216,8 +270,8 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 		if c.Kind != index.KindWAL || c.WriteMs > cutoffMs {
 			break
 		}
-		if len(old) == 0 && c.First < prev.End {
-			return st, fmt.Errorf("%w: log %d: WAL chunk %d..%d straddles the table's end %d", lakestream.ErrConflict, id, c.First, c.Last(), prev.End)
+		if len(old) == 0 && c.First < tableEnd {
+			return nil, nil, fmt.Errorf("%w: log %d: WAL chunk %d..%d straddles the table's end %d", lakestream.ErrConflict, id, c.First, c.Last(), tableEnd)
 		}
 		if len(old) > 0 && (c.First != old[len(old)-1].End() || payloadBytes+c.PayloadBytes > t.opts.CompactMaxBytes) {
 			break
@@ -226,7 +280,7 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 		payloadBytes += c.PayloadBytes
 	}
 	if len(old) == 0 {
-		return st, engine.ErrNothingToCompact
+		return nil, nil, engine.ErrNothingToCompact
 	}
 
 	// The entries, cut at chunk boundaries so the range needs ≤ filesCap files.
@@ -235,7 +289,7 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 	for i, c := range old {
 		es, err := t.e.ChunkEntries(ctx, id, c.Entry)
 		if err != nil {
-			return st, err
+			return nil, nil, err
 		}
 		for _, e := range es {
 			ents = append(ents, tableEntry{offset: e.Offset, records: e.Records, publishMs: e.PublishTimeMs, writeMs: e.WriteTimeMs, bytesEnd: e.CumulativeSize, payload: e.Payload})
@@ -247,22 +301,15 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 		n--
 	}
 	if n == 0 {
-		return st, fmt.Errorf("tables: log %d chunk %s@%d spans more than %d publish days", id, old[0].Object, old[0].Offset, filesCap)
+		return nil, nil, fmt.Errorf("tables: log %d chunk %s@%d spans more than %d publish days", id, old[0].Object, old[0].Offset, filesCap)
 	}
-	old, ents = old[:n], ents[:chunkEnds[n-1]]
+	return old[:n], ents[:chunkEnds[n-1]], nil
+}
 
-	// The typed columns of the files (shared by every log of the table).
-	typed, err := t.tableSchema(ctx, tg.Root, tg.Schema)
-	if err != nil {
-		return st, err
-	}
-	typed = typed.WithWriters(tg.Writers)
-
-	// Step 1: the files, each under a pending intent.
-	c := tableClaim{From: old[0].First, End: old[n-1].End(), Root: tg.Root, Formats: formats}
-	if tg.Iceberg {
-		c.Ident = slices.Clone(tg.Ident)
-	}
+// buildFiles builds the Parquet files of ents (one per publish day and
+// partition: splitRuns) and lists them in claim c; it returns them, to be
+// PUT, with their decoded entries by object key, for the engine's cache.
+func (t *Tables) buildFiles(ctx context.Context, id lakestream.LogID, tg Target, ents []tableEntry, typed *lakehouse.TypedSchema, c *tableClaim) ([]engine.PendingObject, map[string][]wal.DecodedEntry, error) {
 	var files []engine.PendingObject
 	decoded := map[string][]wal.DecodedEntry{}
 	for _, run := range splitRuns(ents) {
@@ -277,15 +324,15 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 		}
 		data, des, fst, err := buildParquet(ctx, run, tg.Partition, int64(id), typed)
 		if err != nil {
-			return st, err
+			return nil, nil, err
 		}
 		stats, err := delta.StatsFromParquet(data)
 		if err != nil {
-			return st, err
+			return nil, nil, err
 		}
 		statsJSON, err := json.Marshal(stats)
 		if err != nil {
-			return st, fmt.Errorf("tables: table stats: %w", err)
+			return nil, nil, fmt.Errorf("tables: table stats: %w", err)
 		}
 		rel := fmt.Sprintf("data/%s=%d/%s=%s/%s.parquet", lakehouse.ColPartition, tg.Partition,
 			lakehouse.ColPublishDate, run[0].day(), newUUID())
@@ -295,41 +342,38 @@ func (t *Tables) compactToTable(ctx context.Context, id lakestream.LogID, tg Tar
 		files = append(files, engine.PendingObject{Key: ie.Object, Data: data})
 		decoded[ie.Object] = des
 	}
-	if c.Intents, err = t.e.PutPending(ctx, files); err != nil {
-		return st, err
-	}
-	if err := t.hook(id, "put"); err != nil {
-		return st, err
-	}
+	return files, decoded, nil
+}
 
-	// Step 2: claim the range (nobody else claimed one since we read the claim).
+// claimRange puts claim c for log id if the claim key is still at revision
+// prevRev (nobody claimed a range since prev was read), with prev's
+// leftover intents deleted, and returns the claim's revision.
+func (t *Tables) claimRange(ctx context.Context, id lakestream.LogID, c, prev tableClaim, prevRev int64) (int64, error) {
 	value, err := json.Marshal(c)
 	if err != nil {
-		return st, fmt.Errorf("tables: table claim: %w", err)
+		return 0, fmt.Errorf("tables: table claim: %w", err)
 	}
 	// The previous claim's leftover intents go with it (a crash between
 	// its steps 5 and 6): GC may then take any table file whose intent
 	// outlives every claim for an orphan (docs/gc.md, "Table files").
+	claimKey := t.claimKey(id)
 	claimOps := []meta.Op{meta.Put(claimKey, value)}
 	for _, k := range prev.Intents {
 		claimOps = append(claimOps, meta.Delete(k))
 	}
-	ok, rev, err := ms.Txn(ctx, []meta.Cmp{{Key: claimKey, ModRevision: kv.ModRevision}}, claimOps)
+	ok, rev, err := t.e.Meta().Txn(ctx, []meta.Cmp{{Key: claimKey, ModRevision: prevRev}}, claimOps)
 	if err != nil {
-		return st, fmt.Errorf("%w: table claim: %w", lakestream.ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: table claim: %w", lakestream.ErrUnavailable, err)
 	}
 	if !ok {
-		return st, fmt.Errorf("%w: log %d: another compaction claimed a range", lakestream.ErrConflict, id)
+		return 0, fmt.Errorf("%w: log %d: another materialization claimed a range", lakestream.ErrConflict, id)
 	}
-	if err := t.hook(id, "claim"); err != nil {
-		return st, err
-	}
-	return t.finishClaim(ctx, id, c, rev, decoded)
+	return rev, nil
 }
 
 // finishClaim runs steps 3–5 of a claimed range: Delta commit, Iceberg
 // commit, index replacement, cursor — with the claim's formats, not the
-// caller's. It is what a crashed compaction resumes. decoded are the
+// caller's. It is what a crashed materialization resumes. decoded are the
 // files' entries by object key, for the engine to cache (nil on resume).
 func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableClaim, claimRev int64, decoded map[string][]wal.DecodedEntry) (engine.CompactStats, error) {
 	st := engine.CompactStats{Records: c.End - c.From, From: c.From, End: c.End, Files: len(c.Files)}
