@@ -4,7 +4,7 @@
 // serves, with that partition's subscription actors beside it. Each actor
 // is a thin shell (a protoactor-go actor behind the small Runtime
 // interface) driving a pure state machine — Partition, Subscription,
-// CompactionSchedule — that is unit-tested without goroutines: an input is
+// MaterializationSchedule — that is unit-tested without goroutines: an input is
 // a method call, the output a list of Actions the shell carries out.
 //
 // It sees storage only through lakestream; it never imports engine.
@@ -18,8 +18,8 @@
 // reached.
 //
 // Start. StartPartition (after LoadPartition), StartSubscription and
-// StartCompactionWorker spawn an actor on a Runtime and return its handle
-// (PartitionActor, SubscriptionActor, CompactionWorker). The handle's
+// StartMaterializationWorker spawn an actor on a Runtime and return its handle
+// (PartitionActor, SubscriptionActor, MaterializationWorker). The handle's
 // methods are the only way in, and are safe from any goroutine.
 //
 // One goroutine at a time. Everything reaches the actor as a message in
@@ -92,7 +92,7 @@
 //	delayed entries         the delay index's bound (delayed.go): the entry
 //	                        due last is evicted and read from the log again
 //	                        once the index has room
-//	compactions running     CompactionPolicy.MaxInflight (2)
+//	compactions running     MaterializationPolicy.MaxInflight (2)
 //
 // So an actor's mailbox never holds more than MailboxMsgs requests plus one
 // message per reservation held, and nothing is dropped for room: a request
@@ -155,14 +155,16 @@
 //	                       CompactedView a readCompacted subscription reads
 //	compacted_record.go    the compaction record a partition keeps in its
 //	                       CompactionCursor (view, last outcome)
-//	compaction.go          CompactionSchedule: the pure schedule of the
-//	                       compaction worker (which logs are due, backoff,
-//	                       MaxInflight) that materializes WAL chunks into tables
-//	compaction_actor.go    the compaction worker: an actor driving the
+//	materialization.go     MaterializationSchedule: the pure schedule of the
+//	                       materialization worker (which logs are due, backoff,
+//	                       MaxInflight) that turns WAL chunks into table files
+//	materialization_worker.go
+//	                       the materialization worker: an actor driving the
 //	                       schedule, scanning the catalog and calling a
-//	                       TableCompactor (the table layer, wired by the node)
-//	                       on goroutines
-//	compaction_cluster.go  compaction once across the cluster: one owner per
-//	                       table through lakestream.Membership (rendezvous
+//	                       lakestream.Materializer (the table layer, wired by
+//	                       node/assembly) on goroutines
+//	materialization_cluster.go
+//	                       materialization once across the cluster: one owner
+//	                       per table through lakestream.Membership (rendezvous
 //	                       placement; docs/cluster.md)
 package actors

@@ -110,7 +110,6 @@ type protoRuntime struct {
 // envelope carries a Send: receiving it frees a place of SendMsgs.
 type envelope struct{ msg any }
 
-
 // The bounds are enforced here — a channel of places for Send, a count of
 // reservations, one message per reservation — and protoactor's mailbox is
 // left unbounded: its bounded ring buffer spins (Gosched) when full and

@@ -47,9 +47,9 @@ func TestDatabricksPathS3(t *testing.T) {
 	c := startNode(t, testnode.Config{
 		Node:            cfg,
 		Materialization: &lakestream.TableMaterializationPolicy{Enabled: &on},
-		Compaction: &actors.CompactionWorkerOptions{
+		Materializer: &actors.MaterializationWorkerOptions{
 			ScanInterval: 200 * time.Millisecond,
-			Policy:       actors.CompactionPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
+			Policy:       actors.MaterializationPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
 		},
 	})
 	id := lakestream.StreamIdentifier{Namespace: "public/default", Name: "orders"}

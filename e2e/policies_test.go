@@ -188,9 +188,9 @@ func TestRetentionKeepsWhatTheTableNeeds(t *testing.T) {
 	c := startPolicyNode(t, testnode.Config{
 		Node:            ncfg,
 		Materialization: &lakestream.TableMaterializationPolicy{Enabled: &on},
-		Compaction: &actors.CompactionWorkerOptions{
+		Materializer: &actors.MaterializationWorkerOptions{
 			ScanInterval: 200 * time.Millisecond,
-			Policy:       actors.CompactionPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
+			Policy:       actors.MaterializationPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
 		},
 	})
 	a := admClient(t, admServer(t, c))

@@ -51,9 +51,9 @@ func storeScenario(t *testing.T, storeURL string) {
 	c := startNode(t, testnode.Config{
 		Node:            cfg,
 		Materialization: &lakestream.TableMaterializationPolicy{Enabled: &on},
-		Compaction: &actors.CompactionWorkerOptions{
+		Materializer: &actors.MaterializationWorkerOptions{
 			ScanInterval: 200 * time.Millisecond,
-			Policy:       actors.CompactionPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
+			Policy:       actors.MaterializationPolicy{Interval: 100 * time.Millisecond, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second},
 		},
 	})
 	n, cat, gw := c.node, c.catalog, c.gw

@@ -1,7 +1,7 @@
 package lakestream
 
 // The materialization job: what the broker's materialization worker
-// (actors.CompactionWorker: which log, when) hands the table layer
+// (actors.MaterializationWorker: which log, when) hands the table layer
 // (tables.Tables.Materializer(): how), so that neither imports the other.
 // Table materialization turns a log's committed WAL chunks into Parquet
 // files committed to its stream's Delta and Iceberg tables

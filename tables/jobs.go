@@ -1,6 +1,6 @@
 package tables
 
-// The materialization worker's job runner: actors.CompactionWorker
+// The materialization worker's job runner: actors.MaterializationWorker
 // schedules (which log, when), this runs one lakestream.MaterializationJob
 // as Materialize. cmd/lakegate wires it: actors never sees the engine or
 // the tables, the tables never see actors (the job's types are the

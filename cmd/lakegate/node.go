@@ -119,8 +119,8 @@ func assemblyConfig(c *Config, sc node.Config, sec *security, ls *listeners, log
 		Logger: log,
 	}
 	if c.Tables.Compaction {
-		ac.Compaction = &actors.CompactionWorkerOptions{
-			Policy:       actors.CompactionPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
+		ac.Materializer = &actors.MaterializationWorkerOptions{
+			Policy:       actors.MaterializationPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
 			ScanInterval: c.Tables.ScanInterval,
 		}
 	}

@@ -46,10 +46,10 @@ type Config struct {
 	// node's defaults when zero) as cmd/lakegate serves it.
 	HTTP       bool
 	HTTPLimits nodehttp.Limits
-	// Compaction, when not nil, starts the compaction worker with these
+	// Materializer, when not nil, starts the materialization worker with these
 	// options (Catalog, Compactor and Membership, and Logger when nil, are
 	// filled in).
-	Compaction *actors.CompactionWorkerOptions
+	Materializer *actors.MaterializationWorkerOptions
 	// GatewayCatalog, when set, wraps the catalog the gateway is given
 	// (e.g. to hold appends back: e2e/limits_test.go).
 	GatewayCatalog func(lakestream.StreamCatalog) lakestream.StreamCatalog
@@ -92,7 +92,7 @@ func Start(t testing.TB, cfg Config) *Node {
 		Pulsar:          ln,
 		GatewayCatalog:  cfg.GatewayCatalog,
 		Materialization: cfg.Materialization,
-		Compaction:      cfg.Compaction,
+		Materializer:    cfg.Materializer,
 		Logger:          cfg.Logger,
 	}
 	if cfg.HTTP {

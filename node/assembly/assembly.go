@@ -44,10 +44,10 @@ type Config struct {
 	// Materialization, when not nil, is stored as the cluster default
 	// table materialization policy before the node serves.
 	Materialization *lakestream.TableMaterializationPolicy
-	// Compaction, when not nil, starts the compaction worker with these
-	// options; Catalog, Compactor and Membership are filled in, Logger
+	// Materializer, when not nil, starts the materialization worker with these
+	// options; Catalog, Materializer and Membership are filled in, Logger
 	// when nil.
-	Compaction *actors.CompactionWorkerOptions
+	Materializer *actors.MaterializationWorkerOptions
 	// HTTP are the listeners the HTTP surface (Node.Handler) is served on,
 	// with HTTPLimits and HTTPErrorLog; none: the caller serves Handler.
 	HTTP         []net.Listener
@@ -69,8 +69,8 @@ type Node struct {
 	Member     *engine.Membership
 	Runtime    actors.Runtime
 	Gateway    *gateway.Server
-	// Worker is the compaction worker (Config.Compaction), else nil.
-	Worker *actors.CompactionWorker
+	// Worker is the materialization worker (Config.Materializer), else nil.
+	Worker *actors.MaterializationWorker
 	// Handler is the node's HTTP surface; Iceberg is true when it serves
 	// the Iceberg REST catalog.
 	Handler http.Handler
@@ -123,15 +123,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("joining the cluster: %w", err)
 	}
 	gc.Membership = topicUnits{n.Member}
-	if cfg.Compaction != nil {
+	if cfg.Materializer != nil {
 		// The worker compacts the tables this node owns for compaction
 		// (one owner per table across the cluster).
-		wo := *cfg.Compaction
-		wo.Catalog, wo.Compactor, wo.Membership = n.Catalog, n.Tables.Materializer(), n.Member
+		wo := *cfg.Materializer
+		wo.Catalog, wo.Materializer, wo.Membership = n.Catalog, n.Tables.Materializer(), n.Member
 		if wo.Logger == nil {
 			wo.Logger = cfg.Logger
 		}
-		n.Worker = actors.StartCompactionWorker(n.Runtime, wo)
+		n.Worker = actors.StartMaterializationWorker(n.Runtime, wo)
 	}
 	var tlsLns []net.Listener
 	if cfg.PulsarTLS != nil {
@@ -272,7 +272,7 @@ type topicUnits struct{ lakestream.Membership }
 func (m topicUnits) Owned() []lakestream.Ownership {
 	var out []lakestream.Ownership
 	for _, o := range m.Membership.Owned() {
-		if !actors.IsCompactionUnit(o.Unit()) {
+		if !actors.IsMaterializationUnit(o.Unit()) {
 			out = append(out, o)
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-func job(id lakestream.LogID) CompactionJob {
-	return CompactionJob{Stream: lakestream.StreamIdentifier{Namespace: "t/ns", Name: "s"}, Log: id, Delta: true}
+func job(id lakestream.LogID) lakestream.MaterializationJob {
+	return lakestream.MaterializationJob{Stream: lakestream.StreamIdentifier{Namespace: "t/ns", Name: "s"}, Log: id, Delta: true}
 }
 
-func logsOf(js []CompactionJob) []lakestream.LogID {
+func logsOf(js []lakestream.MaterializationJob) []lakestream.LogID {
 	var out []lakestream.LogID
 	for _, j := range js {
 		out = append(out, j.Log)
@@ -22,8 +22,8 @@ func logsOf(js []CompactionJob) []lakestream.LogID {
 
 func TestCompactionScheduleBoundsInflightAndOrdersByDueTime(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	s := NewCompactionSchedule(CompactionPolicy{Interval: 5 * time.Second, MaxInflight: 2})
-	s.SetJobs(t0, []CompactionJob{job(3), job(1), job(2)})
+	s := NewMaterializationSchedule(MaterializationPolicy{Interval: 5 * time.Second, MaxInflight: 2})
+	s.SetJobs(t0, []lakestream.MaterializationJob{job(3), job(1), job(2)})
 	got := logsOf(s.Start(t0))
 	if len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("first start = %v, want [1 2] (due together: by log id)", got)
@@ -36,17 +36,17 @@ func TestCompactionScheduleBoundsInflightAndOrdersByDueTime(t *testing.T) {
 	}
 	// Log 1 compacted something and may have more: due again at once, but
 	// log 3 has waited longer.
-	s.Done(t0.Add(time.Second), 1, CompactionResult{Records: 10, More: true}, nil)
+	s.Done(t0.Add(time.Second), 1, lakestream.MaterializationResult{Records: 10, More: true}, nil)
 	if got := logsOf(s.Start(t0.Add(time.Second))); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("start after done = %v, want [3]", got)
 	}
 	// Nothing eligible: back after Interval.
-	s.Done(t0.Add(2*time.Second), 2, CompactionResult{}, nil)
-	s.Done(t0.Add(2*time.Second), 3, CompactionResult{}, nil)
+	s.Done(t0.Add(2*time.Second), 2, lakestream.MaterializationResult{}, nil)
+	s.Done(t0.Add(2*time.Second), 3, lakestream.MaterializationResult{}, nil)
 	if got := logsOf(s.Start(t0.Add(2 * time.Second))); len(got) != 1 || got[0] != 1 {
 		t.Fatalf("start = %v, want [1]", got)
 	}
-	s.Done(t0.Add(3*time.Second), 1, CompactionResult{}, nil)
+	s.Done(t0.Add(3*time.Second), 1, lakestream.MaterializationResult{}, nil)
 	due, ok := s.NextDue()
 	if !ok || !due.Equal(t0.Add(7*time.Second)) {
 		t.Fatalf("NextDue = %v %v, want %v", due, ok, t0.Add(7*time.Second))
@@ -61,15 +61,15 @@ func TestCompactionScheduleBoundsInflightAndOrdersByDueTime(t *testing.T) {
 
 func TestCompactionScheduleBacksOffOnErrors(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	s := NewCompactionSchedule(CompactionPolicy{BackoffMin: time.Second, BackoffMax: 5 * time.Second})
-	s.SetJobs(t0, []CompactionJob{job(1)})
+	s := NewMaterializationSchedule(MaterializationPolicy{BackoffMin: time.Second, BackoffMax: 5 * time.Second})
+	s.SetJobs(t0, []lakestream.MaterializationJob{job(1)})
 	now := t0
 	var delays []time.Duration
 	for range 5 {
 		if got := s.Start(now); len(got) != 1 {
 			t.Fatalf("at %v: started %d jobs, want 1", now.Sub(t0), len(got))
 		}
-		d := s.Done(now, 1, CompactionResult{}, errors.New("store down"))
+		d := s.Done(now, 1, lakestream.MaterializationResult{}, errors.New("store down"))
 		delays = append(delays, d)
 		if got := s.Start(now.Add(d - time.Millisecond)); len(got) != 0 {
 			t.Fatal("started before the backoff passed")
@@ -83,28 +83,28 @@ func TestCompactionScheduleBacksOffOnErrors(t *testing.T) {
 		}
 	}
 	s.Start(now)
-	if d := s.Done(now, 1, CompactionResult{}, nil); d != 0 {
+	if d := s.Done(now, 1, lakestream.MaterializationResult{}, nil); d != 0 {
 		t.Fatalf("success returned backoff %v", d)
 	}
 	s.Start(now.Add(time.Hour))
-	if d := s.Done(now.Add(time.Hour), 1, CompactionResult{}, errors.New("again")); d != time.Second {
+	if d := s.Done(now.Add(time.Hour), 1, lakestream.MaterializationResult{}, errors.New("again")); d != time.Second {
 		t.Fatalf("backoff after a success = %v, want it reset to 1s", d)
 	}
 }
 
 func TestCompactionScheduleFollowsTheCatalog(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	s := NewCompactionSchedule(CompactionPolicy{MaxInflight: 4})
-	s.SetJobs(t0, []CompactionJob{job(1), job(2)})
+	s := NewMaterializationSchedule(MaterializationPolicy{MaxInflight: 4})
+	s.SetJobs(t0, []lakestream.MaterializationJob{job(1), job(2)})
 	s.Start(t0) // both running
-	s.SetJobs(t0, []CompactionJob{job(2), job(3)})
+	s.SetJobs(t0, []lakestream.MaterializationJob{job(2), job(3)})
 	if s.Jobs() != 3 {
 		t.Fatalf("jobs = %d, want 3 (log 1 kept until its call ends)", s.Jobs())
 	}
 	if got := logsOf(s.Start(t0)); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("start = %v, want [3]", got)
 	}
-	s.Done(t0, 1, CompactionResult{More: true}, nil)
+	s.Done(t0, 1, lakestream.MaterializationResult{More: true}, nil)
 	if s.Jobs() != 2 || s.Inflight() != 2 {
 		t.Fatalf("after the removed log finished: jobs %d inflight %d, want 2 and 2", s.Jobs(), s.Inflight())
 	}
@@ -114,16 +114,16 @@ func TestCompactionScheduleFollowsTheCatalog(t *testing.T) {
 	// A formats change reaches the next call.
 	j := job(2)
 	j.Iceberg = true
-	s.SetJobs(t0, []CompactionJob{j, job(3)})
-	s.Done(t0, 2, CompactionResult{More: true}, nil)
+	s.SetJobs(t0, []lakestream.MaterializationJob{j, job(3)})
+	s.Done(t0, 2, lakestream.MaterializationResult{More: true}, nil)
 	got := s.Start(t0)
 	if len(got) != 1 || !got[0].Iceberg {
 		t.Fatalf("start = %+v, want log 2 with Iceberg", got)
 	}
 	// Unknown and not-running logs are ignored.
-	s.Done(t0, 99, CompactionResult{}, nil)
-	s.Done(t0, 3, CompactionResult{}, nil)
-	s.Done(t0, 3, CompactionResult{}, nil)
+	s.Done(t0, 99, lakestream.MaterializationResult{}, nil)
+	s.Done(t0, 3, lakestream.MaterializationResult{}, nil)
+	s.Done(t0, 3, lakestream.MaterializationResult{}, nil)
 	if s.Inflight() != 1 {
 		t.Fatalf("inflight = %d, want 1", s.Inflight())
 	}

@@ -117,7 +117,7 @@ func (c *fakeCluster) join(id string) *fakeMember {
 
 // round runs one catalog scan on every member and returns, per log, the
 // members that would compact it.
-func round(t *testing.T, ms []*fakeMember, jobs []CompactionJob) map[lakestream.LogID][]string {
+func round(t *testing.T, ms []*fakeMember, jobs []lakestream.MaterializationJob) map[lakestream.LogID][]string {
 	t.Helper()
 	out := map[lakestream.LogID][]string{}
 	for _, m := range ms {
@@ -139,10 +139,10 @@ func round(t *testing.T, ms []*fakeMember, jobs []CompactionJob) map[lakestream.
 func TestClusterJobsOneOwnerPerTable(t *testing.T) {
 	c := &fakeCluster{members: map[string]bool{}, owners: map[string]string{}}
 	ms := []*fakeMember{c.join("n0"), c.join("n1"), c.join("n2")}
-	var jobs []CompactionJob
+	var jobs []lakestream.MaterializationJob
 	for s := range 12 {
 		for p := range 3 {
-			jobs = append(jobs, CompactionJob{Stream: lakestream.StreamIdentifier{Namespace: "t/ns", Name: fmt.Sprintf("s%d", s)}, Partition: p, Log: lakestream.LogID(s*3 + p)})
+			jobs = append(jobs, lakestream.MaterializationJob{Stream: lakestream.StreamIdentifier{Namespace: "t/ns", Name: fmt.Sprintf("s%d", s)}, Partition: p, Log: lakestream.LogID(s*3 + p)})
 		}
 	}
 	check := func(ms []*fakeMember, rounds int) map[string]int {
@@ -198,9 +198,9 @@ func TestClusterJobsCandidatesRunWorkers(t *testing.T) {
 	c := &fakeCluster{members: map[string]bool{}, owners: map[string]string{}}
 	worker := c.join("w")
 	c.join("servingOnly") // a member without a compaction worker
-	jobs := []CompactionJob{}
+	jobs := []lakestream.MaterializationJob{}
 	for s := range 8 {
-		jobs = append(jobs, CompactionJob{Stream: lakestream.StreamIdentifier{Namespace: "t/ns", Name: fmt.Sprintf("s%d", s)}, Log: lakestream.LogID(s)})
+		jobs = append(jobs, lakestream.MaterializationJob{Stream: lakestream.StreamIdentifier{Namespace: "t/ns", Name: fmt.Sprintf("s%d", s)}, Log: lakestream.LogID(s)})
 	}
 	got := round(t, []*fakeMember{worker}, jobs)
 	if len(got) != 8 {

@@ -44,9 +44,9 @@ const (
 // TableUnit is the ownership unit of a stream's table compaction.
 func TableUnit(s lakestream.StreamIdentifier) string { return tableUnitPrefix + s.String() }
 
-// IsCompactionUnit reports whether an ownership unit is the compaction
+// IsMaterializationUnit reports whether an ownership unit is the compaction
 // worker's (not a topic): the gateway must not hand it over as a topic.
-func IsCompactionUnit(unit string) bool {
+func IsMaterializationUnit(unit string) bool {
 	return strings.HasPrefix(unit, compactorUnitPrefix) || strings.HasPrefix(unit, tableUnitPrefix)
 }
 
@@ -69,7 +69,7 @@ func PlaceTable(unit string, candidates []string) string {
 // clusterJobs keeps the jobs of the tables this node owns, acquiring and
 // releasing table units as placement says (one catalog scan's worth). It
 // returns the jobs to schedule and the tables owned.
-func clusterJobs(ctx context.Context, m lakestream.Membership, jobs []CompactionJob, log *slog.Logger) ([]CompactionJob, int, error) {
+func clusterJobs(ctx context.Context, m lakestream.Membership, jobs []lakestream.MaterializationJob, log *slog.Logger) ([]lakestream.MaterializationJob, int, error) {
 	self := m.Self().ID
 	if _, err := m.Acquire(ctx, compactorUnitPrefix+self); err != nil {
 		return nil, 0, err
@@ -98,12 +98,12 @@ func clusterJobs(ctx context.Context, m lakestream.Membership, jobs []Compaction
 			owned[o.Unit()] = o
 		}
 	}
-	byUnit := map[string][]CompactionJob{}
+	byUnit := map[string][]lakestream.MaterializationJob{}
 	for _, j := range jobs {
 		u := TableUnit(j.Stream)
 		byUnit[u] = append(byUnit[u], j)
 	}
-	var out []CompactionJob
+	var out []lakestream.MaterializationJob
 	tables := 0
 	for u, js := range byUnit {
 		placed := PlaceTable(u, candidates)

@@ -12,17 +12,15 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// TableCompactor materializes the eligible committed WAL chunks of one log
-// into its stream's tables (lakestream.Materializer; tables.Tables.Materializer()
-// behind it, wired by cmd/lakegate: actors sees neither the engine nor the
-// table layer).
-type TableCompactor = lakestream.Materializer
-
-// CompactionWorkerOptions configure StartCompactionWorker.
-type CompactionWorkerOptions struct {
-	Catalog   lakestream.StreamCatalog
-	Compactor TableCompactor
-	Policy    CompactionPolicy
+// MaterializationWorkerOptions configure StartMaterializationWorker.
+type MaterializationWorkerOptions struct {
+	Catalog lakestream.StreamCatalog
+	// Materializer materializes the eligible committed WAL chunks of one
+	// log into its stream's tables (tables.Tables.Materializer() behind
+	// it, wired by node/assembly: actors sees neither the engine nor the
+	// table layer).
+	Materializer lakestream.Materializer
+	Policy       MaterializationPolicy
 	// Membership, when set, makes the worker compact only the tables this
 	// node owns for compaction, one owner per table across the cluster
 	// (compaction_cluster.go); nil compacts every log (one node).
@@ -34,14 +32,14 @@ type CompactionWorkerOptions struct {
 	CallTimeout time.Duration
 	// OnResult, when set, is called after every compaction call (metrics).
 	// It runs on the worker's goroutine and must not block.
-	OnResult func(j CompactionJob, r CompactionResult, err error, took time.Duration)
+	OnResult func(j lakestream.MaterializationJob, r lakestream.MaterializationResult, err error, took time.Duration)
 	Logger   *slog.Logger
 }
 
-// CompactionWorker runs compactions by age for every materialized stream
-// of a catalog: an actor driving a CompactionSchedule, with the catalog scan
+// MaterializationWorker runs compactions by age for every materialized stream
+// of a catalog: an actor driving a MaterializationSchedule, with the catalog scan
 // and the compaction calls on their own goroutines.
-type CompactionWorker struct {
+type MaterializationWorker struct {
 	ref    Ref
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -51,22 +49,24 @@ type CompactionWorker struct {
 type (
 	compactTickMsg struct{ gen uint64 }
 	compactScanMsg struct {
-		jobs   []CompactionJob
+		jobs   []lakestream.MaterializationJob
 		tables int
 		err    error
 	}
 	compactDoneMsg struct {
-		job  CompactionJob
-		res  CompactionResult
+		job  lakestream.MaterializationJob
+		res  lakestream.MaterializationResult
 		err  error
 		took time.Duration
 	}
 	compactKickMsg  struct{}
-	compactStatsMsg struct{ reply chan CompactionWorkerStats }
+	compactStatsMsg struct {
+		reply chan MaterializationWorkerStats
+	}
 )
 
-// CompactionWorkerStats is a snapshot of the worker's state.
-type CompactionWorkerStats struct {
+// MaterializationWorkerStats is a snapshot of the worker's state.
+type MaterializationWorkerStats struct {
 	Logs     int   // logs scheduled
 	Inflight int   // calls running
 	Runs     int64 // calls finished
@@ -76,8 +76,8 @@ type CompactionWorkerStats struct {
 	Tables   int   // tables this node compacts (owned, with a Membership)
 }
 
-// StartCompactionWorker starts the worker; it scans the catalog at once.
-func StartCompactionWorker(rt Runtime, o CompactionWorkerOptions) *CompactionWorker {
+// StartMaterializationWorker starts the worker; it scans the catalog at once.
+func StartMaterializationWorker(rt Runtime, o MaterializationWorkerOptions) *MaterializationWorker {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = 10 * time.Second
 	}
@@ -88,8 +88,8 @@ func StartCompactionWorker(rt Runtime, o CompactionWorkerOptions) *CompactionWor
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &CompactionWorker{cancel: cancel, done: make(chan struct{})}
-	h := &compactionHandler{w: w, o: o, ctx: ctx, sched: NewCompactionSchedule(o.Policy)}
+	w := &MaterializationWorker{cancel: cancel, done: make(chan struct{})}
+	h := &materializationHandler{w: w, o: o, ctx: ctx, sched: NewMaterializationSchedule(o.Policy)}
 	w.ref = rt.Spawn(h, Mailbox{SendMsgs: 64})
 	h.self = w.ref
 	w.ref.Send(compactKickMsg{})
@@ -98,38 +98,38 @@ func StartCompactionWorker(rt Runtime, o CompactionWorkerOptions) *CompactionWor
 
 // Kick makes the worker scan the catalog now (instead of at the next scan
 // interval) and run whatever is due.
-func (w *CompactionWorker) Kick() { w.ref.Send(compactKickMsg{}) }
+func (w *MaterializationWorker) Kick() { w.ref.Send(compactKickMsg{}) }
 
 // Stats returns the worker's counters.
-func (w *CompactionWorker) Stats(ctx context.Context) (CompactionWorkerStats, error) {
-	reply := make(chan CompactionWorkerStats, 1)
+func (w *MaterializationWorker) Stats(ctx context.Context) (MaterializationWorkerStats, error) {
+	reply := make(chan MaterializationWorkerStats, 1)
 	w.ref.Send(compactStatsMsg{reply})
 	select {
 	case s := <-reply:
 		return s, nil
 	case <-w.done:
-		return CompactionWorkerStats{}, errors.New("actors: compaction worker stopped")
+		return MaterializationWorkerStats{}, errors.New("actors: compaction worker stopped")
 	case <-ctx.Done():
-		return CompactionWorkerStats{}, ctx.Err()
+		return MaterializationWorkerStats{}, ctx.Err()
 	}
 }
 
 // Stop cancels running calls (they leave their log resumable) and waits for
 // the worker's goroutines.
-func (w *CompactionWorker) Stop() {
+func (w *MaterializationWorker) Stop() {
 	w.cancel()
 	w.ref.Stop()
 	<-w.done
 	w.wg.Wait()
 }
 
-type compactionHandler struct {
-	w     *CompactionWorker
-	o     CompactionWorkerOptions
+type materializationHandler struct {
+	w     *MaterializationWorker
+	o     MaterializationWorkerOptions
 	ctx   context.Context
 	self  Ref
-	sched *CompactionSchedule
-	stats CompactionWorkerStats
+	sched *MaterializationSchedule
+	stats MaterializationWorkerStats
 
 	scanning bool
 	lastScan time.Time
@@ -137,7 +137,7 @@ type compactionHandler struct {
 	timerGen uint64
 }
 
-func (h *compactionHandler) Receive(msg any) {
+func (h *materializationHandler) Receive(msg any) {
 	now := time.Now()
 	switch m := msg.(type) {
 	case compactKickMsg:
@@ -199,7 +199,7 @@ func (h *compactionHandler) Receive(msg any) {
 	h.arm(now)
 }
 
-func (h *compactionHandler) Stopped() {
+func (h *materializationHandler) Stopped() {
 	if h.timer != nil {
 		h.timer.Stop()
 	}
@@ -207,7 +207,7 @@ func (h *compactionHandler) Stopped() {
 }
 
 // arm sets the timer for the next due job or scan, whichever is first.
-func (h *compactionHandler) arm(now time.Time) {
+func (h *materializationHandler) arm(now time.Time) {
 	next := h.lastScan.Add(h.o.ScanInterval)
 	if due, ok := h.sched.NextDue(); ok && due.Before(next) {
 		next = due
@@ -221,7 +221,7 @@ func (h *compactionHandler) arm(now time.Time) {
 	h.timer = time.AfterFunc(d, func() { h.self.Send(compactTickMsg{gen}) })
 }
 
-func (h *compactionHandler) startScan() {
+func (h *materializationHandler) startScan() {
 	if h.scanning || h.ctx.Err() != nil {
 		return
 	}
@@ -231,7 +231,7 @@ func (h *compactionHandler) startScan() {
 		defer h.w.wg.Done()
 		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
 		defer cancel()
-		jobs, err := ScanCompactionJobs(ctx, h.o.Catalog)
+		jobs, err := ScanMaterializationJobs(ctx, h.o.Catalog)
 		tables := 0
 		if err == nil && h.o.Membership != nil {
 			jobs, tables, err = clusterJobs(ctx, h.o.Membership, jobs, h.o.Logger)
@@ -240,26 +240,26 @@ func (h *compactionHandler) startScan() {
 	}()
 }
 
-func (h *compactionHandler) startCall(j CompactionJob) {
+func (h *materializationHandler) startCall(j lakestream.MaterializationJob) {
 	h.w.wg.Add(1)
 	go func() {
 		defer h.w.wg.Done()
 		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
 		defer cancel()
 		start := time.Now()
-		r, err := h.o.Compactor.MaterializeLog(ctx, j)
+		r, err := h.o.Materializer.MaterializeLog(ctx, j)
 		h.self.Send(compactDoneMsg{job: j, res: r, err: err, took: time.Since(start)})
 	}()
 }
 
-// ScanCompactionJobs lists every log of every active or sealed stream whose
+// ScanMaterializationJobs lists every log of every active or sealed stream whose
 // resolved materialization policy is enabled, with the formats it names.
-func ScanCompactionJobs(ctx context.Context, cat lakestream.StreamCatalog) ([]CompactionJob, error) {
+func ScanMaterializationJobs(ctx context.Context, cat lakestream.StreamCatalog) ([]lakestream.MaterializationJob, error) {
 	nss, err := cat.ListNamespaces(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var jobs []CompactionJob
+	var jobs []lakestream.MaterializationJob
 	for _, ns := range nss {
 		ids, err := cat.ListStreams(ctx, ns)
 		if errors.Is(err, lakestream.ErrNoSuchNamespace) {
@@ -308,7 +308,7 @@ func ScanCompactionJobs(ctx context.Context, cat lakestream.StreamCatalog) ([]Co
 				if md.Partitioning.NumPartitions > 0 {
 					part = i
 				}
-				jobs = append(jobs, CompactionJob{Stream: id, Partition: part, Log: log, Logs: md.LogIDs, Delta: useDelta, Iceberg: useIceberg,
+				jobs = append(jobs, lakestream.MaterializationJob{Stream: id, Partition: part, Log: log, Logs: md.LogIDs, Delta: useDelta, Iceberg: useIceberg,
 					Schema: md.Schema, Properties: md.Properties, RetentionMs: retMs, RetentionBytes: retBytes})
 			}
 		}

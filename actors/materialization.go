@@ -8,16 +8,8 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// CompactionJob is one log whose committed WAL chunks are to be
-// materialized into its stream's tables (lakestream.MaterializationJob).
-type CompactionJob = lakestream.MaterializationJob
-
-// CompactionResult is what one materialization call did
-// (lakestream.MaterializationResult).
-type CompactionResult = lakestream.MaterializationResult
-
-// CompactionPolicy tunes CompactionSchedule.
-type CompactionPolicy struct {
+// MaterializationPolicy tunes MaterializationSchedule.
+type MaterializationPolicy struct {
 	// Interval is how long a log that had nothing eligible waits before
 	// it is tried again. Default 5 s.
 	Interval time.Duration
@@ -28,7 +20,7 @@ type CompactionPolicy struct {
 	BackoffMin, BackoffMax time.Duration
 }
 
-func (p CompactionPolicy) withDefaults() CompactionPolicy {
+func (p MaterializationPolicy) withDefaults() MaterializationPolicy {
 	if p.Interval <= 0 {
 		p.Interval = 5 * time.Second
 	}
@@ -44,32 +36,32 @@ func (p CompactionPolicy) withDefaults() CompactionPolicy {
 	return p
 }
 
-// CompactionSchedule is the pure state of the compaction worker: which logs
+// MaterializationSchedule is the pure state of the compaction worker: which logs
 // are known, when each is due, which are running. It never blocks and
 // holds no goroutines; the worker feeds it the catalog and the results.
-type CompactionSchedule struct {
-	policy   CompactionPolicy
+type MaterializationSchedule struct {
+	policy   MaterializationPolicy
 	jobs     map[lakestream.LogID]*scheduledJob
 	inflight int
 }
 
 type scheduledJob struct {
-	job      CompactionJob
+	job      lakestream.MaterializationJob
 	dueAt    time.Time
 	running  bool
 	failures int
 	removed  bool // no longer in the catalog; dropped when it finishes
 }
 
-// NewCompactionSchedule returns an empty schedule.
-func NewCompactionSchedule(p CompactionPolicy) *CompactionSchedule {
-	return &CompactionSchedule{policy: p.withDefaults(), jobs: map[lakestream.LogID]*scheduledJob{}}
+// NewMaterializationSchedule returns an empty schedule.
+func NewMaterializationSchedule(p MaterializationPolicy) *MaterializationSchedule {
+	return &MaterializationSchedule{policy: p.withDefaults(), jobs: map[lakestream.LogID]*scheduledJob{}}
 }
 
 // SetJobs replaces the set of logs to compact (a catalog scan). New logs
 // are due at once; known ones keep their due time and take the new
 // formats; logs no longer listed are dropped (after their running call).
-func (s *CompactionSchedule) SetJobs(now time.Time, jobs []CompactionJob) {
+func (s *MaterializationSchedule) SetJobs(now time.Time, jobs []lakestream.MaterializationJob) {
 	seen := make(map[lakestream.LogID]bool, len(jobs))
 	for _, j := range jobs {
 		seen[j.Log] = true
@@ -92,14 +84,14 @@ func (s *CompactionSchedule) SetJobs(now time.Time, jobs []CompactionJob) {
 }
 
 // Jobs returns the number of logs known.
-func (s *CompactionSchedule) Jobs() int { return len(s.jobs) }
+func (s *MaterializationSchedule) Jobs() int { return len(s.jobs) }
 
 // Inflight returns the number of running calls.
-func (s *CompactionSchedule) Inflight() int { return s.inflight }
+func (s *MaterializationSchedule) Inflight() int { return s.inflight }
 
 // Start returns the jobs due at now, oldest due first, up to the free
 // in-flight slots, and marks them running.
-func (s *CompactionSchedule) Start(now time.Time) []CompactionJob {
+func (s *MaterializationSchedule) Start(now time.Time) []lakestream.MaterializationJob {
 	free := s.policy.MaxInflight - s.inflight
 	if free <= 0 {
 		return nil
@@ -120,7 +112,7 @@ func (s *CompactionSchedule) Start(now time.Time) []CompactionJob {
 	if len(due) > free {
 		due = due[:free]
 	}
-	out := make([]CompactionJob, len(due))
+	out := make([]lakestream.MaterializationJob, len(due))
 	for i, sj := range due {
 		sj.running = true
 		out[i] = sj.job
@@ -133,7 +125,7 @@ func (s *CompactionSchedule) Start(now time.Time) []CompactionJob {
 // More, after Interval when nothing was left, after a doubling backoff on
 // error. It reports the backoff applied (0 without error). Unknown or not
 // running logs are ignored.
-func (s *CompactionSchedule) Done(now time.Time, id lakestream.LogID, r CompactionResult, err error) time.Duration {
+func (s *MaterializationSchedule) Done(now time.Time, id lakestream.LogID, r lakestream.MaterializationResult, err error) time.Duration {
 	sj, ok := s.jobs[id]
 	if !ok || !sj.running {
 		return 0
@@ -165,7 +157,7 @@ func (s *CompactionSchedule) Done(now time.Time, id lakestream.LogID, r Compacti
 // NextDue returns the earliest due time of a job that is not running, and
 // false when there is none (or no in-flight slot is free: the next Done
 // wakes the worker).
-func (s *CompactionSchedule) NextDue() (time.Time, bool) {
+func (s *MaterializationSchedule) NextDue() (time.Time, bool) {
 	if s.inflight >= s.policy.MaxInflight {
 		return time.Time{}, false
 	}
