@@ -220,7 +220,7 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 	if !cfg.Maintain {
 		topts.BinpackTargetBytes, topts.MaintenanceInterval = -1, -1
 	}
-	tb := tables.New(e, topts)
+	tb := tables.New(e, tables.Stores{Objects: e.Store(), Meta: e.Meta(), Root: e.MetaRoot()}, topts)
 	defer tb.Close()
 
 	ident := []string{"public", "default", "month"}

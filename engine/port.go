@@ -57,7 +57,7 @@ type ChunkDecoder interface {
 type ReadRange func(ctx context.Context, offset, length int64) ([]byte, error)
 
 // Attachment is a metadata value that a layer above the engine keeps per
-// log, at LogKey(id, Name) — the tables package's table claim, Name
+// log, at AttachmentKey(id, Name) — the tables package's table claim, Name
 // "table" (docs/compaction.md). The engine never writes or deletes it.
 // Objects returns the object keys the value holds: CollectGarbage never
 // deletes them (docs/gc.md, "Table files"), and fails the pass when
@@ -98,16 +98,16 @@ func (e *Engine) Store() objstore.Store { return e.store }
 
 // Meta is the engine's metadata store, counted in the engine's metrics
 // (lakegate_etcd_txns_total): the layer above keeps its own keys in it,
-// under LogKey(id, name) for its Attachments and under MetaRoot for the
+// under AttachmentKey(id, name) for its Attachments and under MetaRoot for the
 // rest, never under a prefix docs/index-format.md gives the engine.
 func (e *Engine) Meta() meta.Store { return e.meta }
 
 // MetaRoot is the prefix of every metadata key of this engine (Options.MetaRoot).
 func (e *Engine) MetaRoot() string { return e.keys.root }
 
-// LogKey is the metadata key of the value name keeps for log id:
+// AttachmentKey is the metadata key of the value name keeps for log id:
 // <root>logs/<id:016x>/<name>. name must be an Attachment's Name.
-func (e *Engine) LogKey(id lakestream.LogID, name string) string { return e.keys.log(id) + name }
+func (e *Engine) AttachmentKey(id lakestream.LogID, name string) string { return e.keys.log(id) + name }
 
 // Chunks returns up to limit index entries of log id, from the one that
 // holds offset from (or the first after it) on, in offset order, with the

@@ -86,7 +86,7 @@ func TestPortReplaceChunksAndRead(t *testing.T) {
 	ne := index.Entry{Kind: index.KindParquet, First: 0, Records: cs[1].End(), Entries: 2, BytesEnd: cs[1].BytesEnd,
 		PayloadBytes: cs[0].PayloadBytes + cs[1].PayloadBytes, MinPublishMs: cs[0].MinPublishMs, MaxPublishMs: cs[1].MaxPublishMs,
 		WriteMs: cs[1].WriteMs, Object: file, Length: int64(len(data))}
-	marker := e.LogKey(id, "hold")
+	marker := e.AttachmentKey(id, "hold")
 	n, err := e.ReplaceChunks(ctx, id, 0, cs[1].End(), []NewChunk{{Entry: ne}}, nil, []meta.Op{meta.Put(marker, []byte(`["`+file+`"]`))})
 	if err != nil || n != 2 {
 		t.Fatalf("ReplaceChunks: %d, %v", n, err)

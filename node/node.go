@@ -157,7 +157,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Tables.IcebergCatalog.MetaRoot = n.Engine.MetaRoot() + "iceberg/"
 		n.Config.Tables.IcebergCatalog = cfg.Tables.IcebergCatalog
 	}
-	n.Tables = tables.New(n.Engine, cfg.Tables)
+	n.Tables = tables.New(n.Engine, tables.Stores{Objects: n.Engine.Store(), Meta: n.Engine.Meta(), Root: n.Engine.MetaRoot()}, cfg.Tables)
 	if cfg.GCInterval == 0 {
 		cfg.GCInterval = time.Minute
 		n.Config.GCInterval = cfg.GCInterval

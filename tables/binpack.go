@@ -143,8 +143,8 @@ func (t *Tables) Binpack(ctx context.Context, id lakestream.LogID, tg Target) (B
 // binpackOnce finishes an unfinished claim, or picks, builds and commits
 // one group.
 func (t *Tables) binpackOnce(ctx context.Context, id lakestream.LogID, tg Target, st *BinpackStats) error {
-	ms := t.e.Meta()
-	key := t.e.LogKey(id, binpackClaimName)
+	ms := t.st.Meta
+	key := t.e.AttachmentKey(id, binpackClaimName)
 	kv, found, err := ms.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("%w: repack claim: %w", lakestream.ErrUnavailable, err)
@@ -300,7 +300,7 @@ func (t *Tables) commitBinpack(ctx context.Context, id lakestream.LogID, c binpa
 	defer unlock()
 	// Step 3: Delta, idempotent by the txn version.
 	if c.has(formatDelta) {
-		tbl, err := delta.Open(ctx, t.e.Store(), c.Root, delta.WithClock(t.opts.Now), delta.WithTombstoneRetention(t.opts.OrphanAge))
+		tbl, err := delta.Open(ctx, t.st.Objects, c.Root, delta.WithClock(t.opts.Now), delta.WithTombstoneRetention(t.opts.OrphanAge))
 		if err != nil {
 			return false, err
 		}
@@ -352,7 +352,7 @@ func (t *Tables) commitBinpack(ctx context.Context, id lakestream.LogID, c binpa
 // exactly the old entries (a trim), or the group was abandoned, only the
 // claim.
 func (t *Tables) indexBinpack(ctx context.Context, id lakestream.LogID, c binpackClaim, claimRev int64, olds []index.Entry, news []engine.NewChunk, abandoned bool) error {
-	key := t.e.LogKey(id, binpackClaimName)
+	key := t.e.AttachmentKey(id, binpackClaimName)
 	c.Indexed, c.Abandoned = true, abandoned
 	value, err := json.Marshal(c)
 	if err != nil {
@@ -374,7 +374,7 @@ func (t *Tables) indexBinpack(ctx context.Context, id lakestream.LogID, c binpac
 	if !abandoned {
 		t.opts.Logger.Warn("tables: bin-packed files no longer indexed as claimed; index left as is", "log", id, "from", olds[0].First)
 	}
-	ok, _, err := t.e.Meta().Txn(ctx, cmps, ops)
+	ok, _, err := t.st.Meta.Txn(ctx, cmps, ops)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: log %d: repack claim changed", lakestream.ErrConflict, id)
 	}
@@ -398,7 +398,7 @@ type liveTableFiles struct {
 // table's, and the Iceberg table's when the layer has a catalog.
 func (t *Tables) liveFiles(ctx context.Context, tg Target) (liveTableFiles, error) {
 	var tf liveTableFiles
-	tbl, err := delta.Open(ctx, t.e.Store(), tg.Root)
+	tbl, err := delta.Open(ctx, t.st.Objects, tg.Root)
 	if err != nil {
 		return tf, err
 	}
@@ -434,7 +434,7 @@ func (t *Tables) pickGroup(ctx context.Context, id lakestream.LogID, tg Target) 
 	var g binpackGroup
 	target := t.opts.BinpackTargetBytes
 	small := target / 4 * 3
-	maxOlds := t.e.Meta().MaxTxnOps() - 1 - binpackSpansMax
+	maxOlds := t.st.Meta.MaxTxnOps() - 1 - binpackSpansMax
 	maxPayload := binpackSpansMax * t.opts.BinpackSpanBytes
 	if maxOlds < 2 {
 		return g, errNothingToBinpack

@@ -223,7 +223,7 @@ func TestBinpackCrash(t *testing.T) {
 			}
 			checkPacked(t, env, want)
 			// The resumed claim is done and holds no intent.
-			kv, ok, err := env.meta.Get(ctxT(t), e2.LogKey(9, binpackClaimName))
+			kv, ok, err := env.meta.Get(ctxT(t), e2.AttachmentKey(9, binpackClaimName))
 			if err != nil || !ok || !strings.Contains(string(kv.Value), `"indexed":true`) {
 				t.Fatalf("claim %s %v %v", kv.Value, ok, err)
 			}

@@ -26,8 +26,9 @@
 // (the bin-packing claim), typed schemas at table-schemas/<root> and the
 // last retention run at table-retention/<root> (docs/index-format.md) —
 // and the table files under tables/ in the object store, which it keeps in
-// the engine's stores (the port's Stores facet). It never touches WAL
-// objects or writes heads or cursors: table retention only reads the logs'
+// the stores the node gives it (Stores: the engine's counted stores; the
+// claims at the port's AttachmentKey, so that ReplaceChunks compares
+// them). It never touches WAL objects or writes heads or cursors: table retention only reads the logs'
 // durable cursors and hard-trims a log below the trim floor
 // (lakestream.TrimFloor, the rule Pulsar retention uses too).
 //

@@ -52,7 +52,7 @@ func (env *testEnv) engine(t testing.TB, opts Options) testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := New(e, opts)
+	tb := New(e, Stores{Objects: e.Store(), Meta: e.Meta(), Root: e.MetaRoot()}, opts)
 	t.Cleanup(func() {
 		tb.Close()
 		e.Close()

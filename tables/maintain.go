@@ -38,7 +38,7 @@ func (t *Tables) Maintain(ctx context.Context, tg Target) (MaintainStats, error)
 	defer unlock()
 	var errs []error
 	if tg.Delta {
-		tbl, err := delta.Open(ctx, t.e.Store(), tg.Root, delta.WithClock(t.opts.Now))
+		tbl, err := delta.Open(ctx, t.st.Objects, tg.Root, delta.WithClock(t.opts.Now))
 		if err == nil {
 			var cs delta.CleanStats
 			if cs, err = tbl.CleanLog(ctx, t.opts.DeltaLogRetention); err == nil {

@@ -75,7 +75,7 @@ func tableAppID(id lakestream.LogID) string {
 const claimName = "table"
 
 // claimKey is the key of a log's table claim (docs/compaction.md).
-func (t *Tables) claimKey(id lakestream.LogID) string { return t.e.LogKey(id, claimName) }
+func (t *Tables) claimKey(id lakestream.LogID) string { return t.e.AttachmentKey(id, claimName) }
 
 // ClaimAttachment tells the engine's GC which table files a log's claim
 // holds (docs/gc.md, "Table files"): give it to engine.Options.Attachments.
@@ -156,7 +156,7 @@ func (t *Tables) materialize(ctx context.Context, id lakestream.LogID, tg Target
 	if err != nil {
 		return st, err
 	}
-	ms := t.e.Meta()
+	ms := t.st.Meta
 	claimKey := t.claimKey(id)
 	kv, found, err := ms.Get(ctx, claimKey)
 	if err != nil {
@@ -249,7 +249,7 @@ func (t *Tables) targetFormats(ctx context.Context, tg Target) ([]string, error)
 // needs at most as many files as one claim may list) and their entries.
 // No eligible chunk is engine.ErrNothingToCompact.
 func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEnd int64) ([]engine.Chunk, []tableEntry, error) {
-	ms := t.e.Meta()
+	ms := t.st.Meta
 	first, err := t.e.FirstOffset(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -361,7 +361,7 @@ func (t *Tables) claimRange(ctx context.Context, id lakestream.LogID, c, prev ta
 	for _, k := range prev.Intents {
 		claimOps = append(claimOps, meta.Delete(k))
 	}
-	ok, rev, err := t.e.Meta().Txn(ctx, []meta.Cmp{{Key: claimKey, ModRevision: prevRev}}, claimOps)
+	ok, rev, err := t.st.Meta.Txn(ctx, []meta.Cmp{{Key: claimKey, ModRevision: prevRev}}, claimOps)
 	if err != nil {
 		return 0, fmt.Errorf("%w: table claim: %w", lakestream.ErrUnavailable, err)
 	}
@@ -405,7 +405,7 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 
 	// Step 3: commit to Delta; idempotent by the txn version.
 	if c.has(formatDelta) {
-		tbl, err := delta.Open(ctx, t.e.Store(), c.Root, delta.WithClock(t.opts.Now))
+		tbl, err := delta.Open(ctx, t.st.Objects, c.Root, delta.WithClock(t.opts.Now))
 		if err != nil {
 			return st, err
 		}

@@ -42,7 +42,7 @@ func (t *Tables) RemoveOrphans(ctx context.Context, tg Target, logs []lakestream
 	cutoff := t.opts.Now().Add(-t.opts.OrphanAge).UnixMilli()
 	prefix := tg.Root + "/data/"
 	var candidates []objstore.ObjectInfo
-	err := t.e.Store().List(ctx, prefix, func(oi objstore.ObjectInfo) error {
+	err := t.st.Objects.List(ctx, prefix, func(oi objstore.ObjectInfo) error {
 		st.Listed++
 		if oi.ModTime != 0 && oi.ModTime < cutoff {
 			candidates = append(candidates, oi)
@@ -66,7 +66,7 @@ func (t *Tables) RemoveOrphans(ctx context.Context, tg Target, logs []lakestream
 		if st.Deleted == orphanDeletesMax {
 			break
 		}
-		if err := t.e.Store().Delete(ctx, oi.Key); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		if err := t.st.Objects.Delete(ctx, oi.Key); err != nil && !errors.Is(err, objstore.ErrNotFound) {
 			return st, fmt.Errorf("%w: delete %s: %w", lakestream.ErrUnavailable, oi.Key, err)
 		}
 		st.Deleted++
@@ -81,7 +81,7 @@ func (t *Tables) RemoveOrphans(ctx context.Context, tg Target, logs []lakestream
 func (t *Tables) heldFiles(ctx context.Context, tg Target, logs []lakestream.LogID, cutoff int64) (map[string]bool, error) {
 	held := map[string]bool{}
 	hold := func(rel string) { held[tg.Root+"/"+rel] = true }
-	tbl, err := delta.Open(ctx, t.e.Store(), tg.Root)
+	tbl, err := delta.Open(ctx, t.st.Objects, tg.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (t *Tables) heldFiles(ctx context.Context, tg Target, logs []lakestream.Log
 			return nil, fmt.Errorf("tables: orphans of %s: %w", tg.Root, err)
 		}
 	}
-	ms := t.e.Meta()
+	ms := t.st.Meta
 	for _, id := range logs {
 		for from := int64(0); ; {
 			cs, err := t.e.Chunks(ctx, id, from, 1000)
@@ -132,7 +132,7 @@ func (t *Tables) heldFiles(ctx context.Context, tg Target, logs []lakestream.Log
 			from = cs[len(cs)-1].End()
 		}
 		for _, name := range []string{claimName, binpackClaimName} {
-			kv, ok, err := ms.Get(ctx, t.e.LogKey(id, name))
+			kv, ok, err := ms.Get(ctx, t.e.AttachmentKey(id, name))
 			if err != nil {
 				return nil, fmt.Errorf("%w: claim of log %d: %w", lakestream.ErrUnavailable, id, err)
 			}

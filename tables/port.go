@@ -22,7 +22,6 @@ type Port interface {
 	ChunkSource
 	ChunkReplacer
 	Observer
-	Stores
 }
 
 // LogAccess reads logs and trims them: table retention reads a log's
@@ -52,6 +51,10 @@ type ChunkReplacer interface {
 	ReplaceChunks(ctx context.Context, id lakestream.LogID, from, end int64, news []engine.NewChunk, cmps []meta.Cmp, ops []meta.Op) (replaced int, err error)
 	ReplaceTableChunks(ctx context.Context, id lakestream.LogID, olds []engine.Chunk, news []engine.NewChunk, cmps []meta.Cmp, ops []meta.Op) error
 	AdvanceCompacted(ctx context.Context, id lakestream.LogID, end int64) error
+	// AttachmentKey is the metadata key of the value name (an Attachment
+	// registered through EngineOptions) that this layer keeps for log id:
+	// the key a claim's compare names, deleted with the log.
+	AttachmentKey(id lakestream.LogID, name string) string
 }
 
 // Observer records the outcomes of materialization and table retention in
@@ -61,15 +64,18 @@ type Observer interface {
 	ObserveTableRetention(files int, bytes int64, held, trims int)
 }
 
-// Stores are the engine's stores, counted in its metrics, in which this
-// layer keeps its own objects (tables/) and keys (claims under LogKey,
-// the rest under MetaRoot). The one part of the port that is not an
-// operation: the tables' keys and files live beside the engine's.
-type Stores interface {
-	Store() objstore.Store
-	Meta() meta.Store
-	MetaRoot() string
-	LogKey(id lakestream.LogID, name string) string
+// Stores are the node's stores, in which this layer keeps its own objects
+// (tables/, the Delta logs) and keys (under Root; the claims under the
+// port's AttachmentKey, so that ReplaceChunks can compare them in its
+// transaction). The node gives the engine's counted stores
+// (lakegate_object_requests_total, lakegate_etcd_txns_total), so the
+// tables' I/O is counted with the engine's.
+type Stores struct {
+	Objects objstore.Store
+	Meta    meta.Store
+	// Root is the prefix of the node's metadata keys (the engine's
+	// MetaRoot); the tables' keys are Root + "table-…/".
+	Root string
 }
 
 var _ Port = (*engine.Engine)(nil)

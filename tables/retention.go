@@ -60,7 +60,7 @@ type RetentionStats struct {
 // retentionRunKey is the key of the last retention run of the table at
 // root: a retentionRunJSON (docs/compaction.md, "Table retention").
 func (t *Tables) retentionRunKey(root string) string {
-	return t.e.MetaRoot() + "table-retention/" + root
+	return t.st.Root + "table-retention/" + root
 }
 
 // retentionRunJSON is the value of retentionRunKey (v 1).
@@ -85,7 +85,7 @@ func (t *Tables) RecordRetention(ctx context.Context, root string, r Retention, 
 	if err != nil {
 		return err
 	}
-	if _, _, err := t.e.Meta().Txn(ctx, nil, []meta.Op{meta.Put(t.retentionRunKey(root), b)}); err != nil {
+	if _, _, err := t.st.Meta.Txn(ctx, nil, []meta.Op{meta.Put(t.retentionRunKey(root), b)}); err != nil {
 		return fmt.Errorf("tables: record retention run of %s: %w", root, err)
 	}
 	return nil
@@ -94,7 +94,7 @@ func (t *Tables) RecordRetention(ctx context.Context, root string, r Retention, 
 // lastRetention returns the last retention run recorded for the table at
 // root, or nil.
 func (t *Tables) lastRetention(ctx context.Context, root string) (*lakestream.TableRetentionRun, error) {
-	kv, found, err := t.e.Meta().Get(ctx, t.retentionRunKey(root))
+	kv, found, err := t.st.Meta.Get(ctx, t.retentionRunKey(root))
 	if err != nil || !found {
 		return nil, err
 	}
@@ -428,7 +428,7 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 		_ = c.Close(ctx) // loaded, not changed: writes nothing
 	}
 	lg.floor = lakestream.TrimFloor(lakestream.NoHold, lg.holds)
-	ms := t.e.Meta()
+	ms := t.st.Meta
 	kv, ok, err := ms.Get(ctx, t.claimKey(id))
 	if err != nil {
 		return nil, fmt.Errorf("%w: claim of log %d: %w", lakestream.ErrUnavailable, id, err)
@@ -448,7 +448,7 @@ func (t *Tables) retentionLog(ctx context.Context, id lakestream.LogID) (*retLog
 			}
 		}
 	}
-	kv, ok, err = ms.Get(ctx, t.e.LogKey(id, binpackClaimName))
+	kv, ok, err = ms.Get(ctx, t.e.AttachmentKey(id, binpackClaimName))
 	if err != nil {
 		return nil, fmt.Errorf("%w: repack claim of log %d: %w", lakestream.ErrUnavailable, id, err)
 	}
@@ -485,7 +485,7 @@ func (t *Tables) retentionFiles(ctx context.Context, tg Target) (_ []*retFile, m
 	// Both tables are read whenever they exist, whatever formats tg names
 	// now: a file one of them still holds is never trimmed from the log.
 	{
-		tbl, err := delta.Open(ctx, t.e.Store(), tg.Root, delta.WithClock(t.opts.Now))
+		tbl, err := delta.Open(ctx, t.st.Objects, tg.Root, delta.WithClock(t.opts.Now))
 		if err != nil {
 			return nil, false, err
 		}
@@ -604,7 +604,7 @@ func (t *Tables) removeTableFiles(ctx context.Context, tg Target, files []*retFi
 	}
 	reason := fmt.Sprintf("retentionMs=%d retentionBytes=%d", r.Ms, r.Bytes)
 	if len(fromDelta) > 0 {
-		tbl, err := delta.Open(ctx, t.e.Store(), tg.Root, delta.WithClock(t.opts.Now))
+		tbl, err := delta.Open(ctx, t.st.Objects, tg.Root, delta.WithClock(t.opts.Now))
 		if err != nil {
 			return err
 		}

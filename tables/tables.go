@@ -134,6 +134,7 @@ func (o Options) withDefaults() Options {
 // materialize the same logs (the claim lets one win).
 type Tables struct {
 	e    Port
+	st   Stores
 	opts Options
 
 	// iceberg is the Iceberg catalog, opened on first use (iceberg.go).
@@ -161,8 +162,8 @@ type Tables struct {
 // EngineOptions (the Parquet decoder and the claim attachment), or reads
 // of compacted offsets fail and GC may take claimed files. Close it
 // before e.
-func New(e Port, opts Options) *Tables {
-	return &Tables{e: e, opts: opts.withDefaults()}
+func New(e Port, st Stores, opts Options) *Tables {
+	return &Tables{e: e, st: st, opts: opts.withDefaults()}
 }
 
 // EngineOptions sets what the engine needs from this layer (engine/port.go):

@@ -372,7 +372,7 @@ func TestCompactToTableCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameEntries(t, readAll(t, env.engine(t, Options{Logger: quietLogger}), id), want)
-			kv, _, err := env.meta.Get(ctxT(t), e2.LogKey(id, "compacted"))
+			kv, _, err := env.meta.Get(ctxT(t), e2.AttachmentKey(id, "compacted"))
 			if err != nil || string(kv.Value) != fmt.Sprint(want[len(want)-1].End()) {
 				t.Fatalf("compaction cursor %q, %v", kv.Value, err)
 			}

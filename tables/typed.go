@@ -172,7 +172,7 @@ func deltaSchemaOf(ts *lakehouse.TypedSchema) (delta.Schema, error) {
 // of both formats (docs/table-schema.md, "Typed columns in compacted
 // tables"). It lives under the engine's root, outside the engine's
 // prefixes (docs/index-format.md).
-func (t *Tables) tableSchemaKey(root string) string { return t.e.MetaRoot() + "table-schemas/" + root }
+func (t *Tables) tableSchemaKey(root string) string { return t.st.Root + "table-schemas/" + root }
 
 // typedState is the value of tableSchemaKey.
 type typedState struct {
@@ -261,7 +261,7 @@ const typedStateAttempts = 16
 // timestamp units); when that definition no longer maps to them, the bare
 // columns (Avro payloads then decode only through the writers' versions).
 func (t *Tables) loadTableDecoder(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {
-	kv, found, err := t.e.Meta().Get(ctx, t.tableSchemaKey(root))
+	kv, found, err := t.st.Meta.Get(ctx, t.tableSchemaKey(root))
 	if err != nil {
 		return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
 	}
@@ -280,7 +280,7 @@ func (t *Tables) loadTableDecoder(ctx context.Context, root string) (*lakehouse.
 
 // loadTableSchema returns a table's typed columns (nil: none yet).
 func (t *Tables) loadTableSchema(ctx context.Context, root string) (*lakehouse.TypedSchema, error) {
-	kv, found, err := t.e.Meta().Get(ctx, t.tableSchemaKey(root))
+	kv, found, err := t.st.Meta.Get(ctx, t.tableSchemaKey(root))
 	if err != nil {
 		return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
 	}
@@ -302,7 +302,7 @@ func (t *Tables) loadTableSchema(ctx context.Context, root string) (*lakehouse.T
 func (t *Tables) tableSchema(ctx context.Context, root string, sc lakestream.SchemaConfig) (*lakehouse.TypedSchema, error) {
 	key := t.tableSchemaKey(root)
 	for range typedStateAttempts {
-		kv, found, err := t.e.Meta().Get(ctx, key)
+		kv, found, err := t.st.Meta.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
 		}
@@ -335,7 +335,7 @@ func (t *Tables) tableSchema(ctx context.Context, root string, sc lakestream.Sch
 		if found {
 			cmp.ModRevision = kv.ModRevision
 		}
-		ok, _, err := t.e.Meta().Txn(ctx, []meta.Cmp{cmp}, []meta.Op{meta.Put(key, value)})
+		ok, _, err := t.st.Meta.Txn(ctx, []meta.Cmp{cmp}, []meta.Op{meta.Put(key, value)})
 		if err != nil {
 			return nil, fmt.Errorf("%w: table schema: %w", lakestream.ErrUnavailable, err)
 		}

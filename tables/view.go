@@ -121,7 +121,7 @@ func (v *tableView) Scan(ctx context.Context) ([][]byte, error) {
 		out = append(out, buf.Bytes())
 		return nil
 	}
-	err := ScanTable(ctx, v.t.e.Store(), TableRoot(v.md.ID), fn)
+	err := ScanTable(ctx, v.t.st.Objects, TableRoot(v.md.ID), fn)
 	if errors.Is(err, lakestream.ErrNotMaterialized) {
 		// No Delta table: a stream materialized into Iceberg only.
 		err = v.t.scanIceberg(ctx, v.md.ID, fn)
@@ -135,7 +135,7 @@ func (v *tableView) Scan(ctx context.Context) ([][]byte, error) {
 func (v *tableView) Info(ctx context.Context) (lakestream.TableInfo, error) {
 	root := TableRoot(v.md.ID)
 	info := lakestream.TableInfo{Location: StoreURI(v.storeURL, root)}
-	tbl, err := delta.Open(ctx, v.t.e.Store(), root)
+	tbl, err := delta.Open(ctx, v.t.st.Objects, root)
 	if err != nil {
 		return info, err
 	}

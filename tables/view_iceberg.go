@@ -120,7 +120,7 @@ func (t *Tables) scanIceberg(ctx context.Context, id lakestream.StreamIdentifier
 		}
 		return strings.Compare(a.Path, b.Path)
 	})
-	store := t.e.Store()
+	store := t.st.Objects
 	for _, f := range files {
 		key := root + "/" + f.Path
 		data, err := store.Get(ctx, key)
