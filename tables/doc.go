@@ -28,8 +28,9 @@
 // and the table files under tables/ in the object store, which it keeps in
 // the stores the node gives it (Stores: the engine's counted stores; the
 // claims at the port's AttachmentKey, so that ReplaceChunks compares
-// them). It never touches WAL objects or writes heads or cursors: table retention only reads the logs'
-// durable cursors and hard-trims a log below the trim floor
+// them). It never touches WAL objects or writes heads or cursors: table
+// retention only reads the logs' durable cursors and hard-trims a log
+// below the trim floor
 // (lakestream.TrimFloor, the rule Pulsar retention uses too).
 //
 // Dependencies point down: tables → engine, lakehouse (Arrow/Parquet,
