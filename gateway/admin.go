@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -97,15 +98,15 @@ func adminStatus(err error) int {
 	case errors.Is(err, errAdminUnprocessable):
 		return http.StatusUnprocessableEntity
 
-	case errors.Is(err, ErrInvalidTopicName):
+	case errors.Is(err, broker.ErrInvalidTopicName):
 		return http.StatusPreconditionFailed
 	case errors.Is(err, errAdminTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, ErrTooManySubscriptions):
+	case errors.Is(err, broker.ErrTooManySubscriptions):
 		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrNotAllowed):
+	case errors.Is(err, broker.ErrNotAllowed):
 		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrServiceNotReady),
+	case errors.Is(err, broker.ErrServiceNotReady),
 		errors.Is(err, actors.ErrPartitionClosed),
 		errors.Is(err, lakestream.ErrGuardLost):
 		return http.StatusServiceUnavailable
@@ -119,7 +120,7 @@ func adminStatus(err error) int {
 		errors.Is(err, lakestream.ErrNoSuchLog),
 		errors.Is(err, lakestream.ErrNoSuchCursor),
 		errors.Is(err, lakestream.ErrNotMaterialized),
-		errors.Is(err, ErrNoSchema):
+		errors.Is(err, broker.ErrNoSchema):
 		return http.StatusNotFound
 	case errors.Is(err, lakestream.ErrAlreadyExists),
 		errors.Is(err, lakestream.ErrNamespaceNotEmpty),

@@ -69,7 +69,7 @@ func isLimitProperty(key string) bool {
 }
 
 func dispatchRateJSONOf(r RateLimit) dispatchRateJSON {
-	return dispatchRateJSON{Msgs: r.Msgs, Bytes: r.Bytes, PeriodSeconds: int64(r.period().Seconds())}
+	return dispatchRateJSON{Msgs: r.Msgs, Bytes: r.Bytes, PeriodSeconds: int64(r.Per().Seconds())}
 }
 
 // countOf reads a limit count: an integer ≥ 0 (0: no limit), the body

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -39,7 +40,7 @@ func (a *admin) updateTopicProperty(w http.ResponseWriter, r *http.Request, key 
 		writeAdminError(w, fmt.Errorf("%w: this is a policy of the whole topic %s, not of one partition", errAdminMethodNotAllowed, ref.name.Base()))
 		return
 	}
-	id := fullStreamID(ref.name)
+	id := broker.FullStreamID(ref.name)
 	md := ref.md
 	for range policyRetries {
 		old, present := md.Properties[key]

@@ -37,6 +37,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -190,7 +191,7 @@ func (a *admin) postSchema(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		version, err = a.srv.getOrCreateSchema(r.Context(), md.ID, sc, true)
 	}
-	if errors.Is(err, ErrIncompatibleSchema) {
+	if errors.Is(err, broker.ErrIncompatibleSchema) {
 		err = fmt.Errorf("%w: %w", errAdminConflict, err)
 	}
 	if err != nil {
@@ -265,7 +266,7 @@ func (a *admin) schemaVersionOfPayload(w http.ResponseWriter, r *http.Request) {
 	}
 	v, ok := schemaVersionOf(list, storedSchemaOf(sc))
 	if !ok {
-		writeAdminError(w, fmt.Errorf("%w: %s has no such schema version", ErrNoSchema, md.ID))
+		writeAdminError(w, fmt.Errorf("%w: %s has no such schema version", broker.ErrNoSchema, md.ID))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"version": v})

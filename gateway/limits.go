@@ -32,7 +32,7 @@ package gateway
 // changed through this node's admin API.
 //
 // Lock order: topic.lim.applying, then Server.mu, then topic.mu, then
-// topic.lim.mu; gate.mu and tokenBucket.mu are leaves.
+// topic.lim.mu; gate.mu and broker.TokenBucket.mu are leaves.
 
 import (
 	"context"
@@ -51,68 +51,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-// RateLimit is a rate in messages and payload bytes per Period (Pulsar's
-// PublishRate and DispatchRate). A dimension ≤ 0 is not limited; Period
-// defaults to 1 s.
-type RateLimit struct {
-	Msgs   int64
-	Bytes  int64
-	Period time.Duration
-}
-
-// Off reports whether the rate limits nothing.
-func (r RateLimit) Off() bool { return r.Msgs <= 0 && r.Bytes <= 0 }
-
-func (r RateLimit) period() time.Duration {
-	if r.Period <= 0 {
-		return time.Second
-	}
-	return r.Period
-}
-
-// TopicLimits are the limits of one topic partition: the node's defaults
-// (Config.TopicLimits), overridden by namespace and topic policies. A
-// count of 0 is no limit (as Pulsar's 0); the zero rates are off.
-type TopicLimits struct {
-	// MaxProducers refuses more producers with ProducerBusy (Pulsar's
-	// maxProducersPerTopic). Default 0: no limit.
-	MaxProducers int
-	// MaxConsumers refuses more consumers with ConsumerBusy
-	// (maxConsumersPerTopic). Default 0: no limit.
-	MaxConsumers int
-	// MaxConsumersPerSubscription refuses more consumers on one
-	// subscription with ConsumerBusy (maxConsumersPerSubscription).
-	// Default 0: no limit.
-	MaxConsumersPerSubscription int
-	// MaxSubscriptions refuses a new subscription with NotAllowedError
-	// (maxSubscriptionsPerTopic). Default 0: no limit.
-	MaxSubscriptions int
-	// MaxUnackedPerConsumer blocks dispatch to a Shared or Key_Shared
-	// consumer holding this many unacknowledged messages until it is down
-	// to half (maxUnackedMessagesPerConsumer). In Config: default (0)
-	// 50 000, negative: no limit.
-	MaxUnackedPerConsumer int64
-	// MaxUnackedPerSubscription blocks a Shared or Key_Shared
-	// subscription's dispatch the same way (maxUnackedMessagesPerSubscription).
-	// In Config: default (0) 200 000, negative: no limit.
-	MaxUnackedPerSubscription int64
-	// PublishRate pauses the reads of the connections producing to the
-	// topic partition while it is over (maxPublishRatePerTopicInMessages,
-	// maxPublishRatePerTopicInBytes). Default off.
-	PublishRate RateLimit
-	// DispatchRate paces the dispatch of every subscription of the topic
-	// partition together (dispatchThrottlingRatePerTopicInMsg, …InByte).
-	// Default off.
-	DispatchRate RateLimit
-	// SubscriptionDispatchRate paces each subscription's dispatch
-	// (dispatchThrottlingRatePerSubscriptionInMsg, …InByte). Default off.
-	SubscriptionDispatchRate RateLimit
-}
+// RateLimit and TopicLimits are the broker's (broker/rate.go); Config
+// names them here so that its callers need not import the broker.
+type (
+	RateLimit   = broker.RateLimit
+	TopicLimits = broker.TopicLimits
+)
 
 // Pulsar's defaults.
 const (
@@ -155,20 +105,9 @@ func DefaultPublishBufferBytes() int64 {
 	return defaultPublishBufferBytes
 }
 
-// Errors of the limits, surfacing as the ServerError named.
-var (
-	// ErrTooManyConnections: the node or the client's address has its
-	// maximum of connections (NotAllowedError, then the connection closes).
-	ErrTooManyConnections = errors.New("gateway: Reached the maximum number of connections")
-	// ErrTooManyProducers: the topic has its maximum of producers (ProducerBusy).
-	ErrTooManyProducers = errors.New("gateway: topic reached max producers limit")
-	// ErrTooManyConsumers: the topic or subscription has its maximum of
-	// consumers (ConsumerBusy).
-	ErrTooManyConsumers = errors.New("gateway: max consumers limit reached")
-	// ErrTooManySubscriptions: the topic has its maximum of subscriptions;
-	// a new one is refused (NotAllowedError).
-	ErrTooManySubscriptions = errors.New("gateway: topic reached max subscriptions limit")
-)
+// ErrTooManyConnections: the node or the client's address has its
+// maximum of connections (NotAllowedError, then the connection closes).
+var ErrTooManyConnections = errors.New("gateway: Reached the maximum number of connections")
 
 // ---- policies: stream and namespace properties (docs/policies.md) ----
 
@@ -271,7 +210,7 @@ type topicLimitState struct {
 	cur      atomic.Pointer[TopicLimits]
 	// publish and dispatch are the topic partition's rate buckets;
 	// subDispatch is the subscriptions' rate (each has its bucket).
-	publish, dispatch tokenBucket
+	publish, dispatch broker.TokenBucket
 	subDispatch       atomic.Pointer[RateLimit]
 
 	mu struct {
@@ -311,8 +250,8 @@ func (t *topic) applyLimits(l TopicLimits) {
 	t.lim.applying.Lock()
 	defer t.lim.applying.Unlock()
 	old := t.lim.cur.Swap(&l)
-	t.lim.publish.set(l.PublishRate)
-	t.lim.dispatch.set(l.DispatchRate)
+	t.lim.publish.Set(l.PublishRate)
+	t.lim.dispatch.Set(l.DispatchRate)
 	sr := l.SubscriptionDispatchRate
 	t.lim.subDispatch.Store(&sr)
 	if old != nil && old.MaxUnackedPerConsumer == l.MaxUnackedPerConsumer && old.MaxUnackedPerSubscription == l.MaxUnackedPerSubscription {
@@ -351,7 +290,7 @@ func (t *topic) subscriptionLimits(opts *actors.SubscriptionOptions) {
 	m := t.srv.lim.metrics
 	opts.DispatchLimiters = []actors.DispatchLimiter{
 		&dispatchLimiter{b: &t.lim.dispatch, throttled: m.dispatchThrottled.WithLabelValues("topic")},
-		&dispatchLimiter{b: &tokenBucket{}, spec: &t.lim.subDispatch, throttled: m.dispatchThrottled.WithLabelValues("subscription")},
+		&dispatchLimiter{b: &broker.TokenBucket{}, spec: &t.lim.subDispatch, throttled: m.dispatchThrottled.WithLabelValues("subscription")},
 	}
 }
 
@@ -364,7 +303,7 @@ func (t *topic) addProducerLimited(p *producer) error {
 	defer t.mu.Unlock()
 	if have := len(t.mu.producers); n > 0 && have >= n {
 		t.srv.lim.metrics.refusals.WithLabelValues("max_producers_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d producers (maxProducers %d)", ErrTooManyProducers, t.name, have, n)
+		return fmt.Errorf("%w: topic %s has %d producers (maxProducers %d)", broker.ErrTooManyProducers, t.name, have, n)
 	}
 	t.mu.producers[p.actorID] = p
 	return nil
@@ -384,10 +323,10 @@ func (t *topic) reserveConsumer(sub string) error {
 	switch {
 	case l.MaxConsumers > 0 && t.lim.mu.total >= l.MaxConsumers:
 		t.srv.lim.metrics.refusals.WithLabelValues("max_consumers_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d consumers (maxConsumers %d)", ErrTooManyConsumers, t.name, t.lim.mu.total, l.MaxConsumers)
+		return fmt.Errorf("%w: topic %s has %d consumers (maxConsumers %d)", broker.ErrTooManyConsumers, t.name, t.lim.mu.total, l.MaxConsumers)
 	case l.MaxConsumersPerSubscription > 0 && t.lim.mu.consumers[sub] >= l.MaxConsumersPerSubscription:
 		t.srv.lim.metrics.refusals.WithLabelValues("max_consumers_per_subscription").Inc()
-		return fmt.Errorf("%w: subscription %q of %s has %d consumers (maxConsumersPerSubscription %d)", ErrTooManyConsumers, sub, t.name, t.lim.mu.consumers[sub], l.MaxConsumersPerSubscription)
+		return fmt.Errorf("%w: subscription %q of %s has %d consumers (maxConsumersPerSubscription %d)", broker.ErrTooManyConsumers, sub, t.name, t.lim.mu.consumers[sub], l.MaxConsumersPerSubscription)
 	}
 	t.lim.mu.consumers[sub]++
 	t.lim.mu.total++
@@ -440,7 +379,7 @@ func (t *topic) checkSubscriptionLimitLocked(ctx context.Context, name string) e
 	}
 	if len(have) >= n {
 		t.srv.lim.metrics.refusals.WithLabelValues("max_subscriptions_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d subscriptions (maxSubscriptionsPerTopic %d)", ErrTooManySubscriptions, t.name, len(have), n)
+		return fmt.Errorf("%w: topic %s has %d subscriptions (maxSubscriptionsPerTopic %d)", broker.ErrTooManySubscriptions, t.name, len(have), n)
 	}
 	return nil
 }
@@ -459,7 +398,7 @@ func (s *Server) npLimit(limit, have int, err error, what, label string) error {
 // topic's (shared), or its own following the topic's subscription rate
 // (spec).
 type dispatchLimiter struct {
-	b    *tokenBucket
+	b    *broker.TokenBucket
 	spec *atomic.Pointer[RateLimit]
 	// seen is the spec last given to b.
 	seen      atomic.Pointer[RateLimit]
@@ -471,22 +410,22 @@ func (d *dispatchLimiter) sync() {
 		return
 	}
 	if r := d.spec.Load(); r != nil && d.seen.Swap(r) != r {
-		d.b.set(*r)
+		d.b.Set(*r)
 	}
 }
 
 func (d *dispatchLimiter) Delay() time.Duration {
 	d.sync()
-	w := d.b.delay(time.Now())
+	w := d.b.Delay(time.Now())
 	if w > 0 {
 		d.throttled.Inc()
 	}
 	return w
 }
 
-func (d *dispatchLimiter) Budget() int { d.sync(); return d.b.budget(time.Now()) }
+func (d *dispatchLimiter) Budget() int { d.sync(); return d.b.Budget(time.Now()) }
 
-func (d *dispatchLimiter) Consume(msgs, bytes int) { d.b.take(time.Now(), msgs, bytes) }
+func (d *dispatchLimiter) Consume(msgs, bytes int) { d.b.Take(time.Now(), msgs, bytes) }
 
 // ---- the node: connections, publish buffer, metrics ----
 
@@ -684,7 +623,7 @@ func (s *session) sendRead(p *producer, records, n int) {
 		s.srv.lim.publishBuffer.add(int64(n))
 	}
 	p.pub.Unlock()
-	if d := p.t.lim.publish.take(time.Now(), records, n); d > 0 {
+	if d := p.t.lim.publish.Take(time.Now(), records, n); d > 0 {
 		s.lim.rateUntil = time.Now().Add(d)
 	}
 }

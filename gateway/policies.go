@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 )
@@ -61,17 +62,6 @@ const (
 	quotaHold               = "producer_request_hold"
 	quotaException          = "producer_exception"
 	quotaEviction           = "consumer_backlog_eviction"
-)
-
-// Errors of the backlog quota, surfacing as the ServerError named.
-var (
-	// ErrQuotaHold: the topic's backlog is over a producer_request_hold
-	// quota (ProducerBlockedQuotaExceededError: clients retry).
-	ErrQuotaHold = errors.New("gateway: backlog quota exceeded (producer_request_hold)")
-	// ErrQuotaException: the topic's backlog is over a producer_exception
-	// quota (ProducerBlockedQuotaExceededException: clients fail their
-	// pending sends).
-	ErrQuotaException = errors.New("gateway: backlog quota exceeded (producer_exception)")
 )
 
 // retentionPolicy is Pulsar's RetentionPolicies (-1: no limit).
@@ -320,7 +310,7 @@ func (t *topic) quotasExceeded(ctx context.Context, quotas map[string]backlogQuo
 }
 
 // checkBacklogQuota answers whether a producer may attach to t: an error
-// (ErrQuotaHold, ErrQuotaException) while a producer-blocking quota is
+// (broker.ErrQuotaHold, broker.ErrQuotaException) while a producer-blocking quota is
 // exceeded.
 func (t *topic) checkBacklogQuota(ctx context.Context) error {
 	md, err := t.srv.cfg.Catalog.LoadStream(ctx, t.stream)
@@ -346,9 +336,9 @@ func (t *topic) checkBacklogQuota(ctx context.Context) error {
 	for _, st := range states {
 		switch st.quota.Policy {
 		case quotaHold:
-			return fmt.Errorf("%w: %s quota of %s, subscription %q", ErrQuotaHold, st.typ, t.name, st.over[0].name)
+			return fmt.Errorf("%w: %s quota of %s, subscription %q", broker.ErrQuotaHold, st.typ, t.name, st.over[0].name)
 		case quotaException:
-			return fmt.Errorf("%w: %s quota of %s, subscription %q", ErrQuotaException, st.typ, t.name, st.over[0].name)
+			return fmt.Errorf("%w: %s quota of %s, subscription %q", broker.ErrQuotaException, st.typ, t.name, st.over[0].name)
 		}
 	}
 	return nil

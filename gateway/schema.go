@@ -66,6 +66,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -196,7 +197,7 @@ func liveFrom(list []storedSchema) int {
 }
 
 // getSchema returns version (nil/empty: the latest) of the stream's schema.
-// ErrNoSchema when there is none (or it was deleted, or the version is a
+// broker.ErrNoSchema when there is none (or it was deleted, or the version is a
 // deletion marker).
 func (s *Server) getSchema(ctx context.Context, id lakestream.StreamIdentifier, version []byte) (storedSchema, int, error) {
 	md, err := s.cfg.Catalog.LoadStream(ctx, id)
@@ -208,21 +209,21 @@ func (s *Server) getSchema(ctx context.Context, id lakestream.StreamIdentifier, 
 		return storedSchema{}, 0, err
 	}
 	if len(list) == 0 {
-		return storedSchema{}, 0, fmt.Errorf("%w: %s has no schema", ErrNoSchema, id)
+		return storedSchema{}, 0, fmt.Errorf("%w: %s has no schema", broker.ErrNoSchema, id)
 	}
 	v := len(list) - 1
 	if len(version) > 0 {
 		if len(version) != 8 {
-			return storedSchema{}, 0, fmt.Errorf("%w: schema version %x", ErrNoSchema, version)
+			return storedSchema{}, 0, fmt.Errorf("%w: schema version %x", broker.ErrNoSchema, version)
 		}
 		u := binary.BigEndian.Uint64(version)
 		if u >= uint64(len(list)) {
-			return storedSchema{}, 0, fmt.Errorf("%w: %s has no schema version %d", ErrNoSchema, id, u)
+			return storedSchema{}, 0, fmt.Errorf("%w: %s has no schema version %d", broker.ErrNoSchema, id, u)
 		}
 		v = int(u)
 	}
 	if list[v].Deleted {
-		return storedSchema{}, 0, fmt.Errorf("%w: the schema of %s was deleted (version %d)", ErrNoSchema, id, v)
+		return storedSchema{}, 0, fmt.Errorf("%w: the schema of %s was deleted (version %d)", broker.ErrNoSchema, id, v)
 	}
 	return list[v], v, nil
 }
@@ -243,7 +244,7 @@ func schemaVersionOf(list []storedSchema, want storedSchema) (int, bool) {
 // nil, unless the stream has no schema at all.
 func (s *Server) getOrCreateSchema(ctx context.Context, id lakestream.StreamIdentifier, sc *pb.Schema, register bool) ([]byte, error) {
 	if len(sc.GetSchemaData()) > schemaDataMaxBytes {
-		return nil, fmt.Errorf("%w: schema of %d bytes (max %d)", ErrNotAllowed, len(sc.GetSchemaData()), schemaDataMaxBytes)
+		return nil, fmt.Errorf("%w: schema of %d bytes (max %d)", broker.ErrNotAllowed, len(sc.GetSchemaData()), schemaDataMaxBytes)
 	}
 	want := storedSchemaOf(sc)
 	for range schemaUpdateAttempts {
@@ -311,7 +312,7 @@ func (s *Server) appendSchemaVersion(ctx context.Context, md lakestream.StreamMe
 // deleteSchema deletes the stream's schema (see the file comment): with
 // force every version is removed, else a deletion marker is added. It
 // returns the version of the marker (force: the last version removed);
-// ErrNoSchema when there is no schema to delete.
+// broker.ErrNoSchema when there is no schema to delete.
 func (s *Server) deleteSchema(ctx context.Context, id lakestream.StreamIdentifier, force bool) (int, error) {
 	for range schemaUpdateAttempts {
 		md, err := s.cfg.Catalog.LoadStream(ctx, id)
@@ -324,7 +325,7 @@ func (s *Server) deleteSchema(ctx context.Context, id lakestream.StreamIdentifie
 		}
 		if !force {
 			if len(list) == 0 || list[len(list)-1].Deleted {
-				return 0, fmt.Errorf("%w: %s has no schema to delete", ErrNoSchema, id)
+				return 0, fmt.Errorf("%w: %s has no schema to delete", broker.ErrNoSchema, id)
 			}
 			v, ok, err := s.appendSchemaVersion(ctx, md, list, storedSchema{Deleted: true})
 			if err != nil {
@@ -336,7 +337,7 @@ func (s *Server) deleteSchema(ctx context.Context, id lakestream.StreamIdentifie
 			continue
 		}
 		if len(list) == 0 {
-			return 0, fmt.Errorf("%w: %s has no schema to delete", ErrNoSchema, id)
+			return 0, fmt.Errorf("%w: %s has no schema to delete", broker.ErrNoSchema, id)
 		}
 		props := maps.Clone(md.Properties)
 		maps.DeleteFunc(props, func(k, _ string) bool { return strings.HasPrefix(k, schemaPropPrefix) })
@@ -398,7 +399,7 @@ func schemaCompatibleWith(strategy string, live []storedSchema, next storedSchem
 	case strategyAlwaysCompatible:
 		return nil
 	case strategyAlwaysIncompatible:
-		return fmt.Errorf("%w: the topic's schema compatibility strategy is %s", ErrIncompatibleSchema, strategy)
+		return fmt.Errorf("%w: the topic's schema compatibility strategy is %s", broker.ErrIncompatibleSchema, strategy)
 	}
 	against := live[len(live)-1:]
 	switch strategy {
@@ -410,7 +411,7 @@ func schemaCompatibleWith(strategy string, live []storedSchema, next storedSchem
 	for i := len(against) - 1; i >= 0; i-- {
 		prev := against[i]
 		if prev.Type != next.Type {
-			return fmt.Errorf("%w: schema type %s, topic has %s", ErrIncompatibleSchema, next.Type, prev.Type)
+			return fmt.Errorf("%w: schema type %s, topic has %s", broker.ErrIncompatibleSchema, next.Type, prev.Type)
 		}
 		if next.Type != pb.Schema_Avro && next.Type != pb.Schema_Json {
 			continue
@@ -422,12 +423,12 @@ func schemaCompatibleWith(strategy string, live []storedSchema, next storedSchem
 		}
 		if backward {
 			if err := schemaReadable(newRec, oldRec); err != nil {
-				return fmt.Errorf("%w: %s: the new schema cannot read data written with the existing one: %v", ErrIncompatibleSchema, strategy, err)
+				return fmt.Errorf("%w: %s: the new schema cannot read data written with the existing one: %v", broker.ErrIncompatibleSchema, strategy, err)
 			}
 		}
 		if forward {
 			if err := schemaReadable(oldRec, newRec); err != nil {
-				return fmt.Errorf("%w: %s: the existing schema cannot read data written with the new one: %v", ErrIncompatibleSchema, strategy, err)
+				return fmt.Errorf("%w: %s: the existing schema cannot read data written with the new one: %v", broker.ErrIncompatibleSchema, strategy, err)
 			}
 		}
 	}
@@ -504,7 +505,7 @@ func (s *session) handleGetSchema(c *pb.CommandGetSchema) {
 		s.send(protocol.GetSchemaError(req, serverError(err), err.Error()))
 		return
 	}
-	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+	if tn, err := broker.ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
 		s.send(protocol.GetSchemaError(req, pb.ServerError_TopicNotFound, fmt.Sprintf("%s is non-persistent: lakegate keeps no schema for it", tn)))
 		return
 	}
@@ -529,7 +530,7 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	err := s.checkTopicName(ctx, c.GetTopic(), actionProduce)
-	if tn, perr := ParseTopicName(c.GetTopic()); err == nil && perr == nil && tn.NonPersistent {
+	if tn, perr := broker.ParseTopicName(c.GetTopic()); err == nil && perr == nil && tn.NonPersistent {
 		// Nothing is stored for a non-persistent topic, its schemas
 		// neither: any schema is accepted, without a version.
 		s.send(protocol.GetOrCreateSchemaResponse(req, nil))
@@ -548,7 +549,7 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 		return
 	}
 	if err == nil && !registrableSchema(c.GetSchema()) {
-		err = fmt.Errorf("%w: GET_OR_CREATE_SCHEMA without a typed schema", ErrNotAllowed)
+		err = fmt.Errorf("%w: GET_OR_CREATE_SCHEMA without a typed schema", broker.ErrNotAllowed)
 	}
 	var version []byte
 	if err == nil {

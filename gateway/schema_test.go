@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
@@ -47,7 +48,7 @@ func TestSchemaCompatibleWith(t *testing.T) {
 		{"FORWARD: only the latest", strategyForward, []storedSchema{js(v1), js(v1Default)}, js(drop), true},
 	} {
 		err := schemaCompatibleWith(c.strategy, c.live, c.next)
-		if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrIncompatibleSchema)) {
+		if c.ok != (err == nil) || (err != nil && !errors.Is(err, broker.ErrIncompatibleSchema)) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}

@@ -12,158 +12,27 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-// TopicName is a parsed Pulsar topic name.
-//
-//	persistent://tenant/ns/topic            → stream tenant/ns/topic, Partition -1
-//	persistent://tenant/ns/topic-partition-3 → partition 3 of that stream (when
-//	                                           the stream is partitioned)
-//	topic                                   → persistent://public/default/topic
-//	non-persistent://tenant/ns/topic        → a non-persistent topic (NonPersistent;
-//	                                           no stream: nonpersistent.go)
-type TopicName struct {
-	Tenant, Namespace, Local string
-	// Partition is the "-partition-N" suffix of Local, or -1.
-	Partition int
-	// NonPersistent: a non-persistent:// topic (in-memory fan-out, never
-	// stored).
-	NonPersistent bool
-}
-
-const partitionSuffix = "-partition-"
-
-// ParseTopicName parses a Pulsar topic name (persistent:// or
-// non-persistent://) and checks its parts (checkTopicNameParts): a name
-// that fails is ErrInvalidTopicName, with the reason.
-func ParseTopicName(s string) (TopicName, error) {
-	nonPersistent := false
-	rest, ok := strings.CutPrefix(s, "persistent://")
-	if !ok {
-		if rest, ok = strings.CutPrefix(s, "non-persistent://"); ok {
-			nonPersistent = true
-		} else if strings.Contains(s, "://") {
-			return TopicName{}, fmt.Errorf("%w: %q: only persistent:// and non-persistent:// topics exist", ErrInvalidTopicName, s)
-		} else if !strings.Contains(s, "/") {
-			rest = "public/default/" + s
-		} else {
-			rest = s
-		}
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return TopicName{}, fmt.Errorf("%w: %q", ErrInvalidTopicName, s)
-	}
-	if reason := checkTopicNameParts(parts[0], parts[1], parts[2]); reason != "" {
-		return TopicName{}, fmt.Errorf("%w: %q: %s", ErrInvalidTopicName, s, reason)
-	}
-	t := TopicName{Tenant: parts[0], Namespace: parts[1], Local: parts[2], Partition: -1, NonPersistent: nonPersistent}
-	if i := strings.LastIndex(t.Local, partitionSuffix); i > 0 {
-		t.Partition = partitionIndex(t.Local[i+len(partitionSuffix):])
-	}
-	return t, nil
-}
-
-// partitionIndex is the partition a "-partition-" suffix names: decimal
-// digits in canonical form (as Pulsar's TopicName reads them: "01", "+1"
-// and "-1" name no partition, so that no two names mean one partition),
-// else -1.
-func partitionIndex(s string) int {
-	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
-		return -1
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return -1
-		}
-	}
-	n, _ := strconv.Atoi(s)
-	return n
-}
-
-// checkTopicNameParts returns why a topic name's parts are invalid, or "".
-// Tenants and namespaces: Pulsar's named-entity characters (ASCII letters,
-// digits, '_', '-', '=', '.'; Pulsar's ':' is refused too: the names are
-// table paths, where a colon is a URI scheme), and neither "." nor "..".
-// Local names: valid UTF-8 without ':', '*' or control characters, and
-// neither "." nor "..". They name object-store paths, table locations and
-// regex subscriptions' matches, so nothing in them may act as a path
-// step, a scheme, a wildcard or a terminal escape.
-func checkTopicNameParts(tenant, namespace, local string) string {
-	for _, p := range [2][2]string{{"tenant", tenant}, {"namespace", namespace}} {
-		kind, v := p[0], p[1]
-		if v == "." || v == ".." {
-			return fmt.Sprintf("%s %q is a path step", kind, v)
-		}
-		for i := 0; i < len(v); i++ {
-			c := v[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '=' || c == '.') {
-				return fmt.Sprintf("%s %q: only letters, digits and _ - = . are allowed", kind, v)
-			}
-		}
-	}
-	if local == "." || local == ".." {
-		return fmt.Sprintf("topic %q is a path step", local)
-	}
-	if !utf8.ValidString(local) {
-		return "topic name is not UTF-8"
-	}
-	for _, r := range local {
-		switch {
-		case r == ':' || r == '*':
-			return fmt.Sprintf("topic names may not contain %q", r)
-		case unicode.IsControl(r):
-			return fmt.Sprintf("topic names may not contain control characters (%U)", r)
-		}
-	}
-	return ""
-}
-
-// clientTopicName parses a topic name a client sent: ParseTopicName, and
+// clientTopicName parses a topic name a client sent: broker.ParseTopicName, and
 // the tenant must not be the reserved one (adminHiddenTenant: the tenant
 // records and compacted logs), which no client may look up, create,
-// produce to or subscribe to (ErrNotAllowed).
-func clientTopicName(name string) (TopicName, error) {
-	tn, err := ParseTopicName(name)
+// produce to or subscribe to (broker.ErrNotAllowed).
+func clientTopicName(name string) (broker.TopicName, error) {
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
 		return tn, err
 	}
 	if tn.Tenant == adminHiddenTenant {
-		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", ErrNotAllowed, name, adminHiddenTenant)
+		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", broker.ErrNotAllowed, name, adminHiddenTenant)
 	}
 	return tn, nil
-}
-
-// String is the full name.
-func (t TopicName) String() string {
-	scheme := "persistent://"
-	if t.NonPersistent {
-		scheme = "non-persistent://"
-	}
-	return scheme + t.Tenant + "/" + t.Namespace + "/" + t.Local
-}
-
-// Base is the name without the partition suffix.
-func (t TopicName) Base() TopicName {
-	if t.Partition < 0 {
-		return t
-	}
-	b := t
-	b.Local = t.Local[:strings.LastIndex(t.Local, partitionSuffix)]
-	b.Partition = -1
-	return b
-}
-
-// StreamID is the lakestream stream of the (base) topic.
-func (t TopicName) StreamID() lakestream.StreamIdentifier {
-	return lakestream.StreamIdentifier{Namespace: t.Tenant + "/" + t.Namespace, Name: t.Base().Local}
 }
 
 // partRef is what a topic name resolves to in the catalog, without loading
@@ -171,7 +40,7 @@ func (t TopicName) StreamID() lakestream.StreamIdentifier {
 type partRef struct {
 	// name is the canonical name: a "-partition-N" name that is not a
 	// partition of a partitioned stream has Partition -1.
-	name   TopicName
+	name   broker.TopicName
 	stream lakestream.StreamIdentifier
 	// index is the log's index in its stream (0 for a non-partitioned
 	// topic); partition is the Pulsar partition (-1 for a non-partitioned
@@ -188,18 +57,18 @@ func (r partRef) unit() string { return r.name.String() }
 // under the base name; otherwise the full name is a non-partitioned topic,
 // auto-created (when allowed) with create.
 func (s *Server) resolveName(ctx context.Context, name string, create bool) (partRef, error) {
-	tn, err := ParseTopicName(name)
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
 		return partRef{}, err
 	}
 	if tn.NonPersistent {
 		// Callers that may meet a non-persistent topic handle it first.
-		return partRef{}, fmt.Errorf("%w: %s is non-persistent: it has no stream", ErrNotAllowed, tn)
+		return partRef{}, fmt.Errorf("%w: %s is non-persistent: it has no stream", broker.ErrNotAllowed, tn)
 	}
 	if tn.Partition < 0 {
 		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
 		if err == nil && md.Partitioning.NumPartitions > 0 {
-			return partRef{}, fmt.Errorf("%w: %s is partitioned: use its partitions (%s%s0...)", ErrNotAllowed, tn, tn, partitionSuffix)
+			return partRef{}, fmt.Errorf("%w: %s is partitioned: use its partitions (%s%s0...)", broker.ErrNotAllowed, tn, tn, broker.PartitionSuffix)
 		}
 	} else {
 		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
@@ -214,7 +83,7 @@ func (s *Server) resolveName(ctx context.Context, name string, create bool) (par
 		}
 		tn.Partition = -1 // a non-partitioned topic whose name looks like a partition
 	}
-	ref := partRef{name: tn, stream: fullStreamID(tn), partition: -1}
+	ref := partRef{name: tn, stream: broker.FullStreamID(tn), partition: -1}
 	_, err = s.cfg.Catalog.LoadStream(ctx, ref.stream)
 	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) && create && s.autoCreate() {
 		_, err = s.cfg.Catalog.CreateStream(ctx, ref.stream, lakestream.StreamConfig{}, lakestream.Partitioning{}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, nil)
@@ -237,7 +106,7 @@ func (s *Server) resolveName(ctx context.Context, name string, create bool) (par
 // Lock order: Server.mu before topic.mu.
 type topic struct {
 	srv       *Server
-	name      TopicName // canonical full name (with partition suffix if any)
+	name      broker.TopicName // canonical full name (with partition suffix if any)
 	stream    lakestream.StreamIdentifier
 	log       lakestream.Log
 	partition int32 // -1 for a non-partitioned topic
@@ -279,11 +148,11 @@ func (t *topic) guardOpts() []lakestream.CursorOption {
 
 // serveTopic returns the topic for a name, loading it — and taking its
 // ownership first, when this node is a cluster member — if it is not
-// loaded. A topic owned by another member fails with ErrServiceNotReady
+// loaded. A topic owned by another member fails with broker.ErrServiceNotReady
 // (the client looks it up again and is sent to the owner).
 func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*topic, error) {
 	if s.closed() {
-		return nil, ErrServiceNotReady
+		return nil, broker.ErrServiceNotReady
 	}
 	ref, err := s.resolveName(ctx, name, create)
 	if err != nil {
@@ -297,7 +166,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		owner, err = m.Acquire(ctx, ref.unit())
 		var owned *lakestream.OwnedError
 		if errors.As(err, &owned) {
-			return nil, fmt.Errorf("%w: %s is served by %s", ErrServiceNotReady, ref.unit(), owned.Owner.ID)
+			return nil, fmt.Errorf("%w: %s is served by %s", broker.ErrServiceNotReady, ref.unit(), owned.Owner.ID)
 		}
 		if err != nil {
 			return nil, err
@@ -340,7 +209,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		s.mu.Unlock()
 		lp.Close(ctx) // lost a race to load the topic
 		if old == nil {
-			return nil, ErrServiceNotReady
+			return nil, broker.ErrServiceNotReady
 		}
 		return s.loadedTopic(ref.unit())
 	}
@@ -374,7 +243,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 }
 
 // loadedTopic returns the loaded topic of a unit, nil if none, or
-// ErrServiceNotReady while it is being unloaded.
+// broker.ErrServiceNotReady while it is being unloaded.
 func (s *Server) loadedTopic(unit string) (*topic, error) {
 	s.mu.Lock()
 	t := s.mu.topics[unit]
@@ -383,7 +252,7 @@ func (s *Server) loadedTopic(unit string) (*topic, error) {
 		return nil, nil
 	}
 	if t.closing.Load() {
-		return nil, fmt.Errorf("%w: %s is being unloaded", ErrServiceNotReady, unit)
+		return nil, fmt.Errorf("%w: %s is being unloaded", broker.ErrServiceNotReady, unit)
 	}
 	return t, nil
 }
@@ -446,7 +315,7 @@ func (s *Server) loadedTopics() []*topic {
 // non-partitioned topic or a partition; with create, a missing topic is
 // auto-created non-partitioned (when allowed).
 func (s *Server) partitions(ctx context.Context, name string, create bool) (int, error) {
-	tn, err := ParseTopicName(name)
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
 		return 0, err
 	}
@@ -462,7 +331,7 @@ func (s *Server) partitions(ctx context.Context, name string, create bool) (int,
 			return 0, err
 		}
 	}
-	md, err := s.cfg.Catalog.LoadStream(ctx, fullStreamID(tn))
+	md, err := s.cfg.Catalog.LoadStream(ctx, broker.FullStreamID(tn))
 	if err == nil {
 		return md.Partitioning.NumPartitions, nil
 	}
@@ -508,7 +377,7 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 		if re, err := regexp.Compile("^(?:" + p + ")$"); err == nil {
 			filtered = true
 			topics = slices.DeleteFunc(topics, func(name string) bool {
-				tn, err := ParseTopicName(name)
+				tn, err := broker.ParseTopicName(name)
 				return err != nil || !re.MatchString(tn.Tenant+"/"+tn.Namespace+"/"+tn.Base().Local)
 			})
 		}
@@ -554,7 +423,7 @@ func (s *Server) topicsOfNamespace(ctx context.Context, namespace string, partit
 		case partitioned:
 		case n > 0:
 			for i := range n {
-				out = append(out, base+partitionSuffix+strconv.Itoa(i))
+				out = append(out, base+broker.PartitionSuffix+strconv.Itoa(i))
 			}
 		default:
 			out = append(out, base)
