@@ -671,7 +671,7 @@ func (a *admin) getNamespace(w http.ResponseWriter, r *http.Request) {
 			pol["backlog_quota_map"] = q
 		}
 	}
-	if v, ok := props[schemaStrategyProperty]; ok {
+	if v, ok := props[broker.SchemaStrategyProperty]; ok {
 		pol["schema_compatibility_strategy"] = v
 	}
 	if v, ok := props[compactionThresholdProperty]; ok {

@@ -193,8 +193,8 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		s.sendError(req, err)
 		return
 	}
-	if registrableSchema(c.GetSchema()) {
-		if _, err := s.srv.getOrCreateSchema(ctx, t.stream, c.GetSchema(), false); err != nil {
+	if broker.RegistrableSchema(c.GetSchema()) {
+		if _, err := s.srv.brk.GetOrCreateSchema(ctx, t.stream, c.GetSchema(), false); err != nil {
 			s.sendError(req, err)
 			return
 		}

@@ -119,8 +119,8 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		return
 	}
 	var schemaVersion []byte
-	if registrableSchema(c.GetSchema()) {
-		if schemaVersion, err = s.srv.getOrCreateSchema(ctx, t.stream, c.GetSchema(), true); err != nil {
+	if broker.RegistrableSchema(c.GetSchema()) {
+		if schemaVersion, err = s.srv.brk.GetOrCreateSchema(ctx, t.stream, c.GetSchema(), true); err != nil {
 			s.sendError(req, err)
 			return
 		}

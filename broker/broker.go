@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/lakegate/lakegate/lakestream"
+)
+
+// Config configures a Broker. Zero values take the documented defaults.
+type Config struct {
+	// Catalog is the storage the broker's topics live in. Required.
+	Catalog lakestream.StreamCatalog
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Broker owns topic behaviour behind a Go API: the front doors (the
+// gateway's sessions, the admin REST) call it, and a test can call it
+// without a socket. Safe for concurrent use.
+type Broker struct {
+	cfg Config
+}
+
+// New returns a Broker over cfg.Catalog.
+func New(cfg Config) (*Broker, error) {
+	if cfg.Catalog == nil {
+		return nil, errors.New("broker: Config.Catalog is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Broker{cfg: cfg}, nil
+}
+
+// Catalog is the catalog the broker serves.
+func (b *Broker) Catalog() lakestream.StreamCatalog { return b.cfg.Catalog }
