@@ -13,6 +13,10 @@ type Config struct {
 	Catalog lakestream.StreamCatalog
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// TopicLimits are the node's defaults of the per-topic limits, which
+	// namespace and topic policies override (LimitsOf). Zero fields: no
+	// limit (the gateway's Config gives Pulsar's defaults).
+	TopicLimits TopicLimits
 }
 
 // Broker owns topic behaviour behind a Go API: the front doors (the

@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,9 +60,6 @@ const (
 	// compaction.
 	compactionReadRecords = 1000
 	compactionReadBytes   = 8 << 20
-	// compactionThresholdProperty is the stream and namespace property of
-	// the compaction threshold policy (bytes; docs/policies.md).
-	compactionThresholdProperty = "lakegate.compactionThreshold"
 )
 
 // compactedState is a partition's compaction record and the compacted
@@ -439,22 +435,6 @@ func (t *topic) compact(ctx context.Context, start time.Time) error {
 	}
 	s.cfg.Logger.Info("topic compacted", "topic", t.name.String(), "horizon", horizon, "generation", gen, "removed", removed, "keys", kc.Keys())
 	return nil
-}
-
-// compactionThreshold is the compaction threshold policy that applies to
-// md's stream (bytes; 0: none).
-func (s *Server) compactionThreshold(ctx context.Context, md lakestream.StreamMetadata) (int64, error) {
-	v, ok := md.Properties[compactionThresholdProperty]
-	if !ok {
-		ns, err := s.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
-		if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
-			return 0, err
-		}
-		if v, ok = ns.Properties[compactionThresholdProperty]; !ok {
-			return 0, nil
-		}
-	}
-	return strconv.ParseInt(v, 10, 64)
 }
 
 // maybeCompact starts a compaction when the bytes of the log past the

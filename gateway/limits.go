@@ -36,14 +36,12 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,97 +107,6 @@ func DefaultPublishBufferBytes() int64 {
 // maximum of connections (NotAllowedError, then the connection closes).
 var ErrTooManyConnections = errors.New("gateway: Reached the maximum number of connections")
 
-// ---- policies: stream and namespace properties (docs/policies.md) ----
-
-// Properties holding the limit policies; the same key on a stream (the
-// topic's policy) and on a namespace.
-const (
-	maxProducersProperty             = "lakegate.maxProducers"
-	maxConsumersProperty             = "lakegate.maxConsumers"
-	maxConsumersPerSubProperty       = "lakegate.maxConsumersPerSubscription"
-	maxSubscriptionsProperty         = "lakegate.maxSubscriptions"
-	maxUnackedPerConsumerProperty    = "lakegate.maxUnackedPerConsumer"
-	maxUnackedPerSubProperty         = "lakegate.maxUnackedPerSubscription"
-	publishRateProperty              = "lakegate.publishRate"
-	dispatchRateProperty             = "lakegate.dispatchRate"
-	subscriptionDispatchRateProperty = "lakegate.subscriptionDispatchRate"
-)
-
-// publishRateJSON is Pulsar's PublishRate.
-type publishRateJSON struct {
-	Msgs  int64 `json:"publishThrottlingRateInMsg"`
-	Bytes int64 `json:"publishThrottlingRateInByte"`
-}
-
-// dispatchRateJSON is Pulsar's DispatchRate (DispatchRateImpl).
-type dispatchRateJSON struct {
-	Msgs          int64 `json:"dispatchThrottlingRateInMsg"`
-	Bytes         int64 `json:"dispatchThrottlingRateInByte"`
-	PeriodSeconds int64 `json:"ratePeriodInSecond"`
-	Relative      bool  `json:"relativeToPublishRate"`
-}
-
-func (r publishRateJSON) limit() RateLimit { return RateLimit{Msgs: r.Msgs, Bytes: r.Bytes} }
-
-func (r dispatchRateJSON) limit() RateLimit {
-	return RateLimit{Msgs: r.Msgs, Bytes: r.Bytes, Period: time.Duration(max(r.PeriodSeconds, 1)) * time.Second}
-}
-
-// limitsOf resolves the limits of stream md's partitions: each one the
-// topic's policy, else its namespace's, else the node's default. A
-// damaged value is reported, not applied.
-func (s *Server) limitsOf(ctx context.Context, md lakestream.StreamMetadata) (TopicLimits, error) {
-	ns, err := s.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
-	if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
-		return TopicLimits{}, err
-	}
-	get := func(key string) (string, bool) {
-		if v, ok := md.Properties[key]; ok {
-			return v, true
-		}
-		v, ok := ns.Properties[key]
-		return v, ok
-	}
-	l := s.cfg.TopicLimits
-	var errs []error
-	count := func(key string, to *int) {
-		if v, ok := get(key); ok {
-			n, err := strconv.Atoi(v)
-			errs = append(errs, err)
-			*to = max(n, 0)
-		}
-	}
-	count64 := func(key string, to *int64) {
-		if v, ok := get(key); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			errs = append(errs, err)
-			*to = max(n, 0)
-		}
-	}
-	count(maxProducersProperty, &l.MaxProducers)
-	count(maxConsumersProperty, &l.MaxConsumers)
-	count(maxConsumersPerSubProperty, &l.MaxConsumersPerSubscription)
-	count(maxSubscriptionsProperty, &l.MaxSubscriptions)
-	count64(maxUnackedPerConsumerProperty, &l.MaxUnackedPerConsumer)
-	count64(maxUnackedPerSubProperty, &l.MaxUnackedPerSubscription)
-	if v, ok := get(publishRateProperty); ok {
-		var r publishRateJSON
-		errs = append(errs, json.Unmarshal([]byte(v), &r))
-		l.PublishRate = r.limit()
-	}
-	for key, to := range map[string]*RateLimit{dispatchRateProperty: &l.DispatchRate, subscriptionDispatchRateProperty: &l.SubscriptionDispatchRate} {
-		if v, ok := get(key); ok {
-			var r dispatchRateJSON
-			errs = append(errs, json.Unmarshal([]byte(v), &r))
-			*to = r.limit()
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return TopicLimits{}, fmt.Errorf("gateway: limits of %s: %w", md.ID, err)
-	}
-	return l, nil
-}
-
 // ---- a topic's limits ----
 
 // topicLimitState is what a topic keeps of its limits.
@@ -236,7 +143,7 @@ func (t *topic) refreshLimits(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := t.srv.limitsOf(ctx, md)
+	l, err := t.srv.brk.LimitsOf(ctx, md)
 	if err != nil {
 		return err
 	}

@@ -181,14 +181,14 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
-	dedup, err := s.dedupEnabled(ctx, st.Metadata()) // admin_dedup.go
+	dedup, err := s.brk.DedupEnabled(ctx, st.Metadata()) // admin_dedup.go
 	if err != nil {
 		return nil, err
 	}
 	t := &topic{srv: s, name: ref.name, stream: ref.stream, log: log, partition: ref.partition, owner: owner, unloaded: make(chan struct{})}
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
-	lim, err := s.limitsOf(ctx, st.Metadata()) // limits.go
+	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // limits.go
 	if err != nil {
 		return nil, err
 	}
