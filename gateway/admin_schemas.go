@@ -1,7 +1,7 @@
 package gateway
 
 // The schemas admin REST (Pulsar's /admin/v2/schemas/...) over the schema
-// registry (schema.go):
+// registry (broker/schema.go):
 //
 //	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schema            latest version (GetSchemaResponse)
 //	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schema/{version}  one version

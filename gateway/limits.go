@@ -23,7 +23,7 @@ package gateway
 //     half), and while a topic it published to is over its publish rate;
 //   - publish and dispatch rates (publishRate, dispatchRate per topic
 //     partition shared by its subscriptions, subscriptionDispatchRate per
-//     subscription): token buckets (rate.go) holding one period's worth.
+//     subscription): token buckets (broker/rate.go) holding one period's worth.
 //
 // The per-topic limits resolve topic policy → namespace policy → the
 // node's default (Config.TopicLimits), as stream and namespace properties
