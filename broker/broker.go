@@ -13,6 +13,9 @@ type Config struct {
 	Catalog lakestream.StreamCatalog
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
+	// Default false: unknown topics are created non-partitioned.
+	DisableTopicAutoCreation bool
 	// TopicLimits are the node's defaults of the per-topic limits, which
 	// namespace and topic policies override (LimitsOf). Zero fields: no
 	// limit (the gateway's Config gives Pulsar's defaults).

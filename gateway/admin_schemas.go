@@ -169,14 +169,14 @@ func (a *admin) schemaStream(r *http.Request, create bool) (lakestream.StreamMet
 	if perr != nil {
 		return lakestream.StreamMetadata{}, perr
 	}
-	pr, rerr := a.srv.resolveName(r.Context(), tn.String(), true)
+	pr, rerr := a.srv.brk.Resolve(r.Context(), tn.String(), true)
 	if rerr != nil {
 		if errors.Is(rerr, lakestream.ErrNoSuchStream) {
 			return lakestream.StreamMetadata{}, err // auto-creation is off
 		}
 		return lakestream.StreamMetadata{}, rerr
 	}
-	return a.cat.LoadStream(r.Context(), pr.stream)
+	return a.cat.LoadStream(r.Context(), pr.Stream)
 }
 
 // postSchema serves POST .../schema: registers the payload's schema as

@@ -122,7 +122,7 @@ func (a *admin) topicNames(ctx context.Context, tenant, ns string, partitioned b
 	if err := a.checkNamespace(ctx, tenant, ns); err != nil {
 		return nil, err
 	}
-	out, err := a.srv.topicsOfNamespace(ctx, tenant+"/"+ns, partitioned)
+	out, err := a.srv.brk.TopicsOfNamespace(ctx, tenant+"/"+ns, partitioned)
 	if out == nil {
 		out = []string{}
 	}

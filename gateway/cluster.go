@@ -177,9 +177,9 @@ func (s *Server) lookupUnit(ctx context.Context, name string) (string, error) {
 	if tn, err := broker.ParseTopicName(name); err == nil && tn.NonPersistent {
 		return tn.String(), nil
 	}
-	ref, err := s.resolveName(ctx, name, false)
+	ref, err := s.brk.Resolve(ctx, name, false)
 	if err == nil {
-		return ref.unit(), nil
+		return ref.Unit(), nil
 	}
 	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) {
 		tn, perr := broker.ParseTopicName(name)

@@ -25,18 +25,18 @@ func (s *session) handleGetSchema(c *pb.CommandGetSchema) {
 		s.send(protocol.GetSchemaError(req, pb.ServerError_TopicNotFound, fmt.Sprintf("%s is non-persistent: lakegate keeps no schema for it", tn)))
 		return
 	}
-	t, err := s.srv.resolveName(ctx, c.GetTopic(), false)
+	t, err := s.srv.brk.Resolve(ctx, c.GetTopic(), false)
 	if err != nil {
 		s.send(protocol.GetSchemaError(req, serverError(err), err.Error()))
 		return
 	}
-	st, v, err := s.srv.brk.GetSchema(ctx, t.stream, c.GetSchemaVersion())
+	st, v, err := s.srv.brk.GetSchema(ctx, t.Stream, c.GetSchemaVersion())
 	if err != nil {
 		s.send(protocol.GetSchemaError(req, serverError(err), err.Error()))
 		return
 	}
 	if st.Name == "" {
-		st.Name = t.name.Base().Local
+		st.Name = t.Name.Base().Local
 	}
 	s.send(protocol.GetSchemaResponse(req, st.PB(), broker.SchemaVersionBytes(v)))
 }
@@ -52,9 +52,9 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 		s.send(protocol.GetOrCreateSchemaResponse(req, nil))
 		return
 	}
-	var t partRef
+	var t broker.PartRef
 	if err == nil {
-		t, err = s.srv.resolveName(ctx, c.GetTopic(), true)
+		t, err = s.srv.brk.Resolve(ctx, c.GetTopic(), true)
 	}
 	if err == nil && c.GetSchema().GetType() == pb.Schema_None {
 		// BYTES: what the Java client's multi-schema producers (its
@@ -69,7 +69,7 @@ func (s *session) handleGetOrCreateSchema(c *pb.CommandGetOrCreateSchema) {
 	}
 	var version []byte
 	if err == nil {
-		version, err = s.srv.brk.GetOrCreateSchema(ctx, t.stream, c.GetSchema(), true)
+		version, err = s.srv.brk.GetOrCreateSchema(ctx, t.Stream, c.GetSchema(), true)
 	}
 	if err != nil {
 		s.send(protocol.GetOrCreateSchemaError(req, serverError(err), err.Error()))

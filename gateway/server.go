@@ -286,7 +286,10 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		lns = append(lns, ln)
 	}
 	lns = append(lns, tlsLn...)
-	brk, err := broker.New(broker.Config{Catalog: cfg.Catalog, Logger: cfg.Logger, TopicLimits: cfg.TopicLimits})
+	brk, err := broker.New(broker.Config{
+		Catalog: cfg.Catalog, Logger: cfg.Logger, TopicLimits: cfg.TopicLimits,
+		DisableTopicAutoCreation: cfg.DisableTopicAutoCreation,
+	})
 	if err != nil {
 		return nil, err
 	}

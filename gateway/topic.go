@@ -7,7 +7,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,68 +32,6 @@ func clientTopicName(name string) (broker.TopicName, error) {
 		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", broker.ErrNotAllowed, name, adminHiddenTenant)
 	}
 	return tn, nil
-}
-
-// partRef is what a topic name resolves to in the catalog, without loading
-// or owning anything.
-type partRef struct {
-	// name is the canonical name: a "-partition-N" name that is not a
-	// partition of a partitioned stream has Partition -1.
-	name   broker.TopicName
-	stream lakestream.StreamIdentifier
-	// index is the log's index in its stream (0 for a non-partitioned
-	// topic); partition is the Pulsar partition (-1 for a non-partitioned
-	// topic).
-	index     int
-	partition int32
-}
-
-// unit is the name ownership is taken under: the canonical topic name.
-func (r partRef) unit() string { return r.name.String() }
-
-// resolveName resolves a topic name to its stream and log. A
-// "-partition-N" name is a partition of a partitioned stream if one exists
-// under the base name; otherwise the full name is a non-partitioned topic,
-// auto-created (when allowed) with create.
-func (s *Server) resolveName(ctx context.Context, name string, create bool) (partRef, error) {
-	tn, err := broker.ParseTopicName(name)
-	if err != nil {
-		return partRef{}, err
-	}
-	if tn.NonPersistent {
-		// Callers that may meet a non-persistent topic handle it first.
-		return partRef{}, fmt.Errorf("%w: %s is non-persistent: it has no stream", broker.ErrNotAllowed, tn)
-	}
-	if tn.Partition < 0 {
-		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
-		if err == nil && md.Partitioning.NumPartitions > 0 {
-			return partRef{}, fmt.Errorf("%w: %s is partitioned: use its partitions (%s%s0...)", broker.ErrNotAllowed, tn, tn, broker.PartitionSuffix)
-		}
-	} else {
-		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
-		switch {
-		case err == nil && md.Partitioning.NumPartitions > 0:
-			if tn.Partition >= md.Partitioning.NumPartitions {
-				return partRef{}, fmt.Errorf("%w: %s: stream has %d partitions", lakestream.ErrNoSuchStream, tn, md.Partitioning.NumPartitions)
-			}
-			return partRef{name: tn, stream: tn.StreamID(), index: tn.Partition, partition: int32(tn.Partition)}, nil
-		case err != nil && !errors.Is(err, lakestream.ErrNoSuchStream):
-			return partRef{}, err
-		}
-		tn.Partition = -1 // a non-partitioned topic whose name looks like a partition
-	}
-	ref := partRef{name: tn, stream: broker.FullStreamID(tn), partition: -1}
-	_, err = s.cfg.Catalog.LoadStream(ctx, ref.stream)
-	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) && create && s.autoCreate() {
-		_, err = s.cfg.Catalog.CreateStream(ctx, ref.stream, lakestream.StreamConfig{}, lakestream.Partitioning{}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, nil)
-		if errors.Is(err, lakestream.ErrAlreadyExists) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return partRef{}, err
-	}
-	return ref, nil
 }
 
 // topic is one topic-partition (or non-partitioned topic) this node owns
@@ -154,30 +91,30 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if s.closed() {
 		return nil, broker.ErrServiceNotReady
 	}
-	ref, err := s.resolveName(ctx, name, create)
+	ref, err := s.brk.Resolve(ctx, name, create)
 	if err != nil {
 		return nil, err
 	}
-	if t, err := s.loadedTopic(ref.unit()); t != nil || err != nil {
+	if t, err := s.loadedTopic(ref.Unit()); t != nil || err != nil {
 		return t, err
 	}
 	var owner lakestream.Ownership
 	if m := s.cfg.Membership; m != nil {
-		owner, err = m.Acquire(ctx, ref.unit())
+		owner, err = m.Acquire(ctx, ref.Unit())
 		var owned *lakestream.OwnedError
 		if errors.As(err, &owned) {
-			return nil, fmt.Errorf("%w: %s is served by %s", broker.ErrServiceNotReady, ref.unit(), owned.Owner.ID)
+			return nil, fmt.Errorf("%w: %s is served by %s", broker.ErrServiceNotReady, ref.Unit(), owned.Owner.ID)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	// One load of the stream gives both the log and the metadata.
-	st, err := s.cfg.Catalog.Stream(ctx, ref.stream)
+	st, err := s.cfg.Catalog.Stream(ctx, ref.Stream)
 	if err != nil {
 		return nil, err
 	}
-	log, err := st.Log(ctx, ref.index)
+	log, err := st.Log(ctx, ref.Index)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +122,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
-	t := &topic{srv: s, name: ref.name, stream: ref.stream, log: log, partition: ref.partition, owner: owner, unloaded: make(chan struct{})}
+	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: log, partition: ref.Partition, owner: owner, unloaded: make(chan struct{})}
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
 	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // limits.go
@@ -205,16 +142,16 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		}
 	}
 	s.mu.Lock()
-	if old := s.mu.topics[ref.unit()]; old != nil || s.mu.closed {
+	if old := s.mu.topics[ref.Unit()]; old != nil || s.mu.closed {
 		s.mu.Unlock()
 		lp.Close(ctx) // lost a race to load the topic
 		if old == nil {
 			return nil, broker.ErrServiceNotReady
 		}
-		return s.loadedTopic(ref.unit())
+		return s.loadedTopic(ref.Unit())
 	}
 	t.part = actors.StartPartition(s.rt, actors.PartitionOptions{
-		Name:   ref.unit(),
+		Name:   ref.Unit(),
 		Log:    log,
 		Guard:  owner,
 		State:  lp,
@@ -222,7 +159,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		OnLost: func(err error) { s.unloadTopic(t, false, "") },
 		Logger: s.cfg.Logger,
 	})
-	s.mu.topics[ref.unit()] = t
+	s.mu.topics[ref.Unit()] = t
 	s.mu.Unlock()
 	if lp.State.Terminated {
 		t.markTerminated(end)
@@ -232,7 +169,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 			select {
 			case <-owner.Lost():
 				if !t.closing.Load() { // not a release by the unload itself
-					s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.unit())
+					s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.Unit())
 					s.unloadTopic(t, false, "")
 				}
 			case <-t.unloaded:
@@ -311,37 +248,6 @@ func (s *Server) loadedTopics() []*topic {
 	return slices.Collect(maps.Values(s.mu.topics))
 }
 
-// partitions returns the partition count of a topic name's stream: 0 for a
-// non-partitioned topic or a partition; with create, a missing topic is
-// auto-created non-partitioned (when allowed).
-func (s *Server) partitions(ctx context.Context, name string, create bool) (int, error) {
-	tn, err := broker.ParseTopicName(name)
-	if err != nil {
-		return 0, err
-	}
-	if tn.NonPersistent {
-		return 0, nil // never partitioned (nonpersistent.go)
-	}
-	if tn.Partition >= 0 {
-		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
-		if err == nil && md.Partitioning.NumPartitions > 0 {
-			return 0, nil // a partition of a partitioned topic
-		}
-		if err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
-			return 0, err
-		}
-	}
-	md, err := s.cfg.Catalog.LoadStream(ctx, broker.FullStreamID(tn))
-	if err == nil {
-		return md.Partitioning.NumPartitions, nil
-	}
-	if errors.Is(err, lakestream.ErrNoSuchStream) && create && s.autoCreate() {
-		_, err := s.resolveName(ctx, name, true)
-		return 0, err
-	}
-	return 0, err
-}
-
 // handleGetTopicsOfNamespace lists the persistent topics of a namespace as
 // Pulsar does: a partitioned topic as its partitions ("t-partition-i"), a
 // non-partitioned one by its name. An unknown (or invalid) namespace and
@@ -362,7 +268,7 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 	var topics []string
 	if c.GetMode() != pb.CommandGetTopicsOfNamespace_NON_PERSISTENT {
 		var err error
-		if topics, err = s.srv.topicsOfNamespace(ctx, c.GetNamespace(), false); err != nil {
+		if topics, err = s.srv.brk.TopicsOfNamespace(ctx, c.GetNamespace(), false); err != nil {
 			s.sendError(c.GetRequestId(), err)
 			return
 		}
@@ -386,49 +292,4 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 		topics = []string{}
 	}
 	s.send(protocol.GetTopicsOfNamespaceResponse(c.GetRequestId(), topics, filtered, ""))
-}
-
-// topicsOfNamespace lists the topic names of a namespace "tenant/ns",
-// sorted; nil for an unknown namespace. Partitioned topics are listed as
-// their partitions, or (partitioned) only partitioned topics are listed,
-// by their base names.
-func (s *Server) topicsOfNamespace(ctx context.Context, namespace string, partitioned bool) ([]string, error) {
-	if strings.HasPrefix(namespace, "__lakegate/") {
-		return nil, nil // the gateway's own bookkeeping (admin tenants), not topics
-	}
-	ids, err := s.cfg.Catalog.ListStreams(ctx, namespace)
-	if errors.Is(err, lakestream.ErrNoSuchNamespace) || errors.Is(err, lakestream.ErrInvalidArgument) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, id := range ids {
-		md, err := s.cfg.Catalog.LoadStream(ctx, id)
-		if errors.Is(err, lakestream.ErrNoSuchStream) {
-			continue // dropped meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		if md.State == lakestream.StreamDeleting {
-			continue
-		}
-		base := "persistent://" + id.Namespace + "/" + id.Name
-		n := md.Partitioning.NumPartitions
-		switch {
-		case partitioned && n > 0:
-			out = append(out, base)
-		case partitioned:
-		case n > 0:
-			for i := range n {
-				out = append(out, base+broker.PartitionSuffix+strconv.Itoa(i))
-			}
-		default:
-			out = append(out, base)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }
