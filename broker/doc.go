@@ -7,26 +7,39 @@
 //
 // What it owns so far (the move out of gateway/ is under way; issue #26):
 //
-//	names.go   topic names: persistent:// and non-persistent://, the
-//	           "-partition-N" suffix, the checks of their parts, the
-//	           stream a name denotes
-//	errors.go  the sentinel errors of topic behaviour (names, producers,
-//	           schemas, per-topic limits, backlog quotas); the gateway maps
-//	           them to Pulsar ServerError codes, the admin REST to HTTP
-//	           statuses. Their texts keep their "gateway:" prefix: clients
-//	           and tools read them.
-//	rate.go    the per-topic limits (TopicLimits, RateLimit: Pulsar's
-//	           names and defaults, docs/policies.md, "Limits"), the rate
-//	           meters of stats and the token buckets of publish and
-//	           dispatch rates
+//	broker.go    Config, New, Broker: the API the front doors and tests call
+//	names.go     topic names: persistent:// and non-persistent://, the
+//	             "-partition-N" suffix, the checks of their parts, the
+//	             stream a name denotes
+//	topics.go    topics and partitions in the catalog: Resolve (a name to
+//	             its stream and log, auto-creating a missing topic when
+//	             allowed), Partitions, TopicsOfNamespace
+//	schema.go    the schema registry: versions kept as stream properties,
+//	             deletion markers, Pulsar's compatibility strategies
+//	policies.go  policy resolution — topic, else namespace, else the node's
+//	             default: retention, message TTL, backlog quotas, the
+//	             per-topic limits, deduplication, the compaction threshold
+//	             (docs/policies.md)
+//	rate.go      the per-topic limits (TopicLimits, RateLimit: Pulsar's
+//	             names and defaults, docs/policies.md, "Limits"), the rate
+//	             meters of stats and the token buckets of publish and
+//	             dispatch rates
+//	errors.go    the sentinel errors of topic behaviour (names, producers,
+//	             schemas, per-topic limits, backlog quotas); the gateway maps
+//	             them to Pulsar ServerError codes, the admin REST to HTTP
+//	             statuses. Their texts keep their "gateway:" prefix: clients
+//	             and tools read them.
 //
-// Still in gateway/, to move here behind a Broker type a test can call
-// without a socket: the topics served (topic.go), ownership and hand-over
-// (cluster.go), producer and consumer admission, policies (policies.go,
-// limits.go), schemas (schema.go), topic compaction (compaction.go),
-// non-persistent topics (nonpersistent.go) and the end of topic
-// (end_of_topic.go).
+// Still in gateway/, to move here: the topics served and their partition
+// and subscription actors (topic.go), ownership and hand-over
+// (cluster.go), producer and consumer admission, the enforcement of
+// policies and limits on the topics served (policies.go, limits.go),
+// topic compaction (compaction.go), non-persistent topics
+// (nonpersistent.go) and the end of topic (end_of_topic.go).
 //
-// Concurrency: RateMeter and TokenBucket are safe for concurrent use
-// (RateMeter.Add is lock-free; TokenBucket.mu is a leaf lock).
+// Concurrency: a Broker holds no state of its own yet (its methods read
+// and write the catalog, with optimistic concurrency on stream
+// properties: schema registrations retry); RateMeter and TokenBucket are
+// safe for concurrent use (RateMeter.Add is lock-free; TokenBucket.mu is
+// a leaf lock).
 package broker
