@@ -93,7 +93,7 @@ func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, valu
 //	POST   /admin/v2/namespaces/{tenant}/{ns}/deduplication  body true | false
 //	DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication
 //
-// Stored as the namespace property broker.DedupProperty; dedupEnabled reads it
+// Stored as the namespace property broker.DedupProperty; Broker.DedupEnabled reads it
 // when a topic loads. A change unloads the namespace's loaded topics
 // gracefully so that their next load reads it.
 

@@ -149,7 +149,7 @@ func quotaTypeOf(r *http.Request) (string, error) {
 	return "", fmt.Errorf("%w: backlogQuotaType %q: want destination_storage or message_age", errAdminBadRequest, t)
 }
 
-// quotaOfBody reads and checks a backlogQuota body for type typ.
+// quotaOfBody reads and checks a BacklogQuota body for type typ.
 func quotaOfBody(r *http.Request, typ string) (broker.BacklogQuota, error) {
 	b, err := readBody(r)
 	if err != nil {

@@ -136,7 +136,7 @@ func (s *Server) checkTopic(ctx context.Context, role string, tn broker.TopicNam
 // to tn (nil when its stream does not exist): those of the partitioned
 // stream for one of its partitions, else those of the stream the whole name
 // denotes. A "-partition-N" name that is no partition of a partitioned
-// stream is a topic of its own, as resolveName reads it: a grant on x does
+// stream is a topic of its own, as broker.Resolve reads it: a grant on x does
 // not cover a non-partitioned x-partition-0 (nor creating one), nor
 // x-partition-7 of an x with fewer partitions.
 func (s *Server) topicGrants(ctx context.Context, tn broker.TopicName) (map[string]string, error) {
