@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
 )
 
 // Config configures a Broker. Zero values take the documented defaults.
@@ -13,6 +14,10 @@ type Config struct {
 	Catalog lakestream.StreamCatalog
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// MaxMessageSize is the largest metadata+payload a producer may send,
+	// in bytes: a topic compaction reads the keys of entries up to four
+	// times that (batches). Default protocol.DefaultMaxMessageSize.
+	MaxMessageSize int
 	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
 	// Default false: unknown topics are created non-partitioned.
 	DisableTopicAutoCreation bool
@@ -36,6 +41,9 @@ func New(cfg Config) (*Broker, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = protocol.DefaultMaxMessageSize
 	}
 	return &Broker{cfg: cfg}, nil
 }

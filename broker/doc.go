@@ -20,6 +20,10 @@
 //	             default: retention, message TTL, backlog quotas, the
 //	             per-topic limits, deduplication, the compaction threshold
 //	             (docs/policies.md)
+//	compaction.go topic compaction (Pulsar's; docs/compacted-topics.md):
+//	             TopicCompaction, one per topic-partition served, builds
+//	             compacted logs and keeps the compaction record; the
+//	             compacted view of readCompacted subscriptions
 //	rate.go      the per-topic limits (TopicLimits, RateLimit: Pulsar's
 //	             names and defaults, docs/policies.md, "Limits"), the rate
 //	             meters of stats and the token buckets of publish and
@@ -34,12 +38,14 @@
 // and subscription actors (topic.go), ownership and hand-over
 // (cluster.go), producer and consumer admission, the enforcement of
 // policies and limits on the topics served (policies.go, limits.go),
-// topic compaction (compaction.go), non-persistent topics
-// (nonpersistent.go) and the end of topic (end_of_topic.go).
+// non-persistent topics (nonpersistent.go) and the end of topic
+// (end_of_topic.go).
 //
 // Concurrency: a Broker holds no state of its own yet (its methods read
 // and write the catalog, with optimistic concurrency on stream
-// properties: schema registrations retry); RateMeter and TokenBucket are
+// properties: schema registrations retry); a TopicCompaction runs at most
+// one compaction at a time, in its own goroutine, ended by its topic's
+// unload or the node's shutdown (TopicCompactionOptions); RateMeter and TokenBucket are
 // safe for concurrent use (RateMeter.Add is lock-free; TokenBucket.mu is
 // a leaf lock).
 package broker

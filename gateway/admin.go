@@ -146,7 +146,7 @@ func adminStatus(err error) int {
 // adminTenantsNamespace holds the explicit tenant records (see the file
 // comment); adminHiddenTenant is its tenant, hidden from listings.
 const (
-	adminHiddenTenant     = "__lakegate"
+	adminHiddenTenant     = broker.ReservedTenant
 	adminTenantsNamespace = adminHiddenTenant + "/tenants"
 	adminClusterName      = "standalone"
 	// adminRequestTimeout bounds one admin request's storage calls.

@@ -1,6 +1,6 @@
 package gateway
 
-// Admin REST of topic compaction (compaction.go):
+// Admin REST of topic compaction (broker/compaction.go):
 //
 //	PUT    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           start a compaction (204; 409 while one runs)
 //	GET    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           its status: {"status": NOT_RUN|RUNNING|SUCCESS|ERROR, "lastError"}
@@ -50,7 +50,7 @@ func (a *admin) triggerCompaction(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		t, err = a.compactionTopic(r)
 	}
-	if err == nil && !t.startCompaction() {
+	if err == nil && !t.compaction.Start() {
 		err = fmt.Errorf("%w: a compaction of %s is already running", errAdminConflict, t.name)
 	}
 	if err != nil {
@@ -79,7 +79,7 @@ func (a *admin) compactionStatus(w http.ResponseWriter, r *http.Request) {
 		t, err = a.compactionTopic(r)
 	}
 	if err == nil {
-		status, lastError, _, err = t.compactionStatus(r.Context())
+		status, lastError, _, err = t.compaction.Status(r.Context())
 	}
 	if err != nil {
 		writeAdminError(w, err)

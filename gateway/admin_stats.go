@@ -189,7 +189,7 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 		st.LastPublishTimestamp = last.PublishTimeMs
 	}
 	st.BacklogSize = st.StorageSize
-	_, _, rec, err := t.compactionStatus(ctx)
+	_, _, rec, err := t.compaction.Status(ctx)
 	if err != nil {
 		return st, err
 	}

@@ -359,7 +359,7 @@ func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, 
 			return err
 		}
 	}
-	if err := s.dropCompactedLogs(ctx, md); err != nil {
+	if err := s.brk.DropCompactedLogs(ctx, md); err != nil {
 		s.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", id.String(), "err", err)
 	}
 	err = a.cat.DropStream(ctx, id, true)

@@ -332,8 +332,8 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		Logger:         srv.cfg.Logger,
 	}
 	if c.GetReadCompacted() {
-		// The subscription's mode is its first consumer's (compaction.go).
-		opts.Compacted = t.compactedView()
+		// The subscription's mode is its first consumer's (broker/compaction.go).
+		opts.Compacted = t.compaction.View()
 	}
 	t.subscriptionLimits(&opts) // limits.go
 	sub := actors.StartSubscription(srv.rt, opts)

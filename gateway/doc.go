@@ -3,9 +3,9 @@
 // ownership in a cluster, and the admin REST API. It sees storage only
 // through the lakestream interfaces and the actors package; it never
 // imports engine. Topic behaviour belongs to the broker layer (broker/):
-// topic names, the schema registry, policy resolution, the limit types
-// and rate meters live there, and the Server calls its Broker; the topics
-// served, ownership, policy enforcement, topic compaction, non-persistent
+// topic names, the schema registry, policy resolution, topic compaction,
+// the limit types and rate meters live there, and the Server calls its
+// Broker; the topics served, ownership, policy enforcement, non-persistent
 // topics and the end of topic are still here, to move there (issue #26).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
@@ -40,9 +40,8 @@
 //	             compatibility rules: broker/schema.go)
 //	end_of_topic.go  REACHED_END_OF_TOPIC for consumers of a terminated topic
 //	policies.go  retention, message TTL and backlog quotas enforced on the
-//	             topics served (their values: broker/policies.go)
-//	compaction.go topic compaction into compacted logs
-//	             (docs/compacted-topics.md)
+//	             topics served (their values: broker/policies.go), and the
+//	             compaction threshold (compactions: broker/compaction.go)
 //	nonpersistent.go non-persistent:// topics: in-memory fan-out on the owner,
 //	             at most once, nothing stored (admin_nonpersistent.go: their
 //	             admin routes)

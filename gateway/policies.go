@@ -387,10 +387,10 @@ func (s *Server) retain(ctx context.Context, t *topic, md lakestream.StreamMetad
 		}
 	}
 	// A compacted topic keeps what the next compaction reads.
-	if st, err := t.loadCompactedState(ctx); err != nil {
+	if gen, horizon, err := t.compaction.Horizon(ctx); err != nil {
 		return err
-	} else if st.gen > 0 {
-		cut = min(cut, st.horizon)
+	} else if gen > 0 {
+		cut = min(cut, horizon)
 	}
 	if cut <= v.first {
 		return nil
@@ -469,4 +469,24 @@ func (t *topic) disconnectProducers() int {
 		n++
 	}
 	return n
+}
+
+// maybeCompact starts a compaction when the bytes of the log past the
+// horizon exceed the threshold.
+func (t *topic) maybeCompact(ctx context.Context, threshold int64, v logView) error {
+	if threshold <= 0 || v.next <= v.first || t.compaction.Running() {
+		return nil
+	}
+	_, horizon, err := t.compaction.Horizon(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := t.bytesFrom(ctx, max(horizon, v.first), v.last)
+	if err != nil || b <= threshold {
+		return err
+	}
+	if t.compaction.Start() {
+		t.srv.metrics.policyActions.WithLabelValues("compaction").Inc()
+	}
+	return nil
 }

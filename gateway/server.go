@@ -288,6 +288,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	lns = append(lns, tlsLn...)
 	brk, err := broker.New(broker.Config{
 		Catalog: cfg.Catalog, Logger: cfg.Logger, TopicLimits: cfg.TopicLimits,
+		MaxMessageSize:           cfg.MaxMessageSize,
 		DisableTopicAutoCreation: cfg.DisableTopicAutoCreation,
 	})
 	if err != nil {

@@ -60,8 +60,8 @@ type topic struct {
 	closing  atomic.Bool
 	unloaded chan struct{}
 	// compaction: the compacted view and the compactions run here
-	// (compaction.go).
-	compaction compaction
+	// (broker/compaction.go).
+	compaction *broker.TopicCompaction
 	// lim: the topic's limits, rate buckets and consumer counts (limits.go).
 	lim topicLimitState
 
@@ -123,6 +123,10 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		return nil, err
 	}
 	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: log, partition: ref.Partition, owner: owner, unloaded: make(chan struct{})}
+	t.compaction = s.brk.NewTopicCompaction(broker.TopicCompactionOptions{
+		Name: ref.Unit(), Log: log, Guard: t.guardOpts(),
+		Context: s.ctx, Unloaded: t.unloaded, Closing: t.closing.Load,
+	})
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
 	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // limits.go
