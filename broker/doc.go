@@ -24,6 +24,9 @@
 //	             TopicCompaction, one per topic-partition served, builds
 //	             compacted logs and keeps the compaction record; the
 //	             compacted view of readCompacted subscriptions
+//	end_of_topic.go the end of a terminated topic: TopicEnd, one per
+//	             topic-partition served, and its consumers (EndWatcher)
+//	             told REACHED_END_OF_TOPIC once
 //	rate.go      the per-topic limits (TopicLimits, RateLimit: Pulsar's
 //	             names and defaults, docs/policies.md, "Limits"), the rate
 //	             meters of stats and the token buckets of publish and
@@ -37,15 +40,15 @@
 // Still in gateway/, to move here: the topics served and their partition
 // and subscription actors (topic.go), ownership and hand-over
 // (cluster.go), producer and consumer admission, the enforcement of
-// policies and limits on the topics served (policies.go, limits.go),
-// non-persistent topics (nonpersistent.go) and the end of topic
-// (end_of_topic.go).
+// policies and limits on the topics served (policies.go, limits.go) and
+// non-persistent topics (nonpersistent.go).
 //
 // Concurrency: a Broker holds no state of its own yet (its methods read
 // and write the catalog, with optimistic concurrency on stream
 // properties: schema registrations retry); a TopicCompaction runs at most
 // one compaction at a time, in its own goroutine, ended by its topic's
-// unload or the node's shutdown (TopicCompactionOptions); RateMeter and TokenBucket are
+// unload or the node's shutdown (TopicCompactionOptions); TopicEnd's
+// watchers lock is a leaf; RateMeter and TokenBucket are
 // safe for concurrent use (RateMeter.Add is lock-free; TokenBucket.mu is
 // a leaf lock).
 package broker

@@ -268,7 +268,7 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 	}
 	ss.IsDurable = durable
 	now := time.Now()
-	for _, c := range t.endWatchers(name) {
+	for _, c := range t.end.Watchers(name) {
 		msgRate, byteRate, msgs, bytes := c.out.Rates(now)
 		counts := info.ConsumerCounts[c.subID]
 		ss.Consumers = append(ss.Consumers, consumerStatsJSON{

@@ -431,7 +431,7 @@ func (a *admin) lastMessageID(w http.ResponseWriter, r *http.Request) {
 
 // terminate fences the log: every later append fails (producers get
 // TopicTerminatedError), new producers are refused, and consumers are sent
-// REACHED_END_OF_TOPIC once they have read everything (end_of_topic.go).
+// REACHED_END_OF_TOPIC once they have read everything (broker/end_of_topic.go).
 func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	t, err := a.singleTopic(r, "terminate")
 	if err == nil {
@@ -443,7 +443,7 @@ func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	}
 	t.part.Terminate() // new producers are refused at once
 	if end, err := t.log.NextOffset(r.Context()); err == nil {
-		t.markTerminated(end) // consumers that read everything are told now
+		t.end.MarkTerminated(end) // consumers that read everything are told now
 	}
 	id, err := t.lastMessageID(r.Context())
 	if err != nil {

@@ -148,7 +148,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	req := c.GetRequestId()
 	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
 		if old.np == nil {
-			old.t.removeEndWatcher(old)
+			old.t.end.RemoveWatcher(old)
 			old.releaseCounted() // limits.go
 		}
 		delete(s.consumers, old.id) // dropped by a seek or an unload: subscribing again
@@ -243,10 +243,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		break
 	}
 	s.consumers[cons.id] = cons
-	t.addEndWatcher(cons)
+	t.end.AddWatcher(cons)
 	s.send(protocol.Success(req))
-	if end, ok := t.endOffset(); ok && cons.reachedEnd(end) {
-		t.notifyEnd(cons.subName)
+	if end, ok := t.end.Offset(); ok && cons.ReachedEnd(end) {
+		t.end.Notify(cons.subName)
 	}
 }
 
@@ -449,7 +449,7 @@ func (c *consumer) close() {
 		c.np.t.removeConsumer(c)
 		return
 	}
-	c.t.removeEndWatcher(c)
+	c.t.end.RemoveWatcher(c)
 	c.releaseCounted() // limits.go
 	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
@@ -496,7 +496,7 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 		delete(cons.t.mu.subs, cons.subName)
 	}
 	cons.t.mu.Unlock()
-	cons.t.removeEndWatcher(cons)
+	cons.t.end.RemoveWatcher(cons)
 	cons.releaseCounted() // limits.go
 	delete(s.consumers, cons.id)
 	s.send(protocol.Success(c.GetRequestId()))

@@ -4,9 +4,10 @@
 // through the lakestream interfaces and the actors package; it never
 // imports engine. Topic behaviour belongs to the broker layer (broker/):
 // topic names, the schema registry, policy resolution, topic compaction,
-// the limit types and rate meters live there, and the Server calls its
-// Broker; the topics served, ownership, policy enforcement, non-persistent
-// topics and the end of topic are still here, to move there (issue #26).
+// the end of topic, the limit types and rate meters live there, and the
+// Server calls its Broker; the topics served, ownership, policy
+// enforcement and non-persistent topics are still here, to move there
+// (issue #26).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
@@ -38,7 +39,8 @@
 //	             actor's sink
 //	schema.go    GET_SCHEMA, GET_OR_CREATE_SCHEMA (the registry and its
 //	             compatibility rules: broker/schema.go)
-//	end_of_topic.go  REACHED_END_OF_TOPIC for consumers of a terminated topic
+//	end_of_topic.go  a consumer's side of the end of a terminated topic
+//	             (REACHED_END_OF_TOPIC; the topic's: broker/end_of_topic.go)
 //	policies.go  retention, message TTL and backlog quotas enforced on the
 //	             topics served (their values: broker/policies.go), and the
 //	             compaction threshold (compactions: broker/compaction.go)

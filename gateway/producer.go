@@ -245,7 +245,7 @@ func (p *producer) SendFailed(seq uint64, err error) {
 		return // the partition is unloading: the client resends after CLOSE_PRODUCER
 	}
 	if errors.Is(err, lakestream.ErrFenced) {
-		p.t.markTerminatedUnknownEnd()
+		p.t.end.MarkTerminatedUnknownEnd(p.t.srv.ctx, p.t.log)
 	}
 	p.sess.log.Warn("append failed", "topic", p.t.name.String(), "producer", p.name, "seq", seq, "err", err)
 	p.sess.send(protocol.SendError(p.id, seq, serverError(err), err.Error()))

@@ -52,8 +52,8 @@ type topic struct {
 	owner lakestream.Ownership
 	part  *actors.PartitionActor
 	// end: the end offset of a terminated topic and the consumers told
-	// when they reach it (end_of_topic.go).
-	end topicEnd
+	// when they reach it (broker/end_of_topic.go).
+	end broker.TopicEnd[*consumer]
 	// closing is set when the unload begins: new requests for the topic
 	// are refused (the client looks it up again); unloaded is closed when
 	// it is done.
@@ -166,7 +166,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	s.mu.topics[ref.Unit()] = t
 	s.mu.Unlock()
 	if lp.State.Terminated {
-		t.markTerminated(end)
+		t.end.MarkTerminated(end)
 	}
 	if owner != nil {
 		go func() {
@@ -228,7 +228,7 @@ func (s *Server) unloadTopic(t *topic, graceful bool, assignedURL string) {
 			s.cfg.Logger.Warn("unloading a topic: persisting a cursor failed", "topic", t.name.String(), "err", err)
 		}
 	}
-	for _, c := range t.endWatchers("") {
+	for _, c := range t.end.Watchers("") {
 		c.disconnect(assignedURL)
 	}
 	if graceful && t.owner != nil {
