@@ -27,6 +27,10 @@
 //	end_of_topic.go the end of a terminated topic: TopicEnd, one per
 //	             topic-partition served, and its consumers (EndWatcher)
 //	             told REACHED_END_OF_TOPIC once
+//	admission.go producer and consumer admission on a topic-partition
+//	             served: TopicAdmission (the limits as they apply now, the
+//	             consumers counted per subscription, the publish and
+//	             dispatch rate buckets)
 //	rate.go      the per-topic limits (TopicLimits, RateLimit: Pulsar's
 //	             names and defaults, docs/policies.md, "Limits"), the rate
 //	             meters of stats and the token buckets of publish and
@@ -39,16 +43,17 @@
 //
 // Still in gateway/, to move here: the topics served and their partition
 // and subscription actors (topic.go), ownership and hand-over
-// (cluster.go), producer and consumer admission, the enforcement of
-// policies and limits on the topics served (policies.go, limits.go) and
-// non-persistent topics (nonpersistent.go).
+// (cluster.go), the enforcement of policies on the topics served
+// (policies.go), the limits' effects on sessions and subscriptions
+// (limits.go: paused reads, the dispatch limiters) and non-persistent
+// topics (nonpersistent.go).
 //
 // Concurrency: a Broker holds no state of its own yet (its methods read
 // and write the catalog, with optimistic concurrency on stream
 // properties: schema registrations retry); a TopicCompaction runs at most
 // one compaction at a time, in its own goroutine, ended by its topic's
 // unload or the node's shutdown (TopicCompactionOptions); TopicEnd's
-// watchers lock is a leaf; RateMeter and TokenBucket are
+// watchers lock and TopicAdmission.mu are leaves; RateMeter and TokenBucket are
 // safe for concurrent use (RateMeter.Add is lock-free; TokenBucket.mu is
 // a leaf lock).
 package broker

@@ -3,11 +3,11 @@
 // ownership in a cluster, and the admin REST API. It sees storage only
 // through the lakestream interfaces and the actors package; it never
 // imports engine. Topic behaviour belongs to the broker layer (broker/):
-// topic names, the schema registry, policy resolution, topic compaction,
-// the end of topic, the limit types and rate meters live there, and the
-// Server calls its Broker; the topics served, ownership, policy
-// enforcement and non-persistent topics are still here, to move there
-// (issue #26).
+// topic names, the schema registry, policy resolution, producer and
+// consumer admission, topic compaction, the end of topic, the limit types
+// and rate meters live there, and the Server calls its Broker; the topics
+// served, ownership, policy enforcement and non-persistent topics are
+// still here, to move there (issue #26).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
@@ -50,7 +50,8 @@
 //	txn.go       transactions unsupported: every transaction request answered
 //	             with NotAllowedError
 //	limits.go    the limits (docs/security.md, "Limits"): connections per node
-//	             and per IP, producers/consumers/subscriptions per topic,
+//	             and per IP, producers/consumers/subscriptions per topic
+//	             (admitted by broker/admission.go),
 //	             unacknowledged messages, pending publishes and the publish
 //	             buffer pausing a connection's reads, publish and dispatch
 //	             rates (broker/rate.go: token buckets); admin_limits.go:

@@ -32,7 +32,7 @@ package gateway
 // changed through this node's admin API.
 //
 // Lock order: topic.lim.applying, then Server.mu, then topic.mu, then
-// topic.lim.mu; gate.mu and broker.TokenBucket.mu are leaves.
+// broker.TopicAdmission.mu; gate.mu and broker.TokenBucket.mu are leaves.
 
 import (
 	"context"
@@ -109,33 +109,18 @@ var ErrTooManyConnections = errors.New("gateway: Reached the maximum number of c
 
 // ---- a topic's limits ----
 
-// topicLimitState is what a topic keeps of its limits.
+// topicLimitState is what a topic keeps of its limits: its admission
+// state (broker/admission.go: the limits, the rate buckets, the consumers
+// counted).
 type topicLimitState struct {
 	// applying serializes applyLimits: the subscriptions end with the
 	// limits last stored.
 	applying sync.Mutex
-	cur      atomic.Pointer[TopicLimits]
-	// publish and dispatch are the topic partition's rate buckets;
-	// subDispatch is the subscriptions' rate (each has its bucket).
-	publish, dispatch broker.TokenBucket
-	subDispatch       atomic.Pointer[RateLimit]
-
-	mu struct {
-		sync.Mutex
-		// consumers counts the consumers attached (or being attached)
-		// through this node, per subscription, and total.
-		consumers map[string]int
-		total     int
-	}
+	*broker.TopicAdmission
 }
 
 // limits returns the topic's current limits.
-func (t *topic) limits() TopicLimits {
-	if l := t.lim.cur.Load(); l != nil {
-		return *l
-	}
-	return t.srv.cfg.TopicLimits
-}
+func (t *topic) limits() TopicLimits { return t.lim.Limits() }
 
 // refreshLimits rereads the topic's limits and applies them.
 func (t *topic) refreshLimits(ctx context.Context) error {
@@ -156,11 +141,7 @@ func (t *topic) refreshLimits(ctx context.Context) error {
 func (t *topic) applyLimits(l TopicLimits) {
 	t.lim.applying.Lock()
 	defer t.lim.applying.Unlock()
-	old := t.lim.cur.Swap(&l)
-	t.lim.publish.Set(l.PublishRate)
-	t.lim.dispatch.Set(l.DispatchRate)
-	sr := l.SubscriptionDispatchRate
-	t.lim.subDispatch.Store(&sr)
+	old := t.lim.Apply(l)
 	if old != nil && old.MaxUnackedPerConsumer == l.MaxUnackedPerConsumer && old.MaxUnackedPerSubscription == l.MaxUnackedPerSubscription {
 		return
 	}
@@ -196,8 +177,8 @@ func (t *topic) subscriptionLimits(opts *actors.SubscriptionOptions) {
 	opts.MaxUnackedPerConsumer, opts.MaxUnackedPerSubscription = l.MaxUnackedPerConsumer, l.MaxUnackedPerSubscription
 	m := t.srv.lim.metrics
 	opts.DispatchLimiters = []actors.DispatchLimiter{
-		&dispatchLimiter{b: &t.lim.dispatch, throttled: m.dispatchThrottled.WithLabelValues("topic")},
-		&dispatchLimiter{b: &broker.TokenBucket{}, spec: &t.lim.subDispatch, throttled: m.dispatchThrottled.WithLabelValues("subscription")},
+		&dispatchLimiter{b: t.lim.Dispatch(), throttled: m.dispatchThrottled.WithLabelValues("topic")},
+		&dispatchLimiter{b: &broker.TokenBucket{}, spec: t.lim.SubscriptionDispatch(), throttled: m.dispatchThrottled.WithLabelValues("subscription")},
 	}
 }
 
@@ -205,51 +186,20 @@ func (t *topic) subscriptionLimits(opts *actors.SubscriptionOptions) {
 // MaxProducers (t.mu.producers holds the producers attached through this
 // node, the owner's).
 func (t *topic) addProducerLimited(p *producer) error {
-	n := t.limits().MaxProducers
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if have := len(t.mu.producers); n > 0 && have >= n {
-		t.srv.lim.metrics.refusals.WithLabelValues("max_producers_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d producers (maxProducers %d)", broker.ErrTooManyProducers, t.name, have, n)
+	if err := t.lim.AdmitProducer(len(t.mu.producers)); err != nil {
+		return err
 	}
 	t.mu.producers[p.actorID] = p
 	return nil
 }
 
-// reserveConsumer takes a consumer's place on subscription sub, or refuses
-// it beyond MaxConsumers or MaxConsumersPerSubscription; the caller gives
-// the place back with releaseConsumer when the consumer leaves or is not
-// attached after all.
-func (t *topic) reserveConsumer(sub string) error {
-	l := t.limits()
-	t.lim.mu.Lock()
-	defer t.lim.mu.Unlock()
-	if t.lim.mu.consumers == nil {
-		t.lim.mu.consumers = map[string]int{}
-	}
-	switch {
-	case l.MaxConsumers > 0 && t.lim.mu.total >= l.MaxConsumers:
-		t.srv.lim.metrics.refusals.WithLabelValues("max_consumers_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d consumers (maxConsumers %d)", broker.ErrTooManyConsumers, t.name, t.lim.mu.total, l.MaxConsumers)
-	case l.MaxConsumersPerSubscription > 0 && t.lim.mu.consumers[sub] >= l.MaxConsumersPerSubscription:
-		t.srv.lim.metrics.refusals.WithLabelValues("max_consumers_per_subscription").Inc()
-		return fmt.Errorf("%w: subscription %q of %s has %d consumers (maxConsumersPerSubscription %d)", broker.ErrTooManyConsumers, sub, t.name, t.lim.mu.consumers[sub], l.MaxConsumersPerSubscription)
-	}
-	t.lim.mu.consumers[sub]++
-	t.lim.mu.total++
-	return nil
-}
+// reserveConsumer and releaseConsumer: broker.TopicAdmission's
+// ReserveConsumer and ReleaseConsumer.
+func (t *topic) reserveConsumer(sub string) error { return t.lim.ReserveConsumer(sub) }
 
-func (t *topic) releaseConsumer(sub string) {
-	t.lim.mu.Lock()
-	defer t.lim.mu.Unlock()
-	if t.lim.mu.consumers[sub] <= 1 {
-		delete(t.lim.mu.consumers, sub)
-	} else {
-		t.lim.mu.consumers[sub]--
-	}
-	t.lim.mu.total--
-}
+func (t *topic) releaseConsumer(sub string) { t.lim.ReleaseConsumer(sub) }
 
 // releaseCounted gives c's place back, once.
 func (c *consumer) releaseCounted() {
@@ -284,11 +234,7 @@ func (t *topic) checkSubscriptionLimitLocked(ctx context.Context, name string) e
 			have[s] = true
 		}
 	}
-	if len(have) >= n {
-		t.srv.lim.metrics.refusals.WithLabelValues("max_subscriptions_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d subscriptions (maxSubscriptionsPerTopic %d)", broker.ErrTooManySubscriptions, t.name, len(have), n)
-	}
-	return nil
+	return t.lim.AdmitSubscription(len(have))
 }
 
 // npLimit refuses a producer or consumer of a non-persistent topic beyond
@@ -530,7 +476,7 @@ func (s *session) sendRead(p *producer, records, n int) {
 		s.srv.lim.publishBuffer.add(int64(n))
 	}
 	p.pub.Unlock()
-	if d := p.t.lim.publish.Take(time.Now(), records, n); d > 0 {
+	if d := p.t.lim.Publish().Take(time.Now(), records, n); d > 0 {
 		s.lim.rateUntil = time.Now().Add(d)
 	}
 }

@@ -118,18 +118,21 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if err != nil {
 		return nil, err
 	}
-	dedup, err := s.brk.DedupEnabled(ctx, st.Metadata()) // admin_dedup.go
+	dedup, err := s.brk.DedupEnabled(ctx, st.Metadata()) // broker/policies.go
 	if err != nil {
 		return nil, err
 	}
 	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: log, partition: ref.Partition, owner: owner, unloaded: make(chan struct{})}
+	t.lim.TopicAdmission = s.brk.NewTopicAdmission(ref.Unit(), func(label string) {
+		s.lim.metrics.refusals.WithLabelValues(label).Inc()
+	})
 	t.compaction = s.brk.NewTopicCompaction(broker.TopicCompactionOptions{
 		Name: ref.Unit(), Log: log, Guard: t.guardOpts(),
 		Context: s.ctx, Unloaded: t.unloaded, Closing: t.closing.Load,
 	})
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
-	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // limits.go
+	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // broker/policies.go
 	if err != nil {
 		return nil, err
 	}
