@@ -18,6 +18,10 @@ type Config struct {
 	// in bytes: a topic compaction reads the keys of entries up to four
 	// times that (batches). Default protocol.DefaultMaxMessageSize.
 	MaxMessageSize int
+	// Membership, when set, makes this node one member of a cluster: it
+	// serves only the topics it owns (Own; docs/cluster.md). Default nil:
+	// a node on its own serves every topic.
+	Membership lakestream.Membership
 	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
 	// Default false: unknown topics are created non-partitioned.
 	DisableTopicAutoCreation bool

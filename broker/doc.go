@@ -14,6 +14,8 @@
 //	topics.go    topics and partitions in the catalog: Resolve (a name to
 //	             its stream and log, auto-creating a missing topic when
 //	             allowed), Partitions, TopicsOfNamespace
+//	ownership.go Own: a topic's ownership taken before it is served (in a
+//	             cluster; docs/cluster.md)
 //	schema.go    the schema registry: versions kept as stream properties,
 //	             deletion markers, Pulsar's compatibility strategies
 //	policies.go  policy resolution — topic, else namespace, else the node's
@@ -42,7 +44,7 @@
 //	             and tools read them.
 //
 // Still in gateway/, to move here: the topics served and their partition
-// and subscription actors (topic.go), ownership and hand-over
+// and subscription actors (topic.go), hand-over and rebalancing
 // (cluster.go), the enforcement of policies on the topics served
 // (policies.go), the limits' effects on sessions and subscriptions
 // (limits.go: paused reads, the dispatch limiters) and non-persistent

@@ -39,7 +39,6 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -115,16 +114,9 @@ func (s *Server) serveNP(ctx context.Context, tn broker.TopicName) (*npTopic, er
 	if t != nil {
 		return t, nil
 	}
-	var owner lakestream.Ownership
-	if m := s.cfg.Membership; m != nil {
-		owner, err = m.Acquire(ctx, unit)
-		var owned *lakestream.OwnedError
-		if errors.As(err, &owned) {
-			return nil, fmt.Errorf("%w: %s is served by %s", broker.ErrServiceNotReady, unit, owned.Owner.ID)
-		}
-		if err != nil {
-			return nil, err
-		}
+	owner, err := s.brk.Own(ctx, unit)
+	if err != nil {
+		return nil, err
 	}
 	t = &npTopic{srv: s, name: tn, owner: owner}
 	t.mu.producers = map[*producer]struct{}{}

@@ -287,7 +287,10 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	}
 	lns = append(lns, tlsLn...)
 	brk, err := broker.New(broker.Config{
-		Catalog: cfg.Catalog, Logger: cfg.Logger, TopicLimits: cfg.TopicLimits,
+		Catalog:                  cfg.Catalog,
+		Logger:                   cfg.Logger,
+		Membership:               cfg.Membership,
+		TopicLimits:              cfg.TopicLimits,
 		MaxMessageSize:           cfg.MaxMessageSize,
 		DisableTopicAutoCreation: cfg.DisableTopicAutoCreation,
 	})

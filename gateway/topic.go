@@ -98,16 +98,9 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if t, err := s.loadedTopic(ref.Unit()); t != nil || err != nil {
 		return t, err
 	}
-	var owner lakestream.Ownership
-	if m := s.cfg.Membership; m != nil {
-		owner, err = m.Acquire(ctx, ref.Unit())
-		var owned *lakestream.OwnedError
-		if errors.As(err, &owned) {
-			return nil, fmt.Errorf("%w: %s is served by %s", broker.ErrServiceNotReady, ref.Unit(), owned.Owner.ID)
-		}
-		if err != nil {
-			return nil, err
-		}
+	owner, err := s.brk.Own(ctx, ref.Unit())
+	if err != nil {
+		return nil, err
 	}
 	// One load of the stream gives both the log and the metadata.
 	st, err := s.cfg.Catalog.Stream(ctx, ref.Stream)
