@@ -10,6 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/lakestream"
@@ -79,7 +80,7 @@ func (c *cluster) client() pulsar.Client {
 // admin REST does not exist yet).
 func (c *cluster) createPartitioned(name string, n int) {
 	c.t.Helper()
-	tn, err := gateway.ParseTopicName(name)
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
 		c.t.Fatal(err)
 	}

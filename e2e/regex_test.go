@@ -15,7 +15,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -73,7 +73,7 @@ func TestRegexConsumer(t *testing.T) {
 	}
 	// The subscription exists on the matching topics only.
 	for topic, want := range map[string]bool{"rx-a": true, "rx-b-partition-0": true, "rx-b-partition-1": true, "other-c": false} {
-		tn, _ := gateway.ParseTopicName(ns + topic)
+		tn, _ := broker.ParseTopicName(ns + topic)
 		part := max(tn.Partition, 0)
 		log, err := c.catalog.OpenLog(ctx, tn.StreamID(), part)
 		if err != nil {
@@ -138,7 +138,7 @@ func TestWireTopicsOfNamespace(t *testing.T) {
 
 func mustStreamID(t *testing.T, topic string) lakestream.StreamIdentifier {
 	t.Helper()
-	tn, err := gateway.ParseTopicName(topic)
+	tn, err := broker.ParseTopicName(topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -97,15 +98,15 @@ func adminStatus(err error) int {
 	case errors.Is(err, errAdminUnprocessable):
 		return http.StatusUnprocessableEntity
 
-	case errors.Is(err, ErrInvalidTopicName):
+	case errors.Is(err, broker.ErrInvalidTopicName):
 		return http.StatusPreconditionFailed
 	case errors.Is(err, errAdminTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, ErrTooManySubscriptions):
+	case errors.Is(err, broker.ErrTooManySubscriptions):
 		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrNotAllowed):
+	case errors.Is(err, broker.ErrNotAllowed):
 		return http.StatusPreconditionFailed
-	case errors.Is(err, ErrServiceNotReady),
+	case errors.Is(err, broker.ErrServiceNotReady),
 		errors.Is(err, actors.ErrPartitionClosed),
 		errors.Is(err, lakestream.ErrGuardLost):
 		return http.StatusServiceUnavailable
@@ -119,7 +120,7 @@ func adminStatus(err error) int {
 		errors.Is(err, lakestream.ErrNoSuchLog),
 		errors.Is(err, lakestream.ErrNoSuchCursor),
 		errors.Is(err, lakestream.ErrNotMaterialized),
-		errors.Is(err, ErrNoSchema):
+		errors.Is(err, broker.ErrNoSchema):
 		return http.StatusNotFound
 	case errors.Is(err, lakestream.ErrAlreadyExists),
 		errors.Is(err, lakestream.ErrNamespaceNotEmpty),
@@ -145,7 +146,7 @@ func adminStatus(err error) int {
 // adminTenantsNamespace holds the explicit tenant records (see the file
 // comment); adminHiddenTenant is its tenant, hidden from listings.
 const (
-	adminHiddenTenant     = "__lakegate"
+	adminHiddenTenant     = broker.ReservedTenant
 	adminTenantsNamespace = adminHiddenTenant + "/tenants"
 	adminClusterName      = "standalone"
 	// adminRequestTimeout bounds one admin request's storage calls.
@@ -239,12 +240,12 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("POST "+p+"/{topic}/backlogQuota", ruleTenant, a.setTopicQuota)
 	handle("DELETE "+p+"/{topic}/backlogQuota", ruleTenant, a.removeTopicQuota)
 	const nsPol = "/admin/v2/namespaces/{tenant}/{ns}"
-	handle("GET "+nsPol+"/retention", ruleTenant, a.getNamespaceProperty(retentionProperty))
-	handle("POST "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(retentionProperty, retentionOfBody))
-	handle("DELETE "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(retentionProperty, nil))
-	handle("GET "+nsPol+"/messageTTL", ruleTenant, a.getNamespaceProperty(messageTTLProperty))
-	handle("POST "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(messageTTLProperty, ttlOf))
-	handle("DELETE "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(messageTTLProperty, nil))
+	handle("GET "+nsPol+"/retention", ruleTenant, a.getNamespaceProperty(broker.RetentionProperty))
+	handle("POST "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(broker.RetentionProperty, retentionOfBody))
+	handle("DELETE "+nsPol+"/retention", ruleTenant, a.setNamespacePolicy(broker.RetentionProperty, nil))
+	handle("GET "+nsPol+"/messageTTL", ruleTenant, a.getNamespaceProperty(broker.MessageTTLProperty))
+	handle("POST "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(broker.MessageTTLProperty, ttlOf))
+	handle("DELETE "+nsPol+"/messageTTL", ruleTenant, a.setNamespacePolicy(broker.MessageTTLProperty, nil))
 	handle("GET "+nsPol+"/backlogQuotaMap", ruleTenant, a.getNamespaceQuotas)
 	handle("POST "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, false) })
 	handle("DELETE "+nsPol+"/backlogQuota", ruleTenant, func(w http.ResponseWriter, r *http.Request) { a.changeNamespaceQuota(w, r, true) })
@@ -255,9 +256,9 @@ func (s *Server) AdminHandler() http.Handler {
 	handle("GET "+p+"/{topic}/compactionThreshold", ruleLookup, a.getTopicCompactionThreshold)
 	handle("POST "+p+"/{topic}/compactionThreshold", ruleTenant, a.setTopicCompactionThreshold)
 	handle("DELETE "+p+"/{topic}/compactionThreshold", ruleTenant, a.removeTopicCompactionThreshold)
-	handle("GET "+nsPol+"/compactionThreshold", ruleTenant, a.getNamespaceProperty(compactionThresholdProperty))
-	handle("PUT "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(compactionThresholdProperty, thresholdOf))
-	handle("DELETE "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(compactionThresholdProperty, nil))
+	handle("GET "+nsPol+"/compactionThreshold", ruleTenant, a.getNamespaceProperty(broker.CompactionThresholdProperty))
+	handle("PUT "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(broker.CompactionThresholdProperty, thresholdOf))
+	handle("DELETE "+nsPol+"/compactionThreshold", ruleTenant, a.setNamespacePolicy(broker.CompactionThresholdProperty, nil))
 	handle("GET "+p+"/{topic}/table", ruleLookup, a.tableInfo) // lakegate extensions: tables (admin_tables.go)
 	handle("GET "+p+"/{topic}/tablePolicy", ruleLookup, a.getTopicTablePolicy)
 	handle("POST "+p+"/{topic}/tablePolicy", ruleTenant, a.setTopicTablePolicy)
@@ -653,37 +654,37 @@ func (a *admin) getNamespace(w http.ResponseWriter, r *http.Request) {
 		"replication_clusters": []string{adminClusterName},
 		"bundles":              map[string]any{"boundaries": []string{"0x00000000", "0xffffffff"}, "numBundles": 1},
 		"properties":           userProperties(props),
-		"backlog_quota_map":    map[string]backlogQuota{},
+		"backlog_quota_map":    map[string]broker.BacklogQuota{},
 	}
-	if v, ok := props[retentionProperty]; ok {
-		if r, err := parseRetention(v); err == nil {
+	if v, ok := props[broker.RetentionProperty]; ok {
+		if r, err := broker.ParseRetention(v); err == nil {
 			pol["retention_policies"] = r
 		}
 	}
-	if v, ok := props[messageTTLProperty]; ok {
+	if v, ok := props[broker.MessageTTLProperty]; ok {
 		if n, err := strconv.Atoi(v); err == nil {
 			pol["message_ttl_in_seconds"] = n
 		}
 	}
-	if v, ok := props[backlogQuotaProperty]; ok {
-		if q, err := parseQuotas(v); err == nil {
+	if v, ok := props[broker.BacklogQuotaProperty]; ok {
+		if q, err := broker.ParseQuotas(v); err == nil {
 			pol["backlog_quota_map"] = q
 		}
 	}
-	if v, ok := props[schemaStrategyProperty]; ok {
+	if v, ok := props[broker.SchemaStrategyProperty]; ok {
 		pol["schema_compatibility_strategy"] = v
 	}
-	if v, ok := props[compactionThresholdProperty]; ok {
+	if v, ok := props[broker.CompactionThresholdProperty]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			pol["compaction_threshold"] = n
 		}
 	}
-	if v, ok := props[dedupProperty]; ok {
+	if v, ok := props[broker.DedupProperty]; ok {
 		pol["deduplicationEnabled"] = v == "true"
 	}
-	for key, field := range map[string]string{maxProducersProperty: "max_producers_per_topic", maxConsumersProperty: "max_consumers_per_topic",
-		maxConsumersPerSubProperty: "max_consumers_per_subscription", maxSubscriptionsProperty: "max_subscriptions_per_topic",
-		maxUnackedPerConsumerProperty: "max_unacked_messages_per_consumer", maxUnackedPerSubProperty: "max_unacked_messages_per_subscription"} {
+	for key, field := range map[string]string{broker.MaxProducersProperty: "max_producers_per_topic", broker.MaxConsumersProperty: "max_consumers_per_topic",
+		broker.MaxConsumersPerSubProperty: "max_consumers_per_subscription", broker.MaxSubscriptionsProperty: "max_subscriptions_per_topic",
+		broker.MaxUnackedPerConsumerProperty: "max_unacked_messages_per_consumer", broker.MaxUnackedPerSubProperty: "max_unacked_messages_per_subscription"} {
 		if n, err := strconv.ParseInt(props[key], 10, 64); err == nil {
 			pol[field] = n // admin_limits.go
 		}

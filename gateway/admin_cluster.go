@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -216,7 +217,7 @@ func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestrea
 	}
 	resp, err := a.srv.httpClient.Do(req)
 	if err != nil {
-		writeAdminError(w, fmt.Errorf("%w: forwarding to %s, which serves the topic: %w", ErrServiceNotReady, member.ID, err))
+		writeAdminError(w, fmt.Errorf("%w: forwarding to %s, which serves the topic: %w", broker.ErrServiceNotReady, member.ID, err))
 		return
 	}
 	defer resp.Body.Close()
@@ -293,7 +294,7 @@ func (a *admin) fanOut(r *http.Request, ref topicRef, suffix string, only ...int
 	var wg sync.WaitGroup
 	for k, i := range parts {
 		u := *r.URL
-		u.RawPath = prefix + partitionSuffix + strconv.Itoa(i) + rest
+		u.RawPath = prefix + broker.PartitionSuffix + strconv.Itoa(i) + rest
 		p, perr := url.PathUnescape(u.RawPath)
 		if perr != nil {
 			return nil, fmt.Errorf("%w: %v", errAdminBadRequest, perr)

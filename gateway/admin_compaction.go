@@ -1,6 +1,6 @@
 package gateway
 
-// Admin REST of topic compaction (compaction.go):
+// Admin REST of topic compaction (broker/compaction.go):
 //
 //	PUT    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           start a compaction (204; 409 while one runs)
 //	GET    /admin/v2/persistent/{t}/{ns}/{topic}/compaction           its status: {"status": NOT_RUN|RUNNING|SUCCESS|ERROR, "lastError"}
@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/lakegate/lakegate/broker"
 )
 
 // compactionTopic resolves the request's one partition (or
@@ -48,7 +50,7 @@ func (a *admin) triggerCompaction(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		t, err = a.compactionTopic(r)
 	}
-	if err == nil && !t.startCompaction() {
+	if err == nil && !t.compaction.Start() {
 		err = fmt.Errorf("%w: a compaction of %s is already running", errAdminConflict, t.name)
 	}
 	if err != nil {
@@ -77,7 +79,7 @@ func (a *admin) compactionStatus(w http.ResponseWriter, r *http.Request) {
 		t, err = a.compactionTopic(r)
 	}
 	if err == nil {
-		status, lastError, _, err = t.compactionStatus(r.Context())
+		status, lastError, _, err = t.compaction.Status(r.Context())
 	}
 	if err != nil {
 		writeAdminError(w, err)
@@ -105,7 +107,7 @@ func (a *admin) getTopicCompactionThreshold(w http.ResponseWriter, r *http.Reque
 		ref, err := a.refOf(r)
 		var n int64
 		if err == nil {
-			n, err = a.srv.compactionThreshold(r.Context(), ref.md)
+			n, err = a.srv.brk.CompactionThreshold(r.Context(), ref.md)
 		}
 		if err != nil {
 			writeAdminError(w, err)
@@ -114,7 +116,7 @@ func (a *admin) getTopicCompactionThreshold(w http.ResponseWriter, r *http.Reque
 		writeJSON(w, http.StatusOK, n)
 		return
 	}
-	a.getTopicProperty(w, r, compactionThresholdProperty)
+	a.getTopicProperty(w, r, broker.CompactionThresholdProperty)
 }
 
 func (a *admin) setTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
@@ -123,9 +125,9 @@ func (a *admin) setTopicCompactionThreshold(w http.ResponseWriter, r *http.Reque
 		writeAdminError(w, err)
 		return
 	}
-	a.changeTopicProperty(w, r, compactionThresholdProperty, &v, false)
+	a.changeTopicProperty(w, r, broker.CompactionThresholdProperty, &v, false)
 }
 
 func (a *admin) removeTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, compactionThresholdProperty, nil, false)
+	a.changeTopicProperty(w, r, broker.CompactionThresholdProperty, nil, false)
 }

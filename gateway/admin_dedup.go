@@ -9,7 +9,7 @@ package gateway
 //	POST   /admin/v2/persistent/{tenant}/{ns}/{topic}/deduplicationEnabled  body true | false
 //	DELETE /admin/v2/persistent/{tenant}/{ns}/{topic}/deduplicationEnabled  (back to the default: off)
 //
-// The policy is the stream property dedupProperty, so it holds for every
+// The policy is the stream property broker.DedupProperty, so it holds for every
 // partition of a partitioned topic. A partition reads it when it is loaded;
 // so that a change takes effect at once, POST and DELETE unload the topic's
 // loaded partitions gracefully, wherever they are served (appends in flight
@@ -17,19 +17,16 @@ package gateway
 // new policy, as with Pulsar's live policy change.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
 const (
-	// dedupProperty is the stream (and namespace) property holding the
-	// deduplication policy: "true" or "false".
-	dedupProperty = "lakegate.dedup"
 	// dedupPolicyRetries bounds the compare-and-set loop on stream properties.
 	dedupPolicyRetries = 8
 )
@@ -40,11 +37,11 @@ func (a *admin) getDeduplication(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	switch v := ref.md.Properties[dedupProperty]; {
+	switch v := ref.md.Properties[broker.DedupProperty]; {
 	case v == "true" || v == "false":
 		writeJSON(w, http.StatusOK, v == "true")
 	case queryBool(r, "applied"): // the effective value: the namespace's, else off
-		on, err := a.srv.dedupEnabled(r.Context(), ref.md)
+		on, err := a.srv.brk.DedupEnabled(r.Context(), ref.md)
 		if err != nil {
 			writeAdminError(w, err)
 			return
@@ -85,7 +82,7 @@ func (a *admin) removeDeduplication(w http.ResponseWriter, r *http.Request) {
 // changeDeduplication sets (value != nil) or removes the policy, then
 // unloads the loaded partitions so the next use reads it.
 func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, value *string) {
-	a.changeTopicProperty(w, r, dedupProperty, value, true)
+	a.changeTopicProperty(w, r, broker.DedupProperty, value, true)
 }
 
 // Namespace deduplication policy (`pulsar-admin namespaces
@@ -96,7 +93,7 @@ func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, valu
 //	POST   /admin/v2/namespaces/{tenant}/{ns}/deduplication  body true | false
 //	DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication
 //
-// Stored as the namespace property dedupProperty; dedupEnabled reads it
+// Stored as the namespace property broker.DedupProperty; Broker.DedupEnabled reads it
 // when a topic loads. A change unloads the namespace's loaded topics
 // gracefully so that their next load reads it.
 
@@ -121,7 +118,7 @@ func (a *admin) getNamespaceDeduplication(w http.ResponseWriter, r *http.Request
 		writeAdminError(w, err)
 		return
 	}
-	switch v := nsmd.Properties[dedupProperty]; v {
+	switch v := nsmd.Properties[broker.DedupProperty]; v {
 	case "true", "false":
 		writeJSON(w, http.StatusOK, v == "true")
 	default:
@@ -159,9 +156,9 @@ func (a *admin) changeNamespaceDeduplication(w http.ResponseWriter, r *http.Requ
 		return
 	}
 	if value == "" {
-		err = a.cat.RemoveNamespaceProperties(ctx, name, []string{dedupProperty})
+		err = a.cat.RemoveNamespaceProperties(ctx, name, []string{broker.DedupProperty})
 	} else {
-		err = a.cat.SetNamespaceProperties(ctx, name, map[string]string{dedupProperty: value})
+		err = a.cat.SetNamespaceProperties(ctx, name, map[string]string{broker.DedupProperty: value})
 	}
 	if err == nil {
 		var ids []lakestream.StreamIdentifier
@@ -174,20 +171,4 @@ func (a *admin) changeNamespaceDeduplication(w http.ResponseWriter, r *http.Requ
 		return
 	}
 	noContent(w)
-}
-
-// dedupEnabled reports whether a topic of stream md deduplicates: the
-// topic-level policy (stream property) if set, else the namespace's.
-func (s *Server) dedupEnabled(ctx context.Context, md lakestream.StreamMetadata) (bool, error) {
-	if v, ok := md.Properties[dedupProperty]; ok {
-		return v == "true", nil
-	}
-	ns, err := s.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
-	if errors.Is(err, lakestream.ErrNoSuchNamespace) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return ns.Properties[dedupProperty] == "true", nil
 }

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -44,17 +45,17 @@ type limitPolicy struct {
 }
 
 var limitPolicies = []limitPolicy{
-	{maxProducersProperty, "maxProducers", "maxProducersPerTopic", countOf("maxProducers"), func(l TopicLimits) any { return l.MaxProducers }},
-	{maxConsumersProperty, "maxConsumers", "maxConsumersPerTopic", countOf("maxConsumers"), func(l TopicLimits) any { return l.MaxConsumers }},
-	{maxConsumersPerSubProperty, "maxConsumersPerSubscription", "maxConsumersPerSubscription", countOf("maxConsumersPerSubscription"), func(l TopicLimits) any { return l.MaxConsumersPerSubscription }},
-	{maxSubscriptionsProperty, "maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", countOf("maxSubscriptionsPerTopic"), func(l TopicLimits) any { return l.MaxSubscriptions }},
-	{maxUnackedPerConsumerProperty, "maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer", countOf("maxUnackedMessagesPerConsumer"), func(l TopicLimits) any { return l.MaxUnackedPerConsumer }},
-	{maxUnackedPerSubProperty, "maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription", countOf("maxUnackedMessagesPerSubscription"), func(l TopicLimits) any { return l.MaxUnackedPerSubscription }},
-	{publishRateProperty, "publishRate", "publishRate", publishRateOf, func(l TopicLimits) any {
-		return publishRateJSON{Msgs: l.PublishRate.Msgs, Bytes: l.PublishRate.Bytes}
+	{broker.MaxProducersProperty, "maxProducers", "maxProducersPerTopic", countOf("maxProducers"), func(l TopicLimits) any { return l.MaxProducers }},
+	{broker.MaxConsumersProperty, "maxConsumers", "maxConsumersPerTopic", countOf("maxConsumers"), func(l TopicLimits) any { return l.MaxConsumers }},
+	{broker.MaxConsumersPerSubProperty, "maxConsumersPerSubscription", "maxConsumersPerSubscription", countOf("maxConsumersPerSubscription"), func(l TopicLimits) any { return l.MaxConsumersPerSubscription }},
+	{broker.MaxSubscriptionsProperty, "maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", countOf("maxSubscriptionsPerTopic"), func(l TopicLimits) any { return l.MaxSubscriptions }},
+	{broker.MaxUnackedPerConsumerProperty, "maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer", countOf("maxUnackedMessagesPerConsumer"), func(l TopicLimits) any { return l.MaxUnackedPerConsumer }},
+	{broker.MaxUnackedPerSubProperty, "maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription", countOf("maxUnackedMessagesPerSubscription"), func(l TopicLimits) any { return l.MaxUnackedPerSubscription }},
+	{broker.PublishRateProperty, "publishRate", "publishRate", publishRateOf, func(l TopicLimits) any {
+		return broker.PublishRateJSON{Msgs: l.PublishRate.Msgs, Bytes: l.PublishRate.Bytes}
 	}},
-	{dispatchRateProperty, "dispatchRate", "dispatchRate", dispatchRateOf, func(l TopicLimits) any { return dispatchRateJSONOf(l.DispatchRate) }},
-	{subscriptionDispatchRateProperty, "subscriptionDispatchRate", "subscriptionDispatchRate", dispatchRateOf, func(l TopicLimits) any {
+	{broker.DispatchRateProperty, "dispatchRate", "dispatchRate", dispatchRateOf, func(l TopicLimits) any { return dispatchRateJSONOf(l.DispatchRate) }},
+	{broker.SubscriptionDispatchRateProperty, "subscriptionDispatchRate", "subscriptionDispatchRate", dispatchRateOf, func(l TopicLimits) any {
 		return dispatchRateJSONOf(l.SubscriptionDispatchRate)
 	}},
 }
@@ -68,8 +69,8 @@ func isLimitProperty(key string) bool {
 	return false
 }
 
-func dispatchRateJSONOf(r RateLimit) dispatchRateJSON {
-	return dispatchRateJSON{Msgs: r.Msgs, Bytes: r.Bytes, PeriodSeconds: int64(r.period().Seconds())}
+func dispatchRateJSONOf(r RateLimit) broker.DispatchRateJSON {
+	return broker.DispatchRateJSON{Msgs: r.Msgs, Bytes: r.Bytes, PeriodSeconds: int64(r.Per().Seconds())}
 }
 
 // countOf reads a limit count: an integer ≥ 0 (0: no limit), the body
@@ -101,7 +102,7 @@ func publishRateOf(r *http.Request) (string, error) {
 	if b == nil {
 		return "", fmt.Errorf("%w: the body must be a PublishRate {\"publishThrottlingRateInMsg\": N, \"publishThrottlingRateInByte\": M}", errAdminBadRequest)
 	}
-	var p publishRateJSON
+	var p broker.PublishRateJSON
 	if err := json.Unmarshal(b, &p); err != nil {
 		return "", fmt.Errorf("%w: publish rate: %v", errAdminBadRequest, err)
 	}
@@ -119,7 +120,7 @@ func dispatchRateOf(r *http.Request) (string, error) {
 	if b == nil {
 		return "", fmt.Errorf("%w: the body must be a DispatchRate {\"dispatchThrottlingRateInMsg\": N, \"dispatchThrottlingRateInByte\": M, \"ratePeriodInSecond\": S}", errAdminBadRequest)
 	}
-	var d dispatchRateJSON
+	var d broker.DispatchRateJSON
 	if err := json.Unmarshal(b, &d); err != nil {
 		return "", fmt.Errorf("%w: dispatch rate: %v", errAdminBadRequest, err)
 	}
@@ -166,7 +167,7 @@ func (a *admin) getTopicLimit(lp limitPolicy) http.HandlerFunc {
 			writeAdminError(w, err)
 			return
 		}
-		l, err := a.srv.limitsOf(r.Context(), ref.md)
+		l, err := a.srv.brk.LimitsOf(r.Context(), ref.md)
 		if err != nil {
 			writeAdminError(w, err)
 			return

@@ -20,16 +20,17 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
 // npPathTopic parses the {tenant}/{ns}/{topic} of a non-persistent route.
-func npPathTopic(r *http.Request) (TopicName, error) {
+func npPathTopic(r *http.Request) (broker.TopicName, error) {
 	tenant, ns, local := r.PathValue("tenant"), r.PathValue("ns"), r.PathValue("topic")
 	if err := errors.Join(validName("tenant", tenant), validName("namespace", ns), validName("topic", local)); err != nil {
-		return TopicName{}, err
+		return broker.TopicName{}, err
 	}
-	return ParseTopicName("non-persistent://" + tenant + "/" + ns + "/" + local)
+	return broker.ParseTopicName("non-persistent://" + tenant + "/" + ns + "/" + local)
 }
 
 func (a *admin) listNPTopics(w http.ResponseWriter, r *http.Request) {
@@ -84,15 +85,15 @@ func (a *admin) memberNPTopics(r *http.Request, member lakestream.Member) ([]str
 	}
 	resp, err := a.srv.httpClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: %w", ErrServiceNotReady, member.ID, err)
+		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: %w", broker.ErrServiceNotReady, member.ID, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: HTTP %d", ErrServiceNotReady, member.ID, resp.StatusCode)
+		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: HTTP %d", broker.ErrServiceNotReady, member.ID, resp.StatusCode)
 	}
 	var names []string
 	if err := json.NewDecoder(io.LimitReader(resp.Body, adminForwardBytesMax)).Decode(&names); err != nil {
-		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: %v", ErrServiceNotReady, member.ID, err)
+		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: %v", broker.ErrServiceNotReady, member.ID, err)
 	}
 	return names, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -39,7 +40,7 @@ func (a *admin) updateTopicProperty(w http.ResponseWriter, r *http.Request, key 
 		writeAdminError(w, fmt.Errorf("%w: this is a policy of the whole topic %s, not of one partition", errAdminMethodNotAllowed, ref.name.Base()))
 		return
 	}
-	id := fullStreamID(ref.name)
+	id := broker.FullStreamID(ref.name)
 	md := ref.md
 	for range policyRetries {
 		old, present := md.Properties[key]
@@ -106,7 +107,7 @@ func retentionOfBody(r *http.Request) (string, error) {
 	if b == nil {
 		return "", fmt.Errorf("%w: the body must be {\"retentionTimeInMinutes\": N, \"retentionSizeInMB\": M}", errAdminBadRequest)
 	}
-	var rp retentionPolicy
+	var rp broker.RetentionPolicy
 	if err := json.Unmarshal(b, &rp); err != nil {
 		return "", fmt.Errorf("%w: retention policies: %v", errAdminBadRequest, err)
 	}
@@ -141,20 +142,20 @@ func quotaTypeOf(r *http.Request) (string, error) {
 	t := r.URL.Query().Get("backlogQuotaType")
 	switch t {
 	case "":
-		return quotaDestinationStorage, nil
-	case quotaDestinationStorage, quotaMessageAge:
+		return broker.QuotaDestinationStorage, nil
+	case broker.QuotaDestinationStorage, broker.QuotaMessageAge:
 		return t, nil
 	}
 	return "", fmt.Errorf("%w: backlogQuotaType %q: want destination_storage or message_age", errAdminBadRequest, t)
 }
 
 // quotaOfBody reads and checks a BacklogQuota body for type typ.
-func quotaOfBody(r *http.Request, typ string) (backlogQuota, error) {
+func quotaOfBody(r *http.Request, typ string) (broker.BacklogQuota, error) {
 	b, err := readBody(r)
 	if err != nil {
-		return backlogQuota{}, err
+		return broker.BacklogQuota{}, err
 	}
-	var q backlogQuota
+	var q broker.BacklogQuota
 	if b == nil {
 		return q, fmt.Errorf("%w: the body must be a backlog quota {\"limitSize\", \"limitTime\", \"policy\"}", errAdminBadRequest)
 	}
@@ -163,14 +164,14 @@ func quotaOfBody(r *http.Request, typ string) (backlogQuota, error) {
 	}
 	q.LimitSize, q.Limit = max(q.LimitSize, q.Limit), 0
 	switch q.Policy {
-	case quotaHold, quotaException, quotaEviction:
+	case broker.QuotaHold, broker.QuotaException, broker.QuotaEviction:
 	default:
 		return q, fmt.Errorf("%w: backlog quota policy %q: want producer_request_hold, producer_exception or consumer_backlog_eviction", errAdminBadRequest, q.Policy)
 	}
-	if typ == quotaDestinationStorage && q.LimitSize <= 0 {
+	if typ == broker.QuotaDestinationStorage && q.LimitSize <= 0 {
 		return q, fmt.Errorf("%w: a destination_storage quota needs limitSize > 0 (bytes)", errAdminPrecondition)
 	}
-	if typ == quotaMessageAge && q.LimitTime <= 0 {
+	if typ == broker.QuotaMessageAge && q.LimitTime <= 0 {
 		return q, fmt.Errorf("%w: a message_age quota needs limitTime > 0 (seconds)", errAdminPrecondition)
 	}
 	return q, nil
@@ -178,12 +179,12 @@ func quotaOfBody(r *http.Request, typ string) (backlogQuota, error) {
 
 // withQuota returns the quota map value v with type typ set to q (nil q:
 // removed); nil when the map is left empty.
-func withQuota(v string, present bool, typ string, q *backlogQuota) (*string, error) {
-	m := map[string]backlogQuota{}
+func withQuota(v string, present bool, typ string, q *broker.BacklogQuota) (*string, error) {
+	m := map[string]broker.BacklogQuota{}
 	if present {
 		var err error
-		if m, err = parseQuotas(v); err != nil {
-			m = map[string]backlogQuota{} // a damaged value is replaced
+		if m, err = broker.ParseQuotas(v); err != nil {
+			m = map[string]broker.BacklogQuota{} // a damaged value is replaced
 		}
 	}
 	if q != nil {
@@ -211,12 +212,12 @@ func writePolicyValue(w http.ResponseWriter, v string, present bool) {
 }
 
 // appliedPolicies are the policies that apply to the request's topic.
-func (a *admin) appliedPolicies(r *http.Request) (topicPolicies, error) {
+func (a *admin) appliedPolicies(r *http.Request) (broker.TopicPolicies, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
-		return topicPolicies{}, err
+		return broker.TopicPolicies{}, err
 	}
-	return a.srv.policiesOf(r.Context(), ref.md)
+	return a.srv.brk.PoliciesOf(r.Context(), ref.md)
 }
 
 func (a *admin) getTopicRetention(w http.ResponseWriter, r *http.Request) {
@@ -226,14 +227,14 @@ func (a *admin) getTopicRetention(w http.ResponseWriter, r *http.Request) {
 			writeAdminError(w, err)
 			return
 		}
-		rp := retentionPolicy{TimeMinutes: -1, SizeMB: -1}
-		if p.retention != nil {
-			rp = *p.retention
+		rp := broker.RetentionPolicy{TimeMinutes: -1, SizeMB: -1}
+		if p.Retention != nil {
+			rp = *p.Retention
 		}
 		writeJSON(w, http.StatusOK, rp)
 		return
 	}
-	a.getTopicProperty(w, r, retentionProperty)
+	a.getTopicProperty(w, r, broker.RetentionProperty)
 }
 
 // getTopicProperty answers the topic's own policy value (null: none).
@@ -253,11 +254,11 @@ func (a *admin) setTopicRetention(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	a.changeTopicProperty(w, r, retentionProperty, &v, false)
+	a.changeTopicProperty(w, r, broker.RetentionProperty, &v, false)
 }
 
 func (a *admin) removeTopicRetention(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, retentionProperty, nil, false)
+	a.changeTopicProperty(w, r, broker.RetentionProperty, nil, false)
 }
 
 func (a *admin) getTopicTTL(w http.ResponseWriter, r *http.Request) {
@@ -267,10 +268,10 @@ func (a *admin) getTopicTTL(w http.ResponseWriter, r *http.Request) {
 			writeAdminError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, p.ttlSeconds)
+		writeJSON(w, http.StatusOK, p.TTLSeconds)
 		return
 	}
-	a.getTopicProperty(w, r, messageTTLProperty)
+	a.getTopicProperty(w, r, broker.MessageTTLProperty)
 }
 
 func (a *admin) setTopicTTL(w http.ResponseWriter, r *http.Request) {
@@ -279,11 +280,11 @@ func (a *admin) setTopicTTL(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	a.changeTopicProperty(w, r, messageTTLProperty, &v, false)
+	a.changeTopicProperty(w, r, broker.MessageTTLProperty, &v, false)
 }
 
 func (a *admin) removeTopicTTL(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, messageTTLProperty, nil, false)
+	a.changeTopicProperty(w, r, broker.MessageTTLProperty, nil, false)
 }
 
 func (a *admin) getTopicQuotas(w http.ResponseWriter, r *http.Request) {
@@ -293,10 +294,10 @@ func (a *admin) getTopicQuotas(w http.ResponseWriter, r *http.Request) {
 			writeAdminError(w, err)
 			return
 		}
-		if p.quotas == nil {
-			p.quotas = map[string]backlogQuota{}
+		if p.Quotas == nil {
+			p.Quotas = map[string]broker.BacklogQuota{}
 		}
-		writeJSON(w, http.StatusOK, p.quotas)
+		writeJSON(w, http.StatusOK, p.Quotas)
 		return
 	}
 	ref, err := a.refOf(r)
@@ -304,7 +305,7 @@ func (a *admin) getTopicQuotas(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	v, ok := ref.md.Properties[backlogQuotaProperty]
+	v, ok := ref.md.Properties[broker.BacklogQuotaProperty]
 	if !ok {
 		v = "{}"
 	}
@@ -313,7 +314,7 @@ func (a *admin) getTopicQuotas(w http.ResponseWriter, r *http.Request) {
 
 func (a *admin) setTopicQuota(w http.ResponseWriter, r *http.Request) {
 	typ, err := quotaTypeOf(r)
-	var q backlogQuota
+	var q broker.BacklogQuota
 	if err == nil {
 		q, err = quotaOfBody(r, typ)
 	}
@@ -321,7 +322,7 @@ func (a *admin) setTopicQuota(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	a.updateTopicProperty(w, r, backlogQuotaProperty, func(old string, present bool) (*string, error) {
+	a.updateTopicProperty(w, r, broker.BacklogQuotaProperty, func(old string, present bool) (*string, error) {
 		return withQuota(old, present, typ, &q)
 	}, false)
 }
@@ -332,7 +333,7 @@ func (a *admin) removeTopicQuota(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	a.updateTopicProperty(w, r, backlogQuotaProperty, func(old string, present bool) (*string, error) {
+	a.updateTopicProperty(w, r, broker.BacklogQuotaProperty, func(old string, present bool) (*string, error) {
 		return withQuota(old, present, typ, nil)
 	}, false)
 }
@@ -390,7 +391,7 @@ func (a *admin) getNamespaceQuotas(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	v, ok := props[backlogQuotaProperty]
+	v, ok := props[broker.BacklogQuotaProperty]
 	if !ok {
 		v = "{}"
 	}
@@ -403,9 +404,9 @@ func (a *admin) getNamespaceQuotas(w http.ResponseWriter, r *http.Request) {
 // racing on a Pulsar namespace's policies may).
 func (a *admin) changeNamespaceQuota(w http.ResponseWriter, r *http.Request, remove bool) {
 	typ, err := quotaTypeOf(r)
-	var q *backlogQuota
+	var q *broker.BacklogQuota
 	if err == nil && !remove {
-		var qq backlogQuota
+		var qq broker.BacklogQuota
 		qq, err = quotaOfBody(r, typ)
 		q = &qq
 	}
@@ -416,7 +417,7 @@ func (a *admin) changeNamespaceQuota(w http.ResponseWriter, r *http.Request, rem
 	}
 	var v *string
 	if err == nil {
-		old, present := props[backlogQuotaProperty]
+		old, present := props[broker.BacklogQuotaProperty]
 		v, err = withQuota(old, present, typ, q)
 	}
 	if err == nil {
@@ -424,7 +425,7 @@ func (a *admin) changeNamespaceQuota(w http.ResponseWriter, r *http.Request, rem
 		if v != nil {
 			value = *v
 		}
-		err = a.setNamespaceProperty(r.Context(), name, backlogQuotaProperty, value)
+		err = a.setNamespaceProperty(r.Context(), name, broker.BacklogQuotaProperty, value)
 	}
 	if err != nil {
 		writeAdminError(w, err)

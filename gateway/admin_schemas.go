@@ -1,7 +1,7 @@
 package gateway
 
 // The schemas admin REST (Pulsar's /admin/v2/schemas/...) over the schema
-// registry (schema.go):
+// registry (broker/schema.go):
 //
 //	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schema            latest version (GetSchemaResponse)
 //	GET    /admin/v2/schemas/{tenant}/{ns}/{topic}/schema/{version}  one version
@@ -12,7 +12,7 @@ package gateway
 //	POST   /admin/v2/schemas/{tenant}/{ns}/{topic}/version           the version of the payload's schema (LongSchemaVersion)
 //
 // and the compatibility strategy policies (stored as the property
-// schemaStrategyProperty of the stream or namespace, docs/policies.md):
+// broker.SchemaStrategyProperty of the stream or namespace, docs/policies.md):
 //
 //	GET|PUT|DELETE /admin/v2/persistent/{tenant}/{ns}/{topic}/schemaCompatibilityStrategy   body "FULL" (JSON string)
 //	GET|PUT        /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy
@@ -37,6 +37,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -61,7 +62,7 @@ type adminSchemaResponse struct {
 	Properties map[string]string `json:"properties"`
 }
 
-func adminSchemaOf(st storedSchema, version int) adminSchemaResponse {
+func adminSchemaOf(st broker.Schema, version int) adminSchemaResponse {
 	name, ok := adminSchemaTypeNames[st.Type]
 	if !ok {
 		name = st.Type.String()
@@ -89,7 +90,7 @@ func (a *admin) schemaOf(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	st, v, err := a.srv.getSchema(r.Context(), ref.md.ID, version)
+	st, v, err := a.srv.brk.GetSchema(r.Context(), ref.md.ID, version)
 	if err != nil {
 		writeAdminError(w, err)
 		return
@@ -104,13 +105,13 @@ func (a *admin) allSchemas(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	list, err := loadSchemas(ref.md)
+	list, err := broker.LoadSchemas(ref.md)
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
 	out := make([]adminSchemaResponse, 0, len(list))
-	for v := liveFrom(list); v < len(list); v++ {
+	for v := broker.LiveFrom(list); v < len(list); v++ {
 		out = append(out, adminSchemaOf(list[v], v))
 	}
 	writeJSON(w, http.StatusOK, map[string][]adminSchemaResponse{"getSchemaResponses": out})
@@ -147,8 +148,8 @@ func schemaOfPayload(r *http.Request) (*pb.Schema, error) {
 	if !found {
 		return nil, fmt.Errorf("%w: schema type %q: want one of AVRO, JSON, PROTOBUF, PROTOBUF_NATIVE, STRING, KEY_VALUE or a primitive type (BYTES is no schema)", errAdminBadRequest, p.Type)
 	}
-	if len(p.Schema) > schemaDataMaxBytes {
-		return nil, fmt.Errorf("%w: schema of %d bytes (max %d)", errAdminBadRequest, len(p.Schema), schemaDataMaxBytes)
+	if len(p.Schema) > broker.SchemaDataMaxBytes {
+		return nil, fmt.Errorf("%w: schema of %d bytes (max %d)", errAdminBadRequest, len(p.Schema), broker.SchemaDataMaxBytes)
 	}
 	sc := &pb.Schema{Type: typ.Enum(), SchemaData: []byte(p.Schema)}
 	for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
@@ -168,14 +169,14 @@ func (a *admin) schemaStream(r *http.Request, create bool) (lakestream.StreamMet
 	if perr != nil {
 		return lakestream.StreamMetadata{}, perr
 	}
-	pr, rerr := a.srv.resolveName(r.Context(), tn.String(), true)
+	pr, rerr := a.srv.brk.Resolve(r.Context(), tn.String(), true)
 	if rerr != nil {
 		if errors.Is(rerr, lakestream.ErrNoSuchStream) {
 			return lakestream.StreamMetadata{}, err // auto-creation is off
 		}
 		return lakestream.StreamMetadata{}, rerr
 	}
-	return a.cat.LoadStream(r.Context(), pr.stream)
+	return a.cat.LoadStream(r.Context(), pr.Stream)
 }
 
 // postSchema serves POST .../schema: registers the payload's schema as
@@ -188,9 +189,9 @@ func (a *admin) postSchema(w http.ResponseWriter, r *http.Request) {
 	}
 	var version []byte
 	if err == nil {
-		version, err = a.srv.getOrCreateSchema(r.Context(), md.ID, sc, true)
+		version, err = a.srv.brk.GetOrCreateSchema(r.Context(), md.ID, sc, true)
 	}
-	if errors.Is(err, ErrIncompatibleSchema) {
+	if errors.Is(err, broker.ErrIncompatibleSchema) {
 		err = fmt.Errorf("%w: %w", errAdminConflict, err)
 	}
 	if err != nil {
@@ -206,7 +207,7 @@ func (a *admin) deleteSchema(w http.ResponseWriter, r *http.Request) {
 	md, err := a.schemaStream(r, false)
 	var v int
 	if err == nil {
-		v, err = a.srv.deleteSchema(r.Context(), md.ID, queryBool(r, "force"))
+		v, err = a.srv.brk.DeleteSchema(r.Context(), md.ID, queryBool(r, "force"))
 	}
 	if err != nil {
 		writeAdminError(w, err)
@@ -226,21 +227,21 @@ func (a *admin) testSchemaCompatibility(w http.ResponseWriter, r *http.Request) 
 	}
 	var strategy string
 	if err == nil {
-		strategy, err = a.srv.schemaStrategy(r.Context(), md)
+		strategy, err = a.srv.brk.SchemaStrategy(r.Context(), md)
 	}
-	var list []storedSchema
+	var list []broker.Schema
 	if err == nil {
-		list, err = loadSchemas(md)
+		list, err = broker.LoadSchemas(md)
 	}
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
-	want := storedSchemaOf(sc)
+	want := broker.SchemaOf(sc)
 	ok := true
-	if _, same := schemaVersionOf(list, want); !same {
-		if live := list[liveFrom(list):]; len(live) > 0 {
-			ok = schemaCompatibleWith(strategy, live, want) == nil
+	if _, same := broker.SchemaVersionOf(list, want); !same {
+		if live := list[broker.LiveFrom(list):]; len(live) > 0 {
+			ok = broker.SchemaCompatibleWith(strategy, live, want) == nil
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"isCompatibility": ok, "schemaCompatibilityStrategy": strategy})
@@ -255,17 +256,17 @@ func (a *admin) schemaVersionOfPayload(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		md, err = a.schemaStream(r, false)
 	}
-	var list []storedSchema
+	var list []broker.Schema
 	if err == nil {
-		list, err = loadSchemas(md)
+		list, err = broker.LoadSchemas(md)
 	}
 	if err != nil {
 		writeAdminError(w, err)
 		return
 	}
-	v, ok := schemaVersionOf(list, storedSchemaOf(sc))
+	v, ok := broker.SchemaVersionOf(list, broker.SchemaOf(sc))
 	if !ok {
-		writeAdminError(w, fmt.Errorf("%w: %s has no such schema version", ErrNoSchema, md.ID))
+		writeAdminError(w, fmt.Errorf("%w: %s has no such schema version", broker.ErrNoSchema, md.ID))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"version": v})
@@ -284,8 +285,8 @@ func parseStrategy(r *http.Request) (string, error) {
 		}
 	}
 	name = strings.ToUpper(name)
-	if !slices.Contains(schemaStrategies, name) {
-		return "", fmt.Errorf("%w: schema compatibility strategy %q: want one of %s", errAdminBadRequest, name, strings.Join(schemaStrategies, ", "))
+	if !slices.Contains(broker.SchemaStrategies, name) {
+		return "", fmt.Errorf("%w: schema compatibility strategy %q: want one of %s", errAdminBadRequest, name, strings.Join(broker.SchemaStrategies, ", "))
 	}
 	return name, nil
 }
@@ -300,7 +301,7 @@ func (a *admin) getTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if queryBool(r, "applied") {
-		s, err := a.srv.schemaStrategy(r.Context(), ref.md)
+		s, err := a.srv.brk.SchemaStrategy(r.Context(), ref.md)
 		if err != nil {
 			writeAdminError(w, err)
 			return
@@ -308,7 +309,7 @@ func (a *admin) getTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s)
 		return
 	}
-	if v := ref.md.Properties[schemaStrategyProperty]; v != "" {
+	if v := ref.md.Properties[broker.SchemaStrategyProperty]; v != "" {
 		writeJSON(w, http.StatusOK, v)
 		return
 	}
@@ -321,11 +322,11 @@ func (a *admin) setTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	a.changeTopicProperty(w, r, schemaStrategyProperty, &name, false)
+	a.changeTopicProperty(w, r, broker.SchemaStrategyProperty, &name, false)
 }
 
 func (a *admin) removeTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, schemaStrategyProperty, nil, false)
+	a.changeTopicProperty(w, r, broker.SchemaStrategyProperty, nil, false)
 }
 
 // getNamespaceSchemaStrategy serves GET
@@ -341,9 +342,9 @@ func (a *admin) getNamespaceSchemaStrategy(w http.ResponseWriter, r *http.Reques
 		writeAdminError(w, err)
 		return
 	}
-	v := nsmd.Properties[schemaStrategyProperty]
+	v := nsmd.Properties[broker.SchemaStrategyProperty]
 	if v == "" {
-		v = strategyUndefined
+		v = broker.StrategyUndefined
 	}
 	writeJSON(w, http.StatusOK, v)
 }
@@ -355,7 +356,7 @@ func (a *admin) setNamespaceSchemaStrategy(w http.ResponseWriter, r *http.Reques
 		name, err = a.namespaceOf(r)
 	}
 	if err == nil {
-		err = a.setNamespaceProperty(r.Context(), name, schemaStrategyProperty, value)
+		err = a.setNamespaceProperty(r.Context(), name, broker.SchemaStrategyProperty, value)
 	}
 	if err != nil {
 		writeAdminError(w, err)

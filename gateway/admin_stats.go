@@ -4,7 +4,7 @@ package gateway
 //
 // What is measured and what is not:
 //   - rates (msgRateIn/Out, throughput) are per second over the interval
-//     since the previous stats request at least 1 s before (rateMeter),
+//     since the previous stats request at least 1 s before (broker.RateMeter),
 //     counted on this node: publishers by their receipts, consumers by the
 //     messages delivered to them;
 //   - msgInCounter / bytesInCounter count every record / payload byte
@@ -189,7 +189,7 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 		st.LastPublishTimestamp = last.PublishTimeMs
 	}
 	st.BacklogSize = st.StorageSize
-	_, _, rec, err := t.compactionStatus(ctx)
+	_, _, rec, err := t.compaction.Status(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -199,7 +199,7 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 	now := time.Now()
 	t.mu.Lock()
 	for _, p := range t.mu.producers {
-		msgRate, byteRate, msgs, bytes := p.in.rates(now)
+		msgRate, byteRate, msgs, bytes := p.in.Rates(now)
 		ps := publisherStatsJSON{
 			AccessMode:      p.mode.String(),
 			ProducerID:      p.id,
@@ -268,8 +268,8 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 	}
 	ss.IsDurable = durable
 	now := time.Now()
-	for _, c := range t.endWatchers(name) {
-		msgRate, byteRate, msgs, bytes := c.out.rates(now)
+	for _, c := range t.end.Watchers(name) {
+		msgRate, byteRate, msgs, bytes := c.out.Rates(now)
 		counts := info.ConsumerCounts[c.subID]
 		ss.Consumers = append(ss.Consumers, consumerStatsJSON{
 			ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(), ClientVersion: c.sess.clientVersion,
@@ -448,7 +448,7 @@ func (s *session) handleConsumerStats(c *pb.CommandConsumerStats) {
 		return
 	}
 	if cons.np != nil {
-		msgRate, byteRate, _, _ := cons.out.rates(time.Now())
+		msgRate, byteRate, _, _ := cons.out.Rates(time.Now())
 		s.send(protocol.ConsumerStatsResponse(req, protocol.ConsumerStats{MsgRateOut: msgRate, MsgThroughputOut: byteRate,
 			ConsumerName: cons.name, AvailablePermits: uint64(max(cons.np.permits.Load(), 0)), Address: s.conn.RemoteAddr().String(),
 			ConnectedSince: cons.since.UTC().Format(time.RFC3339Nano), Type: cons.subType.String()}))
@@ -468,7 +468,7 @@ func (s *session) handleConsumerStats(c *pb.CommandConsumerStats) {
 		s.send(protocol.ConsumerStatsError(req, serverError(err), err.Error()))
 		return
 	}
-	msgRate, byteRate, _, _ := cons.out.rates(time.Now())
+	msgRate, byteRate, _, _ := cons.out.Rates(time.Now())
 	counts := info.ConsumerCounts[cons.subID]
 	s.send(protocol.ConsumerStatsResponse(req, protocol.ConsumerStats{
 		MsgRateOut:       msgRate,

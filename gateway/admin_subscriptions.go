@@ -196,7 +196,7 @@ func (a *admin) createSubscription(w http.ResponseWriter, r *http.Request) {
 		// not exist creates the topic (non-partitioned) when topics are
 		// auto-created.
 		if tn, perr := pathTopic(r); perr == nil {
-			if _, cerr := a.srv.resolveName(ctx, tn.String(), true); cerr == nil {
+			if _, cerr := a.srv.brk.Resolve(ctx, tn.String(), true); cerr == nil {
 				ref, err = a.refOf(r)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -33,8 +34,8 @@ func TestAdminStatus(t *testing.T) {
 		{fmt.Errorf("%w: x", errAdminNotImplemented), 501},
 		{fmt.Errorf("%w: x", errAdminMethodNotAllowed), 405},
 		{fmt.Errorf("%w: x", errAdminUnprocessable), 422},
-		{fmt.Errorf("%w: x", ErrInvalidTopicName), 412},
-		{ErrServiceNotReady, 503},
+		{fmt.Errorf("%w: x", broker.ErrInvalidTopicName), 412},
+		{broker.ErrServiceNotReady, 503},
 		{actors.ErrConsumerBusy, 412},
 		{fmt.Errorf("open: %w", lakestream.ErrNoSuchStream), 404},
 		{lakestream.ErrNoSuchNamespace, 404},

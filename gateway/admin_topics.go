@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -25,7 +26,7 @@ import (
 // topicRef is what an admin topic path denotes.
 type topicRef struct {
 	// name is the requested topic (a partition keeps its suffix).
-	name TopicName
+	name broker.TopicName
 	md   lakestream.StreamMetadata
 	// partition is the partition index when name is one partition of a
 	// partitioned stream, else -1 (a non-partitioned topic, or the
@@ -39,28 +40,22 @@ func (r topicRef) partitioned() bool {
 }
 
 // partitionName is the name of partition i of base.
-func partitionName(base TopicName, i int) string {
-	return base.String() + partitionSuffix + strconv.Itoa(i)
+func partitionName(base broker.TopicName, i int) string {
+	return base.String() + broker.PartitionSuffix + strconv.Itoa(i)
 }
 
 // pathTopic parses the {tenant}/{ns}/{topic} of a request.
-func pathTopic(r *http.Request) (TopicName, error) {
+func pathTopic(r *http.Request) (broker.TopicName, error) {
 	tenant, ns, local := r.PathValue("tenant"), r.PathValue("ns"), r.PathValue("topic")
 	if err := errors.Join(validName("tenant", tenant), validName("namespace", ns), validName("topic", local)); err != nil {
-		return TopicName{}, err
+		return broker.TopicName{}, err
 	}
-	return ParseTopicName("persistent://" + tenant + "/" + ns + "/" + local)
-}
-
-// fullStreamID is the stream a name denotes when it is not a partition:
-// the whole local name, suffix included.
-func fullStreamID(tn TopicName) lakestream.StreamIdentifier {
-	return lakestream.StreamIdentifier{Namespace: tn.Tenant + "/" + tn.Namespace, Name: tn.Local}
+	return broker.ParseTopicName("persistent://" + tenant + "/" + ns + "/" + local)
 }
 
 // lookup resolves a topic name the way resolveTopic does: "-partition-N" is
 // a partition when the base stream is partitioned, else part of the name.
-func (a *admin) lookup(ctx context.Context, tn TopicName) (topicRef, error) {
+func (a *admin) lookup(ctx context.Context, tn broker.TopicName) (topicRef, error) {
 	if tn.Partition >= 0 {
 		md, err := a.cat.LoadStream(ctx, tn.StreamID())
 		if err == nil && md.Partitioning.NumPartitions > 0 {
@@ -73,7 +68,7 @@ func (a *admin) lookup(ctx context.Context, tn TopicName) (topicRef, error) {
 			return topicRef{}, err
 		}
 	}
-	md, err := a.cat.LoadStream(ctx, fullStreamID(tn))
+	md, err := a.cat.LoadStream(ctx, broker.FullStreamID(tn))
 	if errors.Is(err, lakestream.ErrNoSuchStream) {
 		return topicRef{}, fmt.Errorf("%w: topic %s not found", errAdminNotFound, tn)
 	}
@@ -89,7 +84,7 @@ func (a *admin) lookup(ctx context.Context, tn TopicName) (topicRef, error) {
 // anything.
 func (a *admin) topics(ctx context.Context, ref topicRef) ([]*topic, error) {
 	if a.srv.closed() {
-		return nil, ErrServiceNotReady
+		return nil, broker.ErrServiceNotReady
 	}
 	if !ref.partitioned() {
 		t, err := a.srv.serveTopic(ctx, ref.name.String(), false)
@@ -127,7 +122,7 @@ func (a *admin) topicNames(ctx context.Context, tenant, ns string, partitioned b
 	if err := a.checkNamespace(ctx, tenant, ns); err != nil {
 		return nil, err
 	}
-	out, err := a.srv.topicsOfNamespace(ctx, tenant+"/"+ns, partitioned)
+	out, err := a.srv.brk.TopicsOfNamespace(ctx, tenant+"/"+ns, partitioned)
 	if out == nil {
 		out = []string{}
 	}
@@ -179,7 +174,7 @@ func parsePartitions(r *http.Request) (partitionedMetadata, error) {
 }
 
 // createErr turns CreateStream's errors into the admin's.
-func createErr(err error, tn TopicName) error {
+func createErr(err error, tn broker.TopicName) error {
 	switch {
 	case errors.Is(err, lakestream.ErrStreamDeleted):
 		return fmt.Errorf("%w: topic %s was deleted and lakestream keeps its name tombstoned: choose another name", errAdminConflict, tn)
@@ -202,8 +197,8 @@ func (a *admin) createPartitionedTopic(w http.ResponseWriter, r *http.Request) {
 	if err == nil && m.Partitions <= 0 {
 		err = fmt.Errorf("%w: number of partitions should be more than 0", errAdminPrecondition)
 	}
-	if err == nil && strings.Contains(tn.Local, partitionSuffix) {
-		err = fmt.Errorf("%w: a partitioned topic name may not contain %q", errAdminPrecondition, partitionSuffix)
+	if err == nil && strings.Contains(tn.Local, broker.PartitionSuffix) {
+		err = fmt.Errorf("%w: a partitioned topic name may not contain %q", errAdminPrecondition, broker.PartitionSuffix)
 	}
 	if err == nil {
 		err = a.checkNamespace(ctx, tn.Tenant, tn.Namespace)
@@ -212,7 +207,7 @@ func (a *admin) createPartitionedTopic(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	_, err = a.cat.CreateStream(ctx, fullStreamID(tn), lakestream.StreamConfig{},
+	_, err = a.cat.CreateStream(ctx, broker.FullStreamID(tn), lakestream.StreamConfig{},
 		lakestream.Partitioning{NumPartitions: m.Partitions}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, m.Properties, nil)
 	if err != nil {
 		writeAdminError(w, createErr(err, tn))
@@ -247,7 +242,7 @@ func (a *admin) createTopic(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, err)
 		return
 	}
-	_, err = a.cat.CreateStream(ctx, fullStreamID(tn), lakestream.StreamConfig{},
+	_, err = a.cat.CreateStream(ctx, broker.FullStreamID(tn), lakestream.StreamConfig{},
 		lakestream.Partitioning{}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, props, nil)
 	if err != nil {
 		writeAdminError(w, createErr(err, tn))
@@ -271,7 +266,7 @@ func (a *admin) growPartitionedTopic(w http.ResponseWriter, r *http.Request) {
 	case m.Partitions <= ref.md.Partitioning.NumPartitions:
 		err = fmt.Errorf("%w: desired partitions %d must be more than the current %d", errAdminUnprocessable, m.Partitions, ref.md.Partitioning.NumPartitions)
 	default:
-		_, err = a.cat.IncreasePartitions(ctx, fullStreamID(ref.name), m.Partitions)
+		_, err = a.cat.IncreasePartitions(ctx, broker.FullStreamID(ref.name), m.Partitions)
 	}
 	if err != nil {
 		writeAdminError(w, err)
@@ -299,7 +294,7 @@ func (a *admin) deletePartitionedTopic(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: partitioned topic %s does not exist (it is not partitioned: DELETE the topic itself)", errAdminNotFound, ref.name)
 	}
 	if err == nil {
-		err = a.dropStream(r.Context(), fullStreamID(ref.name), queryBool(r, "force"))
+		err = a.dropStream(r.Context(), broker.FullStreamID(ref.name), queryBool(r, "force"))
 	}
 	if err != nil {
 		writeAdminError(w, err)
@@ -317,7 +312,7 @@ func (a *admin) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	case ref.partition >= 0:
 		err = fmt.Errorf("%w: %s is one partition of %s: partitions are deleted with their topic", errAdminPrecondition, ref.name, ref.name.Base())
 	default:
-		err = a.dropStream(r.Context(), fullStreamID(ref.name), queryBool(r, "force"))
+		err = a.dropStream(r.Context(), broker.FullStreamID(ref.name), queryBool(r, "force"))
 	}
 	if err != nil {
 		writeAdminError(w, err)
@@ -364,7 +359,7 @@ func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, 
 			return err
 		}
 	}
-	if err := s.dropCompactedLogs(ctx, md); err != nil {
+	if err := s.brk.DropCompactedLogs(ctx, md); err != nil {
 		s.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", id.String(), "err", err)
 	}
 	err = a.cat.DropStream(ctx, id, true)
@@ -436,7 +431,7 @@ func (a *admin) lastMessageID(w http.ResponseWriter, r *http.Request) {
 
 // terminate fences the log: every later append fails (producers get
 // TopicTerminatedError), new producers are refused, and consumers are sent
-// REACHED_END_OF_TOPIC once they have read everything (end_of_topic.go).
+// REACHED_END_OF_TOPIC once they have read everything (broker/end_of_topic.go).
 func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	t, err := a.singleTopic(r, "terminate")
 	if err == nil {
@@ -448,7 +443,7 @@ func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	}
 	t.part.Terminate() // new producers are refused at once
 	if end, err := t.log.NextOffset(r.Context()); err == nil {
-		t.markTerminated(end) // consumers that read everything are told now
+		t.end.MarkTerminated(end) // consumers that read everything are told now
 	}
 	id, err := t.lastMessageID(r.Context())
 	if err != nil {
@@ -491,7 +486,7 @@ func (a *admin) unload(w http.ResponseWriter, r *http.Request) {
 // logOfLedger opens the log of ref with id ledger (one of its partitions)
 // and returns its Pulsar partition index (-1: not partitioned).
 func (a *admin) logOfLedger(ctx context.Context, ref topicRef, ledger int64) (lakestream.Log, int32, error) {
-	id, first, n := fullStreamID(ref.name), 0, 1
+	id, first, n := broker.FullStreamID(ref.name), 0, 1
 	switch {
 	case ref.partitioned():
 		id, n = ref.name.StreamID(), ref.md.Partitioning.NumPartitions

@@ -346,7 +346,7 @@ func (s *session) stopAuth() {
 }
 
 // checkTopicName checks a topic name a client sent (clientTopicName:
-// ErrInvalidTopicName, or ErrNotAllowed for the reserved tenant), then that
+// broker.ErrInvalidTopicName, or broker.ErrNotAllowed for the reserved tenant), then that
 // the session's role may do action on it (nil without authorization).
 // Every command naming a topic calls it first, before the topic is looked
 // up: nothing about a topic is revealed to a role that may not use it.

@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/lakegate/lakegate/auth"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -101,7 +102,7 @@ func grantedActions(props map[string]string, role string) []string {
 }
 
 // checkTopic allows role to do action (produce, consume, lookup) on topic.
-func (s *Server) checkTopic(ctx context.Context, role string, tn TopicName, action string) error {
+func (s *Server) checkTopic(ctx context.Context, role string, tn broker.TopicName, action string) error {
 	if !s.authzOn() || s.isSuperUser(role) {
 		return nil
 	}
@@ -135,10 +136,10 @@ func (s *Server) checkTopic(ctx context.Context, role string, tn TopicName, acti
 // to tn (nil when its stream does not exist): those of the partitioned
 // stream for one of its partitions, else those of the stream the whole name
 // denotes. A "-partition-N" name that is no partition of a partitioned
-// stream is a topic of its own, as resolveName reads it: a grant on x does
+// stream is a topic of its own, as broker.Resolve reads it: a grant on x does
 // not cover a non-partitioned x-partition-0 (nor creating one), nor
 // x-partition-7 of an x with fewer partitions.
-func (s *Server) topicGrants(ctx context.Context, tn TopicName) (map[string]string, error) {
+func (s *Server) topicGrants(ctx context.Context, tn broker.TopicName) (map[string]string, error) {
 	if tn.Partition >= 0 {
 		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
 		switch {
@@ -148,7 +149,7 @@ func (s *Server) topicGrants(ctx context.Context, tn TopicName) (map[string]stri
 			return nil, err
 		}
 	}
-	md, err := s.cfg.Catalog.LoadStream(ctx, fullStreamID(tn))
+	md, err := s.cfg.Catalog.LoadStream(ctx, broker.FullStreamID(tn))
 	switch {
 	case err == nil:
 		return md.Properties, nil
@@ -161,7 +162,7 @@ func (s *Server) topicGrants(ctx context.Context, tn TopicName) (map[string]stri
 // checkSubscription allows role to consume subscription sub of topic: it
 // may consume the topic, and the namespace's restriction for sub (if any)
 // names it.
-func (s *Server) checkSubscription(ctx context.Context, role string, tn TopicName, sub string) error {
+func (s *Server) checkSubscription(ctx context.Context, role string, tn broker.TopicName, sub string) error {
 	if err := s.checkTopic(ctx, role, tn, actionConsume); err != nil {
 		return err
 	}

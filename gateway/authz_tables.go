@@ -15,6 +15,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/lakegate/lakegate/broker"
 )
 
 // TableAccess answers what a role may do with the tables of an Iceberg
@@ -58,7 +60,7 @@ func (a TableAccess) CanRead(ctx context.Context, role string, ns []string, name
 	case len(ns) == 1:
 		return fmt.Errorf("%w: role %q is not an admin of tenant %q", ErrAuthorization, role, ns[0])
 	case len(ns) == 2 && name != "":
-		tn, err := ParseTopicName("persistent://" + ns[0] + "/" + ns[1] + "/" + name)
+		tn, err := broker.ParseTopicName("persistent://" + ns[0] + "/" + ns[1] + "/" + name)
 		if err != nil {
 			return fmt.Errorf("%w: role %q: %w", ErrAuthorization, role, err)
 		}

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -173,15 +174,15 @@ func (s *Server) connectTo(req uint64, member lakestream.Member) *pb.BaseCommand
 // lookupUnit is the unit a LOOKUP asks for: the canonical topic name. The
 // topic need not exist (SUBSCRIBE or PRODUCER decide about creation).
 func (s *Server) lookupUnit(ctx context.Context, name string) (string, error) {
-	if tn, err := ParseTopicName(name); err == nil && tn.NonPersistent {
+	if tn, err := broker.ParseTopicName(name); err == nil && tn.NonPersistent {
 		return tn.String(), nil
 	}
-	ref, err := s.resolveName(ctx, name, false)
+	ref, err := s.brk.Resolve(ctx, name, false)
 	if err == nil {
-		return ref.unit(), nil
+		return ref.Unit(), nil
 	}
 	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) {
-		tn, perr := ParseTopicName(name)
+		tn, perr := broker.ParseTopicName(name)
 		if perr != nil {
 			return "", perr
 		}
@@ -201,10 +202,10 @@ func (s *Server) proxyTarget(ctx context.Context, to string) (*lakestream.Member
 		return nil, nil
 	}
 	if s.cfg.Membership == nil {
-		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", ErrNotAllowed, to)
+		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", broker.ErrNotAllowed, to)
 	}
 	if !s.cfg.ProxyLookups {
-		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node relays no connection (cluster.proxyLookups is off)", ErrNotAllowed, to)
+		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node relays no connection (cluster.proxyLookups is off)", broker.ErrNotAllowed, to)
 	}
 	ms, err := s.members(ctx)
 	if err != nil {
@@ -218,7 +219,7 @@ func (s *Server) proxyTarget(ctx context.Context, to string) (*lakestream.Member
 			return &m, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: proxy_to_broker_url %q is not a live member", ErrServiceNotReady, to)
+	return nil, fmt.Errorf("%w: proxy_to_broker_url %q is not a live member", broker.ErrServiceNotReady, to)
 }
 
 // hostPort is the host:port of a pulsar:// URL (or of a bare host:port).
@@ -346,7 +347,7 @@ func streamUnits(md lakestream.StreamMetadata) []string {
 	}
 	out := make([]string, n)
 	for i := range n {
-		out[i] = base + partitionSuffix + strconv.Itoa(i)
+		out[i] = base + broker.PartitionSuffix + strconv.Itoa(i)
 	}
 	return out
 }
@@ -466,7 +467,7 @@ func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, uni
 	if err != nil {
 		return err
 	}
-	tn, err := ParseTopicName(unit)
+	tn, err := broker.ParseTopicName(unit)
 	if err != nil {
 		return err
 	}
@@ -488,13 +489,13 @@ func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, uni
 	}
 	resp, err := s.httpClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: unload %s at %s: %w", ErrServiceNotReady, unit, owner.ID, err)
+		return fmt.Errorf("%w: unload %s at %s: %w", broker.ErrServiceNotReady, unit, owner.ID, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		var b bytes.Buffer
 		b.ReadFrom(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("%w: unload %s at %s: HTTP %d: %s", ErrServiceNotReady, unit, owner.ID, resp.StatusCode, b.String())
+		return fmt.Errorf("%w: unload %s at %s: HTTP %d: %s", broker.ErrServiceNotReady, unit, owner.ID, resp.StatusCode, b.String())
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -41,7 +42,7 @@ type consumer struct {
 	// delivered messages and bytes (admin stats).
 	name string
 	meta map[string]string
-	out  rateMeter
+	out  broker.RateMeter
 	// since is when the consumer attached (stats' connectedSince).
 	since time.Time
 	// subType is the subscription type it asked for (stats).
@@ -94,7 +95,7 @@ func (c *consumer) Deliver(d actors.Deliver) bool {
 		m.dispatchDeferred.Inc()
 		return false
 	}
-	c.out.add(int(d.Entry.Records), len(d.Entry.Payload))
+	c.out.Add(int(d.Entry.Records), len(d.Entry.Payload))
 	m.dispatchedMsgs.Add(float64(d.Entry.Records))
 	m.dispatchedBytes.Add(float64(len(d.Entry.Payload)))
 	c.delivered(d.Entry.Offset, d.Entry.Records)
@@ -147,7 +148,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	req := c.GetRequestId()
 	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
 		if old.np == nil {
-			old.t.removeEndWatcher(old)
+			old.t.end.RemoveWatcher(old)
 			old.releaseCounted() // limits.go
 		}
 		delete(s.consumers, old.id) // dropped by a seek or an unload: subscribing again
@@ -161,7 +162,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		return
 	}
 	if s.srv.closed() {
-		s.sendError(req, ErrServiceNotReady)
+		s.sendError(req, broker.ErrServiceNotReady)
 		return
 	}
 	ctx, cancel := s.ctx()
@@ -171,7 +172,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		return
 	}
 	if s.srv.authzOn() {
-		if tn, err := ParseTopicName(c.GetTopic()); err == nil {
+		if tn, err := broker.ParseTopicName(c.GetTopic()); err == nil {
 			if err := s.authorize(func(role string) error { return s.srv.checkSubscription(ctx, role, tn, c.GetSubscription()) }); err != nil {
 				s.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
 				s.sendError(req, err)
@@ -179,7 +180,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 			}
 		}
 	}
-	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+	if tn, err := broker.ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
 		s.handleNPSubscribe(c, tn) // nonpersistent.go
 		return
 	}
@@ -192,8 +193,8 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		s.sendError(req, err)
 		return
 	}
-	if registrableSchema(c.GetSchema()) {
-		if _, err := s.srv.getOrCreateSchema(ctx, t.stream, c.GetSchema(), false); err != nil {
+	if broker.RegistrableSchema(c.GetSchema()) {
+		if _, err := s.srv.brk.GetOrCreateSchema(ctx, t.stream, c.GetSchema(), false); err != nil {
 			s.sendError(req, err)
 			return
 		}
@@ -203,7 +204,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		name: c.GetConsumerName(), meta: keyValues(c.GetMetadata()), since: time.Now(), subType: actors.SubType(c.GetSubType())}
 	subType := cons.subType
 	if c.GetReadCompacted() && (subType == actors.SubShared || subType == actors.SubKeyShared) {
-		s.sendError(req, fmt.Errorf("%w: readCompacted is only allowed on Exclusive and Failover subscriptions (and readers), not %s", ErrNotAllowed, subType))
+		s.sendError(req, fmt.Errorf("%w: readCompacted is only allowed on Exclusive and Failover subscriptions (and readers), not %s", broker.ErrNotAllowed, subType))
 		return
 	}
 	ks, err := keySharedPolicy(c.GetKeySharedMeta())
@@ -242,10 +243,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		break
 	}
 	s.consumers[cons.id] = cons
-	t.addEndWatcher(cons)
+	t.end.AddWatcher(cons)
 	s.send(protocol.Success(req))
-	if end, ok := t.endOffset(); ok && cons.reachedEnd(end) {
-		t.notifyEnd(cons.subName)
+	if end, ok := t.end.Offset(); ok && cons.ReachedEnd(end) {
+		t.end.Notify(cons.subName)
 	}
 }
 
@@ -331,8 +332,8 @@ func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubs
 		Logger:         srv.cfg.Logger,
 	}
 	if c.GetReadCompacted() {
-		// The subscription's mode is its first consumer's (compaction.go).
-		opts.Compacted = t.compactedView()
+		// The subscription's mode is its first consumer's (broker/compaction.go).
+		opts.Compacted = t.compaction.View()
 	}
 	t.subscriptionLimits(&opts) // limits.go
 	sub := actors.StartSubscription(srv.rt, opts)
@@ -402,7 +403,7 @@ func (s *session) handleAck(c *pb.CommandAck) {
 	var invalid error // answered when the client asked for a response
 	for _, m := range c.GetMessageId() {
 		if int64(m.GetLedgerId()) != int64(cons.t.log.ID()) {
-			invalid = fmt.Errorf("%w: message id %d:%d is not of %s", ErrNotAllowed, m.GetLedgerId(), m.GetEntryId(), cons.t.name)
+			invalid = fmt.Errorf("%w: message id %d:%d is not of %s", broker.ErrNotAllowed, m.GetLedgerId(), m.GetEntryId(), cons.t.name)
 			continue // not an id of this log
 		}
 		// batch_size is the client's hint; the subscription takes record
@@ -448,7 +449,7 @@ func (c *consumer) close() {
 		c.np.t.removeConsumer(c)
 		return
 	}
-	c.t.removeEndWatcher(c)
+	c.t.end.RemoveWatcher(c)
 	c.releaseCounted() // limits.go
 	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
@@ -495,7 +496,7 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 		delete(cons.t.mu.subs, cons.subName)
 	}
 	cons.t.mu.Unlock()
-	cons.t.removeEndWatcher(cons)
+	cons.t.end.RemoveWatcher(cons)
 	cons.releaseCounted() // limits.go
 	delete(s.consumers, cons.id)
 	s.send(protocol.Success(c.GetRequestId()))
@@ -508,7 +509,7 @@ func (s *session) handleGetLastMessageID(c *pb.CommandGetLastMessageId) {
 		return
 	}
 	if cons.np != nil {
-		s.sendError(c.GetRequestId(), fmt.Errorf("%w: a non-persistent topic has no last message id", ErrNotAllowed))
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: a non-persistent topic has no last message id", broker.ErrNotAllowed))
 		return
 	}
 	ctx, cancel := s.ctx()
@@ -559,7 +560,7 @@ func (s *session) handleSeek(c *pb.CommandSeek) {
 		return
 	}
 	if cons.np != nil {
-		s.sendError(c.GetRequestId(), fmt.Errorf("%w: seek is not supported on the non-persistent topic %s", ErrNotAllowed, cons.np.t.name))
+		s.sendError(c.GetRequestId(), fmt.Errorf("%w: seek is not supported on the non-persistent topic %s", broker.ErrNotAllowed, cons.np.t.name))
 		return
 	}
 	ctx, cancel := s.ctx()
@@ -582,7 +583,7 @@ func (t *topic) seekTarget(ctx context.Context, c *pb.CommandSeek) (int64, error
 		return t.log.FindOffsetByTime(ctx, time.UnixMilli(int64(c.GetMessagePublishTime())))
 	}
 	if c.MessageId == nil {
-		return 0, fmt.Errorf("%w: SEEK without message id or publish time", ErrNotAllowed)
+		return 0, fmt.Errorf("%w: SEEK without message id or publish time", broker.ErrNotAllowed)
 	}
 	id := protocol.MessageIDFromPB(c.GetMessageId())
 	switch {
@@ -591,7 +592,7 @@ func (t *topic) seekTarget(ctx context.Context, c *pb.CommandSeek) (int64, error
 	case id.IsLatest():
 		return t.log.NextOffset(ctx)
 	case id.LedgerID != int64(t.log.ID()):
-		return 0, fmt.Errorf("%w: message id %v is not of %s (ledger %d)", ErrNotAllowed, id, t.name, t.log.ID())
+		return 0, fmt.Errorf("%w: message id %v is not of %s (ledger %d)", broker.ErrNotAllowed, id, t.name, t.log.ID())
 	}
 	// The entry that holds the message; the client drops the messages of a
 	// batch before the one it sought.

@@ -28,6 +28,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/engine/catalog"
 	"github.com/lakegate/lakegate/meta"
@@ -241,7 +242,7 @@ func testDedupFailedFlush(t *testing.T, restart bool) {
 	}
 
 	// Every acknowledged SEND is in the log, once and in order.
-	tn, err := ParseTopicName(topic)
+	tn, err := broker.ParseTopicName(topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,13 @@
 // Pulsar binary protocol (one session per connection), topic lookup and
 // ownership in a cluster, and the admin REST API. It sees storage only
 // through the lakestream interfaces and the actors package; it never
-// imports engine. Authentication and authorization: auth*.go,
-// docs/security.md.
+// imports engine. Topic behaviour belongs to the broker layer (broker/):
+// topic names, the schema registry, policy resolution, producer and
+// consumer admission, topic compaction, the end of topic, the limit types
+// and rate meters live there, and the Server calls its Broker; the topics
+// served, ownership, policy enforcement and non-persistent topics are
+// still here, to move there (issue #26).
+// Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
 //
@@ -32,21 +37,28 @@
 //	consumer.go  SUBSCRIBE, FLOW, ACK, REDELIVER, CLOSE_CONSUMER, UNSUBSCRIBE,
 //	             GET_LAST_MESSAGE_ID, SEEK; the consumer is the subscription
 //	             actor's sink
-//	schema.go    GET_SCHEMA, GET_OR_CREATE_SCHEMA, producer/consumer schemas:
-//	             versioned registry in stream properties, compatibility rules
-//	end_of_topic.go  REACHED_END_OF_TOPIC for consumers of a terminated topic
+//	schema.go    GET_SCHEMA, GET_OR_CREATE_SCHEMA (the registry and its
+//	             compatibility rules: broker/schema.go)
+//	end_of_topic.go  a consumer's side of the end of a terminated topic
+//	             (REACHED_END_OF_TOPIC; the topic's: broker/end_of_topic.go)
+//	policies.go  retention, message TTL and backlog quotas enforced on the
+//	             topics served (their values: broker/policies.go), and the
+//	             compaction threshold (compactions: broker/compaction.go)
 //	nonpersistent.go non-persistent:// topics: in-memory fan-out on the owner,
 //	             at most once, nothing stored (admin_nonpersistent.go: their
 //	             admin routes)
 //	txn.go       transactions unsupported: every transaction request answered
 //	             with NotAllowedError
 //	limits.go    the limits (docs/security.md, "Limits"): connections per node
-//	             and per IP, producers/consumers/subscriptions per topic,
+//	             and per IP, producers/consumers/subscriptions per topic
+//	             (admitted by broker/admission.go),
 //	             unacknowledged messages, pending publishes and the publish
 //	             buffer pausing a connection's reads, publish and dispatch
-//	             rates (rate.go: token buckets); admin_limits.go: their
-//	             policies at Pulsar's admin paths
-//	errors.go    sentinel errors and THE mapping to Pulsar ServerError codes
+//	             rates (broker/rate.go: token buckets); admin_limits.go:
+//	             their policies at Pulsar's admin paths (resolved by
+//	             broker/policies.go)
+//	errors.go    THE mapping of errors (the broker's sentinels, the actors',
+//	             lakestream's) to Pulsar ServerError codes
 //	admin*.go    the admin REST API (admin.go: routing and THE error→status
 //	             mapping; admin_cluster.go: lookup, brokers, routing requests
 //	             to owners and fanning partitioned requests out)

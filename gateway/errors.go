@@ -5,35 +5,14 @@ import (
 	"errors"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-// Errors raised by the gateway itself. Each surfaces to clients as the
-// ServerError named in its comment (see serverError).
-var (
-	// ErrInvalidTopicName: a topic name the gateway cannot parse (InvalidTopicName).
-	ErrInvalidTopicName = errors.New("gateway: invalid topic name")
-	// ErrProducerBusy: a producer with the same name is connected to the topic (ProducerBusy).
-	ErrProducerBusy = errors.New("gateway: producer busy")
-	// ErrProducerFenced: an Exclusive producer holds the topic (ProducerFenced).
-	ErrProducerFenced = errors.New("gateway: producer fenced")
-	// ErrNotAllowed: a request the gateway does not support (NotAllowedError).
-	ErrNotAllowed = errors.New("gateway: not allowed")
-	// ErrServiceNotReady: the gateway is shutting down, or the topic is
-	// served by another member or being unloaded (ServiceNotReady: the
-	// client looks the topic up again).
-	ErrServiceNotReady = errors.New("gateway: service not ready")
-	// ErrUnknownProducer / ErrUnknownConsumer: a command names an id the
-	// session does not know (NotAllowedError / ConsumerNotFound).
-	ErrUnknownProducer = errors.New("gateway: unknown producer")
-	// ErrNoSchema: GET_SCHEMA on a topic without a schema, or for a version
-	// it does not have (TopicNotFound, as Pulsar answers).
-	ErrNoSchema = errors.New("gateway: no schema")
-	// ErrIncompatibleSchema: a producer's or consumer's schema cannot
-	// follow the topic's latest schema (IncompatibleSchema).
-	ErrIncompatibleSchema = errors.New("gateway: incompatible schema")
-)
+// ErrUnknownProducer: a command names a producer id the session does not
+// know (NotAllowedError).
+var ErrUnknownProducer = errors.New("gateway: unknown producer")
 
 // serverError is THE mapping from Go errors (lakestream, actors, gateway) to
 // Pulsar ServerError codes. Every error sent to a client goes through it.
@@ -48,29 +27,29 @@ func serverError(err error) pb.ServerError {
 		return pb.ServerError_AuthenticationError
 	case errors.Is(err, ErrAuthorization):
 		return pb.ServerError_AuthorizationError
-	case errors.Is(err, ErrInvalidTopicName):
+	case errors.Is(err, broker.ErrInvalidTopicName):
 		return pb.ServerError_InvalidTopicName
-	case errors.Is(err, ErrProducerBusy):
+	case errors.Is(err, broker.ErrProducerBusy):
 		return pb.ServerError_ProducerBusy
-	case errors.Is(err, ErrProducerFenced):
+	case errors.Is(err, broker.ErrProducerFenced):
 		return pb.ServerError_ProducerFenced
-	case errors.Is(err, ErrNotAllowed), errors.Is(err, ErrUnknownProducer):
+	case errors.Is(err, broker.ErrNotAllowed), errors.Is(err, ErrUnknownProducer):
 		return pb.ServerError_NotAllowedError
-	case errors.Is(err, ErrServiceNotReady):
+	case errors.Is(err, broker.ErrServiceNotReady):
 		return pb.ServerError_ServiceNotReady
-	case errors.Is(err, ErrNoSchema):
+	case errors.Is(err, broker.ErrNoSchema):
 		return pb.ServerError_TopicNotFound
-	case errors.Is(err, ErrIncompatibleSchema):
+	case errors.Is(err, broker.ErrIncompatibleSchema):
 		return pb.ServerError_IncompatibleSchema
-	case errors.Is(err, ErrQuotaHold):
+	case errors.Is(err, broker.ErrQuotaHold):
 		return pb.ServerError_ProducerBlockedQuotaExceededError
-	case errors.Is(err, ErrQuotaException):
+	case errors.Is(err, broker.ErrQuotaException):
 		return pb.ServerError_ProducerBlockedQuotaExceededException
-	case errors.Is(err, ErrTooManyConnections), errors.Is(err, ErrTooManySubscriptions):
+	case errors.Is(err, ErrTooManyConnections), errors.Is(err, broker.ErrTooManySubscriptions):
 		return pb.ServerError_NotAllowedError
-	case errors.Is(err, ErrTooManyProducers):
+	case errors.Is(err, broker.ErrTooManyProducers):
 		return pb.ServerError_ProducerBusy
-	case errors.Is(err, ErrTooManyConsumers):
+	case errors.Is(err, broker.ErrTooManyConsumers):
 		return pb.ServerError_ConsumerBusy
 
 	case errors.Is(err, actors.ErrProducerBusy):

@@ -23,7 +23,7 @@ package gateway
 //     half), and while a topic it published to is over its publish rate;
 //   - publish and dispatch rates (publishRate, dispatchRate per topic
 //     partition shared by its subscriptions, subscriptionDispatchRate per
-//     subscription): token buckets (rate.go) holding one period's worth.
+//     subscription): token buckets (broker/rate.go) holding one period's worth.
 //
 // The per-topic limits resolve topic policy → namespace policy → the
 // node's default (Config.TopicLimits), as stream and namespace properties
@@ -32,18 +32,16 @@ package gateway
 // changed through this node's admin API.
 //
 // Lock order: topic.lim.applying, then Server.mu, then topic.mu, then
-// topic.lim.mu; gate.mu and tokenBucket.mu are leaves.
+// broker.TopicAdmission.mu; gate.mu and broker.TokenBucket.mu are leaves.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,68 +49,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-// RateLimit is a rate in messages and payload bytes per Period (Pulsar's
-// PublishRate and DispatchRate). A dimension ≤ 0 is not limited; Period
-// defaults to 1 s.
-type RateLimit struct {
-	Msgs   int64
-	Bytes  int64
-	Period time.Duration
-}
-
-// Off reports whether the rate limits nothing.
-func (r RateLimit) Off() bool { return r.Msgs <= 0 && r.Bytes <= 0 }
-
-func (r RateLimit) period() time.Duration {
-	if r.Period <= 0 {
-		return time.Second
-	}
-	return r.Period
-}
-
-// TopicLimits are the limits of one topic partition: the node's defaults
-// (Config.TopicLimits), overridden by namespace and topic policies. A
-// count of 0 is no limit (as Pulsar's 0); the zero rates are off.
-type TopicLimits struct {
-	// MaxProducers refuses more producers with ProducerBusy (Pulsar's
-	// maxProducersPerTopic). Default 0: no limit.
-	MaxProducers int
-	// MaxConsumers refuses more consumers with ConsumerBusy
-	// (maxConsumersPerTopic). Default 0: no limit.
-	MaxConsumers int
-	// MaxConsumersPerSubscription refuses more consumers on one
-	// subscription with ConsumerBusy (maxConsumersPerSubscription).
-	// Default 0: no limit.
-	MaxConsumersPerSubscription int
-	// MaxSubscriptions refuses a new subscription with NotAllowedError
-	// (maxSubscriptionsPerTopic). Default 0: no limit.
-	MaxSubscriptions int
-	// MaxUnackedPerConsumer blocks dispatch to a Shared or Key_Shared
-	// consumer holding this many unacknowledged messages until it is down
-	// to half (maxUnackedMessagesPerConsumer). In Config: default (0)
-	// 50 000, negative: no limit.
-	MaxUnackedPerConsumer int64
-	// MaxUnackedPerSubscription blocks a Shared or Key_Shared
-	// subscription's dispatch the same way (maxUnackedMessagesPerSubscription).
-	// In Config: default (0) 200 000, negative: no limit.
-	MaxUnackedPerSubscription int64
-	// PublishRate pauses the reads of the connections producing to the
-	// topic partition while it is over (maxPublishRatePerTopicInMessages,
-	// maxPublishRatePerTopicInBytes). Default off.
-	PublishRate RateLimit
-	// DispatchRate paces the dispatch of every subscription of the topic
-	// partition together (dispatchThrottlingRatePerTopicInMsg, …InByte).
-	// Default off.
-	DispatchRate RateLimit
-	// SubscriptionDispatchRate paces each subscription's dispatch
-	// (dispatchThrottlingRatePerSubscriptionInMsg, …InByte). Default off.
-	SubscriptionDispatchRate RateLimit
-}
+// RateLimit and TopicLimits are the broker's (broker/rate.go); Config
+// names them here so that its callers need not import the broker.
+type (
+	RateLimit   = broker.RateLimit
+	TopicLimits = broker.TopicLimits
+)
 
 // Pulsar's defaults.
 const (
@@ -155,141 +103,24 @@ func DefaultPublishBufferBytes() int64 {
 	return defaultPublishBufferBytes
 }
 
-// Errors of the limits, surfacing as the ServerError named.
-var (
-	// ErrTooManyConnections: the node or the client's address has its
-	// maximum of connections (NotAllowedError, then the connection closes).
-	ErrTooManyConnections = errors.New("gateway: Reached the maximum number of connections")
-	// ErrTooManyProducers: the topic has its maximum of producers (ProducerBusy).
-	ErrTooManyProducers = errors.New("gateway: topic reached max producers limit")
-	// ErrTooManyConsumers: the topic or subscription has its maximum of
-	// consumers (ConsumerBusy).
-	ErrTooManyConsumers = errors.New("gateway: max consumers limit reached")
-	// ErrTooManySubscriptions: the topic has its maximum of subscriptions;
-	// a new one is refused (NotAllowedError).
-	ErrTooManySubscriptions = errors.New("gateway: topic reached max subscriptions limit")
-)
-
-// ---- policies: stream and namespace properties (docs/policies.md) ----
-
-// Properties holding the limit policies; the same key on a stream (the
-// topic's policy) and on a namespace.
-const (
-	maxProducersProperty             = "lakegate.maxProducers"
-	maxConsumersProperty             = "lakegate.maxConsumers"
-	maxConsumersPerSubProperty       = "lakegate.maxConsumersPerSubscription"
-	maxSubscriptionsProperty         = "lakegate.maxSubscriptions"
-	maxUnackedPerConsumerProperty    = "lakegate.maxUnackedPerConsumer"
-	maxUnackedPerSubProperty         = "lakegate.maxUnackedPerSubscription"
-	publishRateProperty              = "lakegate.publishRate"
-	dispatchRateProperty             = "lakegate.dispatchRate"
-	subscriptionDispatchRateProperty = "lakegate.subscriptionDispatchRate"
-)
-
-// publishRateJSON is Pulsar's PublishRate.
-type publishRateJSON struct {
-	Msgs  int64 `json:"publishThrottlingRateInMsg"`
-	Bytes int64 `json:"publishThrottlingRateInByte"`
-}
-
-// dispatchRateJSON is Pulsar's DispatchRate (DispatchRateImpl).
-type dispatchRateJSON struct {
-	Msgs          int64 `json:"dispatchThrottlingRateInMsg"`
-	Bytes         int64 `json:"dispatchThrottlingRateInByte"`
-	PeriodSeconds int64 `json:"ratePeriodInSecond"`
-	Relative      bool  `json:"relativeToPublishRate"`
-}
-
-func (r publishRateJSON) limit() RateLimit { return RateLimit{Msgs: r.Msgs, Bytes: r.Bytes} }
-
-func (r dispatchRateJSON) limit() RateLimit {
-	return RateLimit{Msgs: r.Msgs, Bytes: r.Bytes, Period: time.Duration(max(r.PeriodSeconds, 1)) * time.Second}
-}
-
-// limitsOf resolves the limits of stream md's partitions: each one the
-// topic's policy, else its namespace's, else the node's default. A
-// damaged value is reported, not applied.
-func (s *Server) limitsOf(ctx context.Context, md lakestream.StreamMetadata) (TopicLimits, error) {
-	ns, err := s.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
-	if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
-		return TopicLimits{}, err
-	}
-	get := func(key string) (string, bool) {
-		if v, ok := md.Properties[key]; ok {
-			return v, true
-		}
-		v, ok := ns.Properties[key]
-		return v, ok
-	}
-	l := s.cfg.TopicLimits
-	var errs []error
-	count := func(key string, to *int) {
-		if v, ok := get(key); ok {
-			n, err := strconv.Atoi(v)
-			errs = append(errs, err)
-			*to = max(n, 0)
-		}
-	}
-	count64 := func(key string, to *int64) {
-		if v, ok := get(key); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			errs = append(errs, err)
-			*to = max(n, 0)
-		}
-	}
-	count(maxProducersProperty, &l.MaxProducers)
-	count(maxConsumersProperty, &l.MaxConsumers)
-	count(maxConsumersPerSubProperty, &l.MaxConsumersPerSubscription)
-	count(maxSubscriptionsProperty, &l.MaxSubscriptions)
-	count64(maxUnackedPerConsumerProperty, &l.MaxUnackedPerConsumer)
-	count64(maxUnackedPerSubProperty, &l.MaxUnackedPerSubscription)
-	if v, ok := get(publishRateProperty); ok {
-		var r publishRateJSON
-		errs = append(errs, json.Unmarshal([]byte(v), &r))
-		l.PublishRate = r.limit()
-	}
-	for key, to := range map[string]*RateLimit{dispatchRateProperty: &l.DispatchRate, subscriptionDispatchRateProperty: &l.SubscriptionDispatchRate} {
-		if v, ok := get(key); ok {
-			var r dispatchRateJSON
-			errs = append(errs, json.Unmarshal([]byte(v), &r))
-			*to = r.limit()
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return TopicLimits{}, fmt.Errorf("gateway: limits of %s: %w", md.ID, err)
-	}
-	return l, nil
-}
+// ErrTooManyConnections: the node or the client's address has its
+// maximum of connections (NotAllowedError, then the connection closes).
+var ErrTooManyConnections = errors.New("gateway: Reached the maximum number of connections")
 
 // ---- a topic's limits ----
 
-// topicLimitState is what a topic keeps of its limits.
+// topicLimitState is what a topic keeps of its limits: its admission
+// state (broker/admission.go: the limits, the rate buckets, the consumers
+// counted).
 type topicLimitState struct {
 	// applying serializes applyLimits: the subscriptions end with the
 	// limits last stored.
 	applying sync.Mutex
-	cur      atomic.Pointer[TopicLimits]
-	// publish and dispatch are the topic partition's rate buckets;
-	// subDispatch is the subscriptions' rate (each has its bucket).
-	publish, dispatch tokenBucket
-	subDispatch       atomic.Pointer[RateLimit]
-
-	mu struct {
-		sync.Mutex
-		// consumers counts the consumers attached (or being attached)
-		// through this node, per subscription, and total.
-		consumers map[string]int
-		total     int
-	}
+	*broker.TopicAdmission
 }
 
 // limits returns the topic's current limits.
-func (t *topic) limits() TopicLimits {
-	if l := t.lim.cur.Load(); l != nil {
-		return *l
-	}
-	return t.srv.cfg.TopicLimits
-}
+func (t *topic) limits() TopicLimits { return t.lim.Limits() }
 
 // refreshLimits rereads the topic's limits and applies them.
 func (t *topic) refreshLimits(ctx context.Context) error {
@@ -297,7 +128,7 @@ func (t *topic) refreshLimits(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := t.srv.limitsOf(ctx, md)
+	l, err := t.srv.brk.LimitsOf(ctx, md)
 	if err != nil {
 		return err
 	}
@@ -310,11 +141,7 @@ func (t *topic) refreshLimits(ctx context.Context) error {
 func (t *topic) applyLimits(l TopicLimits) {
 	t.lim.applying.Lock()
 	defer t.lim.applying.Unlock()
-	old := t.lim.cur.Swap(&l)
-	t.lim.publish.set(l.PublishRate)
-	t.lim.dispatch.set(l.DispatchRate)
-	sr := l.SubscriptionDispatchRate
-	t.lim.subDispatch.Store(&sr)
+	old := t.lim.Apply(l)
 	if old != nil && old.MaxUnackedPerConsumer == l.MaxUnackedPerConsumer && old.MaxUnackedPerSubscription == l.MaxUnackedPerSubscription {
 		return
 	}
@@ -350,8 +177,8 @@ func (t *topic) subscriptionLimits(opts *actors.SubscriptionOptions) {
 	opts.MaxUnackedPerConsumer, opts.MaxUnackedPerSubscription = l.MaxUnackedPerConsumer, l.MaxUnackedPerSubscription
 	m := t.srv.lim.metrics
 	opts.DispatchLimiters = []actors.DispatchLimiter{
-		&dispatchLimiter{b: &t.lim.dispatch, throttled: m.dispatchThrottled.WithLabelValues("topic")},
-		&dispatchLimiter{b: &tokenBucket{}, spec: &t.lim.subDispatch, throttled: m.dispatchThrottled.WithLabelValues("subscription")},
+		&dispatchLimiter{b: t.lim.Dispatch(), throttled: m.dispatchThrottled.WithLabelValues("topic")},
+		&dispatchLimiter{b: &broker.TokenBucket{}, spec: t.lim.SubscriptionDispatch(), throttled: m.dispatchThrottled.WithLabelValues("subscription")},
 	}
 }
 
@@ -359,51 +186,20 @@ func (t *topic) subscriptionLimits(opts *actors.SubscriptionOptions) {
 // MaxProducers (t.mu.producers holds the producers attached through this
 // node, the owner's).
 func (t *topic) addProducerLimited(p *producer) error {
-	n := t.limits().MaxProducers
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if have := len(t.mu.producers); n > 0 && have >= n {
-		t.srv.lim.metrics.refusals.WithLabelValues("max_producers_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d producers (maxProducers %d)", ErrTooManyProducers, t.name, have, n)
+	if err := t.lim.AdmitProducer(len(t.mu.producers)); err != nil {
+		return err
 	}
 	t.mu.producers[p.actorID] = p
 	return nil
 }
 
-// reserveConsumer takes a consumer's place on subscription sub, or refuses
-// it beyond MaxConsumers or MaxConsumersPerSubscription; the caller gives
-// the place back with releaseConsumer when the consumer leaves or is not
-// attached after all.
-func (t *topic) reserveConsumer(sub string) error {
-	l := t.limits()
-	t.lim.mu.Lock()
-	defer t.lim.mu.Unlock()
-	if t.lim.mu.consumers == nil {
-		t.lim.mu.consumers = map[string]int{}
-	}
-	switch {
-	case l.MaxConsumers > 0 && t.lim.mu.total >= l.MaxConsumers:
-		t.srv.lim.metrics.refusals.WithLabelValues("max_consumers_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d consumers (maxConsumers %d)", ErrTooManyConsumers, t.name, t.lim.mu.total, l.MaxConsumers)
-	case l.MaxConsumersPerSubscription > 0 && t.lim.mu.consumers[sub] >= l.MaxConsumersPerSubscription:
-		t.srv.lim.metrics.refusals.WithLabelValues("max_consumers_per_subscription").Inc()
-		return fmt.Errorf("%w: subscription %q of %s has %d consumers (maxConsumersPerSubscription %d)", ErrTooManyConsumers, sub, t.name, t.lim.mu.consumers[sub], l.MaxConsumersPerSubscription)
-	}
-	t.lim.mu.consumers[sub]++
-	t.lim.mu.total++
-	return nil
-}
+// reserveConsumer and releaseConsumer: broker.TopicAdmission's
+// ReserveConsumer and ReleaseConsumer.
+func (t *topic) reserveConsumer(sub string) error { return t.lim.ReserveConsumer(sub) }
 
-func (t *topic) releaseConsumer(sub string) {
-	t.lim.mu.Lock()
-	defer t.lim.mu.Unlock()
-	if t.lim.mu.consumers[sub] <= 1 {
-		delete(t.lim.mu.consumers, sub)
-	} else {
-		t.lim.mu.consumers[sub]--
-	}
-	t.lim.mu.total--
-}
+func (t *topic) releaseConsumer(sub string) { t.lim.ReleaseConsumer(sub) }
 
 // releaseCounted gives c's place back, once.
 func (c *consumer) releaseCounted() {
@@ -438,11 +234,7 @@ func (t *topic) checkSubscriptionLimitLocked(ctx context.Context, name string) e
 			have[s] = true
 		}
 	}
-	if len(have) >= n {
-		t.srv.lim.metrics.refusals.WithLabelValues("max_subscriptions_per_topic").Inc()
-		return fmt.Errorf("%w: topic %s has %d subscriptions (maxSubscriptionsPerTopic %d)", ErrTooManySubscriptions, t.name, len(have), n)
-	}
-	return nil
+	return t.lim.AdmitSubscription(len(have))
 }
 
 // npLimit refuses a producer or consumer of a non-persistent topic beyond
@@ -459,7 +251,7 @@ func (s *Server) npLimit(limit, have int, err error, what, label string) error {
 // topic's (shared), or its own following the topic's subscription rate
 // (spec).
 type dispatchLimiter struct {
-	b    *tokenBucket
+	b    *broker.TokenBucket
 	spec *atomic.Pointer[RateLimit]
 	// seen is the spec last given to b.
 	seen      atomic.Pointer[RateLimit]
@@ -471,22 +263,22 @@ func (d *dispatchLimiter) sync() {
 		return
 	}
 	if r := d.spec.Load(); r != nil && d.seen.Swap(r) != r {
-		d.b.set(*r)
+		d.b.Set(*r)
 	}
 }
 
 func (d *dispatchLimiter) Delay() time.Duration {
 	d.sync()
-	w := d.b.delay(time.Now())
+	w := d.b.Delay(time.Now())
 	if w > 0 {
 		d.throttled.Inc()
 	}
 	return w
 }
 
-func (d *dispatchLimiter) Budget() int { d.sync(); return d.b.budget(time.Now()) }
+func (d *dispatchLimiter) Budget() int { d.sync(); return d.b.Budget(time.Now()) }
 
-func (d *dispatchLimiter) Consume(msgs, bytes int) { d.b.take(time.Now(), msgs, bytes) }
+func (d *dispatchLimiter) Consume(msgs, bytes int) { d.b.Take(time.Now(), msgs, bytes) }
 
 // ---- the node: connections, publish buffer, metrics ----
 
@@ -684,7 +476,7 @@ func (s *session) sendRead(p *producer, records, n int) {
 		s.srv.lim.publishBuffer.add(int64(n))
 	}
 	p.pub.Unlock()
-	if d := p.t.lim.publish.take(time.Now(), records, n); d > 0 {
+	if d := p.t.lim.Publish().Take(time.Now(), records, n); d > 0 {
 		s.lim.rateUntil = time.Now().Add(d)
 	}
 }

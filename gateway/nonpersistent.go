@@ -39,7 +39,6 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -47,6 +46,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -58,11 +58,11 @@ const npLedger = 0
 // npTopic is a non-persistent topic this node owns and serves.
 type npTopic struct {
 	srv   *Server
-	name  TopicName
+	name  broker.TopicName
 	owner lakestream.Ownership // nil without a cluster membership
 	// in counts published messages, dropped the ones a subscription
 	// dropped (stats).
-	in      rateMeter
+	in      broker.RateMeter
 	dropped atomic.Int64
 
 	mu struct {
@@ -91,14 +91,14 @@ type npConsumer struct {
 }
 
 // serveNP returns the loaded non-persistent topic tn, loading it (and
-// taking its ownership) when needed. ErrServiceNotReady when another member
+// taking its ownership) when needed. broker.ErrServiceNotReady when another member
 // owns it or it is being closed.
-func (s *Server) serveNP(ctx context.Context, tn TopicName) (*npTopic, error) {
+func (s *Server) serveNP(ctx context.Context, tn broker.TopicName) (*npTopic, error) {
 	if s.closed() || s.draining.Load() {
-		return nil, ErrServiceNotReady
+		return nil, broker.ErrServiceNotReady
 	}
 	if tn.Partition >= 0 {
-		return nil, fmt.Errorf("%w: %s: partitioned non-persistent topics are not supported by lakegate", ErrNotAllowed, tn)
+		return nil, fmt.Errorf("%w: %s: partitioned non-persistent topics are not supported by lakegate", broker.ErrNotAllowed, tn)
 	}
 	ok, err := s.cfg.Catalog.NamespaceExists(ctx, tn.Tenant+"/"+tn.Namespace)
 	if err != nil {
@@ -114,16 +114,9 @@ func (s *Server) serveNP(ctx context.Context, tn TopicName) (*npTopic, error) {
 	if t != nil {
 		return t, nil
 	}
-	var owner lakestream.Ownership
-	if m := s.cfg.Membership; m != nil {
-		owner, err = m.Acquire(ctx, unit)
-		var owned *lakestream.OwnedError
-		if errors.As(err, &owned) {
-			return nil, fmt.Errorf("%w: %s is served by %s", ErrServiceNotReady, unit, owned.Owner.ID)
-		}
-		if err != nil {
-			return nil, err
-		}
+	owner, err := s.brk.Own(ctx, unit)
+	if err != nil {
+		return nil, err
 	}
 	t = &npTopic{srv: s, name: tn, owner: owner}
 	t.mu.producers = map[*producer]struct{}{}
@@ -133,7 +126,7 @@ func (s *Server) serveNP(ctx context.Context, tn TopicName) (*npTopic, error) {
 	if old := s.mu.npTopics[unit]; old != nil || s.mu.closed {
 		s.mu.Unlock()
 		if old == nil {
-			return nil, ErrServiceNotReady
+			return nil, broker.ErrServiceNotReady
 		}
 		return old, nil
 	}
@@ -213,20 +206,20 @@ func (t *npTopic) releaseIfIdleLocked() bool {
 	return true
 }
 
-// addProducer attaches p; ErrProducerBusy when its name is taken.
+// addProducer attaches p; broker.ErrProducerBusy when its name is taken.
 func (t *npTopic) addProducer(p *producer) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mu.closed {
-		return fmt.Errorf("%w: %s is being closed", ErrServiceNotReady, t.name)
+		return fmt.Errorf("%w: %s is being closed", broker.ErrServiceNotReady, t.name)
 	}
 	for q := range t.mu.producers {
 		if q.name == p.name {
-			return fmt.Errorf("%w: producer name %q is in use on %s", ErrProducerBusy, p.name, t.name)
+			return fmt.Errorf("%w: producer name %q is in use on %s", broker.ErrProducerBusy, p.name, t.name)
 		}
 	}
 	lim := t.srv.cfg.TopicLimits // the node's defaults: no policies here (limits.go)
-	if err := t.srv.npLimit(lim.MaxProducers, len(t.mu.producers), ErrTooManyProducers, "topic "+t.name.String(), "max_producers_per_topic"); err != nil {
+	if err := t.srv.npLimit(lim.MaxProducers, len(t.mu.producers), broker.ErrTooManyProducers, "topic "+t.name.String(), "max_producers_per_topic"); err != nil {
 		return err
 	}
 	t.mu.producers[p] = struct{}{}
@@ -251,7 +244,7 @@ func (t *npTopic) addConsumer(c *consumer, name string, typ actors.SubType) erro
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mu.closed {
-		return fmt.Errorf("%w: %s is being closed", ErrServiceNotReady, t.name)
+		return fmt.Errorf("%w: %s is being closed", broker.ErrServiceNotReady, t.name)
 	}
 	lim := t.srv.cfg.TopicLimits // the node's defaults: no policies here (limits.go)
 	total := 0
@@ -259,14 +252,14 @@ func (t *npTopic) addConsumer(c *consumer, name string, typ actors.SubType) erro
 		total += len(s.consumers)
 	}
 	sub := t.mu.subs[name]
-	if err := t.srv.npLimit(lim.MaxConsumers, total, ErrTooManyConsumers, "topic "+t.name.String(), "max_consumers_per_topic"); err != nil {
+	if err := t.srv.npLimit(lim.MaxConsumers, total, broker.ErrTooManyConsumers, "topic "+t.name.String(), "max_consumers_per_topic"); err != nil {
 		return err
 	}
 	if sub == nil {
-		if err := t.srv.npLimit(lim.MaxSubscriptions, len(t.mu.subs), ErrTooManySubscriptions, "topic "+t.name.String(), "max_subscriptions_per_topic"); err != nil {
+		if err := t.srv.npLimit(lim.MaxSubscriptions, len(t.mu.subs), broker.ErrTooManySubscriptions, "topic "+t.name.String(), "max_subscriptions_per_topic"); err != nil {
 			return err
 		}
-	} else if err := t.srv.npLimit(lim.MaxConsumersPerSubscription, len(sub.consumers), ErrTooManyConsumers, "subscription "+name, "max_consumers_per_subscription"); err != nil {
+	} else if err := t.srv.npLimit(lim.MaxConsumersPerSubscription, len(sub.consumers), broker.ErrTooManyConsumers, "subscription "+name, "max_consumers_per_subscription"); err != nil {
 		return err
 	}
 	if sub == nil {
@@ -339,11 +332,11 @@ func (t *npTopic) publish(records int32, entry []byte) (protocol.MessageID, erro
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mu.closed {
-		return protocol.MessageID{}, fmt.Errorf("%w: %s is being closed", ErrServiceNotReady, t.name)
+		return protocol.MessageID{}, fmt.Errorf("%w: %s is being closed", broker.ErrServiceNotReady, t.name)
 	}
 	t.mu.nextEntry++
 	id := protocol.NewMessageID(npLedger, t.mu.nextEntry, -1, -1)
-	t.in.add(int(records), len(entry))
+	t.in.Add(int(records), len(entry))
 	for _, sub := range t.mu.subs {
 		c := sub.pickLocked(entry)
 		if c == nil || !c.deliverNP(id, records, entry) {
@@ -366,7 +359,7 @@ func (c *consumer) deliverNP(id protocol.MessageID, records int32, entry []byte)
 		return false
 	}
 	c.np.permits.Add(-int64(records))
-	c.out.add(int(records), len(entry))
+	c.out.Add(int(records), len(entry))
 	m := c.sess.srv.metrics
 	m.dispatchedMsgs.Add(float64(records))
 	m.dispatchedBytes.Add(float64(len(entry)))
@@ -374,10 +367,10 @@ func (c *consumer) deliverNP(id protocol.MessageID, records int32, entry []byte)
 }
 
 // handleNPProducer serves PRODUCER on a non-persistent topic.
-func (s *session) handleNPProducer(c *pb.CommandProducer, tn TopicName) {
+func (s *session) handleNPProducer(c *pb.CommandProducer, tn broker.TopicName) {
 	req := c.GetRequestId()
 	if c.GetProducerAccessMode() != pb.ProducerAccessMode_Shared {
-		s.sendError(req, fmt.Errorf("%w: producer access mode %s on the non-persistent topic %s (only Shared)", ErrNotAllowed, c.GetProducerAccessMode(), tn))
+		s.sendError(req, fmt.Errorf("%w: producer access mode %s on the non-persistent topic %s (only Shared)", broker.ErrNotAllowed, c.GetProducerAccessMode(), tn))
 		return
 	}
 	ctx, cancel := s.ctx()
@@ -409,7 +402,7 @@ func (s *session) sendNP(p *producer, c *pb.CommandSend, records int32, entry []
 		s.send(protocol.SendError(p.id, c.GetSequenceId(), serverError(err), err.Error()))
 		return
 	}
-	p.in.add(int(records), len(entry))
+	p.in.Add(int(records), len(entry))
 	s.send(protocol.SendReceipt(p.id, c.GetSequenceId(), c.GetHighestSequenceId(), id))
 	m := s.srv.metrics
 	m.publishedMsgs.Add(float64(records))
@@ -417,10 +410,10 @@ func (s *session) sendNP(p *producer, c *pb.CommandSend, records int32, entry []
 }
 
 // handleNPSubscribe serves SUBSCRIBE on a non-persistent topic.
-func (s *session) handleNPSubscribe(c *pb.CommandSubscribe, tn TopicName) {
+func (s *session) handleNPSubscribe(c *pb.CommandSubscribe, tn broker.TopicName) {
 	req := c.GetRequestId()
 	if c.GetReadCompacted() {
-		s.sendError(req, fmt.Errorf("%w: readCompacted is only valid on persistent topics", ErrNotAllowed))
+		s.sendError(req, fmt.Errorf("%w: readCompacted is only valid on persistent topics", broker.ErrNotAllowed))
 		return
 	}
 	name := c.GetSubscription()
@@ -469,14 +462,14 @@ type npSubscriptionStatsJSON struct {
 
 func (t *npTopic) stats() npStatsJSON {
 	now := time.Now()
-	rate, byteRate, msgs, bytes := t.in.rates(now)
+	rate, byteRate, msgs, bytes := t.in.Rates(now)
 	st := npStatsJSON{MsgRateIn: rate, MsgThroughputIn: byteRate, MsgInCounter: msgs, BytesInCounter: bytes,
 		MsgDropCount: t.dropped.Load(), Publishers: []publisherStatsJSON{}, Subscriptions: map[string]npSubscriptionStatsJSON{},
 		Replication: map[string]any{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for p := range t.mu.producers {
-		r, br, _, _ := p.in.rates(now)
+		r, br, _, _ := p.in.Rates(now)
 		st.Publishers = append(st.Publishers, publisherStatsJSON{AccessMode: "Shared", ProducerID: p.id, ProducerName: p.name,
 			MsgRateIn: r, MsgThroughputIn: br, Address: p.sess.conn.RemoteAddr().String(), ClientVersion: p.sess.clientVersion,
 			Metadata: orEmptyMap(p.meta)})
@@ -485,7 +478,7 @@ func (t *npTopic) stats() npStatsJSON {
 	for name, sub := range t.mu.subs {
 		ss := npSubscriptionStatsJSON{Type: sub.typ.String(), MsgDropCount: sub.dropped, Consumers: []consumerStatsJSON{}}
 		for _, c := range sub.consumers {
-			r, br, msgs, bytes := c.out.rates(now)
+			r, br, msgs, bytes := c.out.Rates(now)
 			ss.Consumers = append(ss.Consumers, consumerStatsJSON{ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(),
 				ClientVersion: c.sess.clientVersion, MsgOutCounter: msgs, BytesOutCounter: bytes, MsgRateOut: r, MsgThroughputOut: br,
 				AvailablePermits: int(max(c.np.permits.Load(), 0)), ConnectedSince: c.since.UTC().Format(time.RFC3339Nano),

@@ -29,6 +29,7 @@ import (
 	gproto "google.golang.org/protobuf/proto"
 
 	"github.com/lakegate/lakegate/auth"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -43,10 +44,10 @@ func (s *Server) peerBase(member lakestream.Member) (string, error) {
 	}
 	u := member.Endpoints["http"]
 	if u == "" {
-		return "", fmt.Errorf("%w: member %s advertises no http endpoint", ErrServiceNotReady, member.ID)
+		return "", fmt.Errorf("%w: member %s advertises no http endpoint", broker.ErrServiceNotReady, member.ID)
 	}
 	if s.cfg.Auth != nil && !s.cfg.AllowPlaintextPeers {
-		return "", fmt.Errorf("%w: member %s advertises no https endpoint, and a request to it would carry credentials in clear (set cluster.allowPlaintextPeers to allow it)", ErrServiceNotReady, member.ID)
+		return "", fmt.Errorf("%w: member %s advertises no https endpoint, and a request to it would carry credentials in clear (set cluster.allowPlaintextPeers to allow it)", broker.ErrServiceNotReady, member.ID)
 	}
 	return u, nil
 }
@@ -60,10 +61,10 @@ func (s *Server) relayEndpoint(member lakestream.Member) (addr string, useTLS bo
 	}
 	u := member.Endpoints["pulsar"]
 	if u == "" {
-		return "", false, fmt.Errorf("%w: member %s advertises no pulsar endpoint", ErrServiceNotReady, member.ID)
+		return "", false, fmt.Errorf("%w: member %s advertises no pulsar endpoint", broker.ErrServiceNotReady, member.ID)
 	}
 	if s.cfg.Auth != nil && !s.cfg.AllowPlaintextPeers {
-		return "", false, fmt.Errorf("%w: member %s advertises no pulsar+ssl endpoint, and a relayed connection would carry credentials in clear (set cluster.allowPlaintextPeers to allow it)", ErrServiceNotReady, member.ID)
+		return "", false, fmt.Errorf("%w: member %s advertises no pulsar+ssl endpoint, and a relayed connection would carry credentials in clear (set cluster.allowPlaintextPeers to allow it)", broker.ErrServiceNotReady, member.ID)
 	}
 	return hostPort(u), false, nil
 }

@@ -35,125 +35,15 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 )
-
-// Properties holding the policies (stream and namespace; docs/policies.md).
-const (
-	retentionProperty    = "lakegate.retention"
-	messageTTLProperty   = "lakegate.messageTTL"
-	backlogQuotaProperty = "lakegate.backlogQuota"
-)
-
-// Backlog quota types and policies (Pulsar's BacklogQuotaType and
-// RetentionPolicy).
-const (
-	quotaDestinationStorage = "destination_storage"
-	quotaMessageAge         = "message_age"
-	quotaHold               = "producer_request_hold"
-	quotaException          = "producer_exception"
-	quotaEviction           = "consumer_backlog_eviction"
-)
-
-// Errors of the backlog quota, surfacing as the ServerError named.
-var (
-	// ErrQuotaHold: the topic's backlog is over a producer_request_hold
-	// quota (ProducerBlockedQuotaExceededError: clients retry).
-	ErrQuotaHold = errors.New("gateway: backlog quota exceeded (producer_request_hold)")
-	// ErrQuotaException: the topic's backlog is over a producer_exception
-	// quota (ProducerBlockedQuotaExceededException: clients fail their
-	// pending sends).
-	ErrQuotaException = errors.New("gateway: backlog quota exceeded (producer_exception)")
-)
-
-// retentionPolicy is Pulsar's RetentionPolicies (-1: no limit).
-type retentionPolicy struct {
-	TimeMinutes int64 `json:"retentionTimeInMinutes"`
-	SizeMB      int64 `json:"retentionSizeInMB"`
-}
-
-// backlogQuota is Pulsar's BacklogQuota: limitSize in bytes, limitTime in
-// seconds (0 or less: none); limit is the old name of limitSize.
-type backlogQuota struct {
-	Limit     int64  `json:"limit,omitempty"`
-	LimitSize int64  `json:"limitSize"`
-	LimitTime int64  `json:"limitTime"`
-	Policy    string `json:"policy"`
-}
-
-// topicPolicies are the policies that apply to one topic.
-type topicPolicies struct {
-	retention  *retentionPolicy
-	ttlSeconds int64 // 0: no TTL
-	quotas     map[string]backlogQuota
-}
-
-func (p topicPolicies) none() bool {
-	return p.retention == nil && p.ttlSeconds <= 0 && len(p.quotas) == 0
-}
-
-// parseRetention reads a retention property value.
-func parseRetention(v string) (*retentionPolicy, error) {
-	var r retentionPolicy
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-// parseQuotas reads a backlog quota property value.
-func parseQuotas(v string) (map[string]backlogQuota, error) {
-	m := map[string]backlogQuota{}
-	if err := json.Unmarshal([]byte(v), &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// policiesOf resolves the policies of stream md: each one the topic's,
-// else its namespace's. A damaged value is reported, not applied.
-func (s *Server) policiesOf(ctx context.Context, md lakestream.StreamMetadata) (topicPolicies, error) {
-	ns, err := s.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
-	if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
-		return topicPolicies{}, err
-	}
-	get := func(key string) (string, bool) {
-		if v, ok := md.Properties[key]; ok {
-			return v, true
-		}
-		v, ok := ns.Properties[key]
-		return v, ok
-	}
-	var p topicPolicies
-	var errs []error
-	if v, ok := get(retentionProperty); ok {
-		r, err := parseRetention(v)
-		p.retention = r
-		errs = append(errs, err)
-	}
-	if v, ok := get(messageTTLProperty); ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		p.ttlSeconds = n
-		errs = append(errs, err)
-	}
-	if v, ok := get(backlogQuotaProperty); ok {
-		q, err := parseQuotas(v)
-		p.quotas = q
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return topicPolicies{}, fmt.Errorf("gateway: policies of %s: %w", md.ID, err)
-	}
-	return p, nil
-}
 
 // subPosition is where one subscription of a topic stands.
 type subPosition struct {
@@ -266,23 +156,23 @@ func (t *topic) newestWithin(ctx context.Context, v logView, limit int64) (int64
 // quotaState says whether the topic's backlog exceeds a quota.
 type quotaState struct {
 	typ   string
-	quota backlogQuota
+	quota broker.BacklogQuota
 	// evictTo: the offset the subscriptions over the quota are expired to.
 	evictTo int64
 	over    []subPosition
 }
 
 // quotasExceeded checks the backlog quotas against every subscription.
-func (t *topic) quotasExceeded(ctx context.Context, quotas map[string]backlogQuota, v logView, subs []subPosition) ([]quotaState, error) {
+func (t *topic) quotasExceeded(ctx context.Context, quotas map[string]broker.BacklogQuota, v logView, subs []subPosition) ([]quotaState, error) {
 	var out []quotaState
-	for _, typ := range []string{quotaDestinationStorage, quotaMessageAge} {
+	for _, typ := range []string{broker.QuotaDestinationStorage, broker.QuotaMessageAge} {
 		q, ok := quotas[typ]
 		if !ok {
 			continue
 		}
 		st := quotaState{typ: typ, quota: q}
 		switch limit := max(q.LimitSize, q.Limit); {
-		case typ == quotaDestinationStorage && limit > 0:
+		case typ == broker.QuotaDestinationStorage && limit > 0:
 			for _, s := range subs {
 				b, err := t.bytesFrom(ctx, s.markDelete+1, v.last)
 				if err != nil {
@@ -299,7 +189,7 @@ func (t *topic) quotasExceeded(ctx context.Context, quotas map[string]backlogQuo
 				}
 				st.evictTo = to
 			}
-		case typ == quotaMessageAge && q.LimitTime > 0:
+		case typ == broker.QuotaMessageAge && q.LimitTime > 0:
 			cutoff := time.Now().Add(-time.Duration(q.LimitTime) * time.Second)
 			to, err := t.log.FindOffsetByTime(ctx, cutoff)
 			if err != nil {
@@ -320,15 +210,15 @@ func (t *topic) quotasExceeded(ctx context.Context, quotas map[string]backlogQuo
 }
 
 // checkBacklogQuota answers whether a producer may attach to t: an error
-// (ErrQuotaHold, ErrQuotaException) while a producer-blocking quota is
+// (broker.ErrQuotaHold, broker.ErrQuotaException) while a producer-blocking quota is
 // exceeded.
 func (t *topic) checkBacklogQuota(ctx context.Context) error {
 	md, err := t.srv.cfg.Catalog.LoadStream(ctx, t.stream)
 	if err != nil {
 		return err
 	}
-	pol, err := t.srv.policiesOf(ctx, md)
-	if err != nil || len(pol.quotas) == 0 {
+	pol, err := t.srv.brk.PoliciesOf(ctx, md)
+	if err != nil || len(pol.Quotas) == 0 {
 		return err
 	}
 	v, err := t.view(ctx)
@@ -339,16 +229,16 @@ func (t *topic) checkBacklogQuota(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	states, err := t.quotasExceeded(ctx, pol.quotas, v, subs)
+	states, err := t.quotasExceeded(ctx, pol.Quotas, v, subs)
 	if err != nil {
 		return err
 	}
 	for _, st := range states {
 		switch st.quota.Policy {
-		case quotaHold:
-			return fmt.Errorf("%w: %s quota of %s, subscription %q", ErrQuotaHold, st.typ, t.name, st.over[0].name)
-		case quotaException:
-			return fmt.Errorf("%w: %s quota of %s, subscription %q", ErrQuotaException, st.typ, t.name, st.over[0].name)
+		case broker.QuotaHold:
+			return fmt.Errorf("%w: %s quota of %s, subscription %q", broker.ErrQuotaHold, st.typ, t.name, st.over[0].name)
+		case broker.QuotaException:
+			return fmt.Errorf("%w: %s quota of %s, subscription %q", broker.ErrQuotaException, st.typ, t.name, st.over[0].name)
 		}
 	}
 	return nil
@@ -392,16 +282,16 @@ func (s *Server) enforcePolicies(ctx context.Context, t *topic) error {
 	if err != nil {
 		return err
 	}
-	pol, err := s.policiesOf(ctx, md)
+	pol, err := s.brk.PoliciesOf(ctx, md)
 	if err != nil {
 		return err
 	}
-	lim, err := s.limitsOf(ctx, md) // limits.go: changed on another member
+	lim, err := s.brk.LimitsOf(ctx, md) // limits.go: changed on another member
 	if err != nil {
 		return err
 	}
 	t.applyLimits(lim)
-	if threshold, err := s.compactionThreshold(ctx, md); err != nil {
+	if threshold, err := s.brk.CompactionThreshold(ctx, md); err != nil {
 		return err
 	} else if threshold > 0 {
 		v, err := t.view(ctx)
@@ -412,15 +302,15 @@ func (s *Server) enforcePolicies(ctx context.Context, t *topic) error {
 			return fmt.Errorf("compaction threshold: %w", err)
 		}
 	}
-	if pol.none() {
+	if pol.None() {
 		return nil
 	}
 	subs, err := t.subscriptionPositions(ctx)
 	if err != nil {
 		return err
 	}
-	if pol.ttlSeconds > 0 {
-		before, err := t.log.FindOffsetByTime(ctx, time.Now().Add(-time.Duration(pol.ttlSeconds)*time.Second))
+	if pol.TTLSeconds > 0 {
+		before, err := t.log.FindOffsetByTime(ctx, time.Now().Add(-time.Duration(pol.TTLSeconds)*time.Second))
 		if err != nil {
 			return err
 		}
@@ -438,21 +328,21 @@ func (s *Server) enforcePolicies(ctx context.Context, t *topic) error {
 	if err != nil {
 		return err
 	}
-	if len(pol.quotas) > 0 {
-		states, err := t.quotasExceeded(ctx, pol.quotas, v, subs)
+	if len(pol.Quotas) > 0 {
+		states, err := t.quotasExceeded(ctx, pol.Quotas, v, subs)
 		if err != nil {
 			return err
 		}
 		for _, st := range states {
 			switch st.quota.Policy {
-			case quotaEviction:
+			case broker.QuotaEviction:
 				for _, sp := range st.over {
 					if err := t.expireBelow(ctx, sp.name, st.evictTo); err != nil {
 						return fmt.Errorf("evicting the backlog of subscription %q: %w", sp.name, err)
 					}
 					s.metrics.policyActions.WithLabelValues("quota_eviction").Inc()
 				}
-			case quotaHold, quotaException:
+			case broker.QuotaHold, broker.QuotaException:
 				if n := t.disconnectProducers(); n > 0 {
 					s.metrics.policyActions.WithLabelValues("quota_producers_blocked").Inc()
 					s.cfg.Logger.Info("backlog quota exceeded: producers disconnected", "topic", t.name.String(), "type", st.typ, "policy", st.quota.Policy, "producers", n)
@@ -460,15 +350,15 @@ func (s *Server) enforcePolicies(ctx context.Context, t *topic) error {
 			}
 		}
 	}
-	if pol.retention != nil {
-		return s.retain(ctx, t, md, *pol.retention, v, subs)
+	if pol.Retention != nil {
+		return s.retain(ctx, t, md, *pol.Retention, v, subs)
 	}
 	return nil
 }
 
 // retain trims the log below what retention, the durable subscriptions
 // and the table still need (see the file comment).
-func (s *Server) retain(ctx context.Context, t *topic, md lakestream.StreamMetadata, r retentionPolicy, v logView, subs []subPosition) error {
+func (s *Server) retain(ctx context.Context, t *topic, md lakestream.StreamMetadata, r broker.RetentionPolicy, v logView, subs []subPosition) error {
 	if v.next <= v.first || (r.TimeMinutes < 0 && r.SizeMB < 0) {
 		return nil
 	}
@@ -498,10 +388,10 @@ func (s *Server) retain(ctx context.Context, t *topic, md lakestream.StreamMetad
 			holds.Subscriptions = append(holds.Subscriptions, sp.persisted+1)
 		}
 	}
-	if st, err := t.loadCompactedState(ctx); err != nil {
+	if gen, horizon, err := t.compaction.Horizon(ctx); err != nil {
 		return err
-	} else if st.gen > 0 {
-		holds.KeyCompaction = st.horizon
+	} else if gen > 0 {
+		holds.KeyCompaction = horizon
 	}
 	if cut = lakestream.TrimFloor(cut, holds); cut <= v.first {
 		return nil
@@ -579,4 +469,24 @@ func (t *topic) disconnectProducers() int {
 		n++
 	}
 	return n
+}
+
+// maybeCompact starts a compaction when the bytes of the log past the
+// horizon exceed the threshold.
+func (t *topic) maybeCompact(ctx context.Context, threshold int64, v logView) error {
+	if threshold <= 0 || v.next <= v.first || t.compaction.Running() {
+		return nil
+	}
+	_, horizon, err := t.compaction.Horizon(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := t.bytesFrom(ctx, max(horizon, v.first), v.last)
+	if err != nil || b <= threshold {
+		return err
+	}
+	if t.compaction.Start() {
+		t.srv.metrics.policyActions.WithLabelValues("compaction").Inc()
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -40,7 +41,7 @@ type producer struct {
 	// meta is the client's producer metadata, in its published messages
 	// and bytes (admin stats).
 	meta map[string]string
-	in   rateMeter
+	in   broker.RateMeter
 
 	// requestID is the PRODUCER request's id: a WaitForExclusive producer
 	// gets its second PRODUCER_SUCCESS under it.
@@ -84,7 +85,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		if p.topicName() == mustTopicString(c.GetTopic()) {
 			s.sendProducerSuccess(req, p, actors.ProducerAnswer{Ready: true, LastSequence: -1})
 		} else {
-			s.sendError(req, fmt.Errorf("%w: producer id %d is in use", ErrProducerBusy, c.GetProducerId()))
+			s.sendError(req, fmt.Errorf("%w: producer id %d is in use", broker.ErrProducerBusy, c.GetProducerId()))
 		}
 		return
 	}
@@ -93,7 +94,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	case pb.ProducerAccessMode_Shared, pb.ProducerAccessMode_Exclusive,
 		pb.ProducerAccessMode_WaitForExclusive, pb.ProducerAccessMode_ExclusiveWithFencing:
 	default:
-		s.sendError(req, fmt.Errorf("%w: producer access mode %s", ErrNotAllowed, mode))
+		s.sendError(req, fmt.Errorf("%w: producer access mode %s", broker.ErrNotAllowed, mode))
 		return
 	}
 	ctx, cancel := s.ctx()
@@ -102,7 +103,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		s.sendError(req, err)
 		return
 	}
-	if tn, err := ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
+	if tn, err := broker.ParseTopicName(c.GetTopic()); err == nil && tn.NonPersistent {
 		s.handleNPProducer(c, tn) // nonpersistent.go
 		return
 	}
@@ -118,8 +119,8 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		return
 	}
 	var schemaVersion []byte
-	if registrableSchema(c.GetSchema()) {
-		if schemaVersion, err = s.srv.getOrCreateSchema(ctx, t.stream, c.GetSchema(), true); err != nil {
+	if broker.RegistrableSchema(c.GetSchema()) {
+		if schemaVersion, err = s.srv.brk.GetOrCreateSchema(ctx, t.stream, c.GetSchema(), true); err != nil {
 			s.sendError(req, err)
 			return
 		}
@@ -166,7 +167,7 @@ func (s *session) sendProducerSuccess(req uint64, p *producer, ans actors.Produc
 }
 
 func mustTopicString(name string) string {
-	tn, err := ParseTopicName(name)
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
 		return name
 	}
@@ -232,7 +233,7 @@ func (p *producer) Receipt(r actors.SendReceipt) {
 	p.sess.send(protocol.SendReceipt(p.id, r.Seq, r.Highest, id))
 	m := p.sess.srv.metrics
 	m.publishLatency.Observe(time.Since(start).Seconds())
-	p.in.add(int(r.Header.Records), int(r.Header.Size))
+	p.in.Add(int(r.Header.Records), int(r.Header.Size))
 	m.publishedMsgs.Add(float64(r.Header.Records))
 	m.publishedBytes.Add(float64(r.Header.Size))
 }
@@ -244,7 +245,7 @@ func (p *producer) SendFailed(seq uint64, err error) {
 		return // the partition is unloading: the client resends after CLOSE_PRODUCER
 	}
 	if errors.Is(err, lakestream.ErrFenced) {
-		p.t.markTerminatedUnknownEnd()
+		p.t.end.MarkTerminatedUnknownEnd(p.t.srv.ctx, p.t.log)
 	}
 	p.sess.log.Warn("append failed", "topic", p.t.name.String(), "producer", p.name, "seq", seq, "err", err)
 	p.sess.send(protocol.SendError(p.id, seq, serverError(err), err.Error()))
@@ -266,7 +267,7 @@ func (p *producer) FencedOut(waiting bool) {
 	p.releasePublishes() // limits.go
 	p.t.forgetProducer(p)
 	if waiting {
-		p.sess.sendError(p.requestID, fmt.Errorf("%w: fenced out by an ExclusiveWithFencing producer", ErrProducerFenced))
+		p.sess.sendError(p.requestID, fmt.Errorf("%w: fenced out by an ExclusiveWithFencing producer", broker.ErrProducerFenced))
 		return
 	}
 	p.sess.send(protocol.CloseProducer(p.id, 0))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/auth"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 )
@@ -209,7 +210,10 @@ func (c *Config) defaults() {
 
 // Server is the Pulsar binary-protocol listener. Safe for concurrent use.
 type Server struct {
-	cfg     Config
+	cfg Config
+	// brk owns topic behaviour (broker/); sessions and the admin REST
+	// call it.
+	brk     *broker.Broker
 	lns     []net.Listener // plain first (when there is one), then TLS
 	ownsRT  bool
 	rt      actors.Runtime
@@ -282,7 +286,18 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		lns = append(lns, ln)
 	}
 	lns = append(lns, tlsLn...)
-	s := &Server{cfg: cfg, lns: lns, rt: cfg.Runtime, metrics: newGatewayMetrics()}
+	brk, err := broker.New(broker.Config{
+		Catalog:                  cfg.Catalog,
+		Logger:                   cfg.Logger,
+		Membership:               cfg.Membership,
+		TopicLimits:              cfg.TopicLimits,
+		MaxMessageSize:           cfg.MaxMessageSize,
+		DisableTopicAutoCreation: cfg.DisableTopicAutoCreation,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, brk: brk, lns: lns, rt: cfg.Runtime, metrics: newGatewayMetrics()}
 	s.initLimits()
 	s.httpClient = &http.Client{Timeout: adminRequestTimeout, Transport: s.peerTransport()}
 	if s.rt == nil {

@@ -454,7 +454,7 @@ func (s *session) handlePartitionedMetadata(c *pb.CommandPartitionedTopicMetadat
 		return
 	}
 	create := c.MetadataAutoCreationEnabled == nil || c.GetMetadataAutoCreationEnabled()
-	n, err := s.srv.partitions(ctx, c.GetTopic(), create)
+	n, err := s.srv.brk.Partitions(ctx, c.GetTopic(), create)
 	if err != nil {
 		s.send(protocol.PartitionedMetadataError(c.GetRequestId(), serverError(err), err.Error()))
 		return

@@ -7,225 +7,31 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-// TopicName is a parsed Pulsar topic name.
-//
-//	persistent://tenant/ns/topic            → stream tenant/ns/topic, Partition -1
-//	persistent://tenant/ns/topic-partition-3 → partition 3 of that stream (when
-//	                                           the stream is partitioned)
-//	topic                                   → persistent://public/default/topic
-//	non-persistent://tenant/ns/topic        → a non-persistent topic (NonPersistent;
-//	                                           no stream: nonpersistent.go)
-type TopicName struct {
-	Tenant, Namespace, Local string
-	// Partition is the "-partition-N" suffix of Local, or -1.
-	Partition int
-	// NonPersistent: a non-persistent:// topic (in-memory fan-out, never
-	// stored).
-	NonPersistent bool
-}
-
-const partitionSuffix = "-partition-"
-
-// ParseTopicName parses a Pulsar topic name (persistent:// or
-// non-persistent://) and checks its parts (checkTopicNameParts): a name
-// that fails is ErrInvalidTopicName, with the reason.
-func ParseTopicName(s string) (TopicName, error) {
-	nonPersistent := false
-	rest, ok := strings.CutPrefix(s, "persistent://")
-	if !ok {
-		if rest, ok = strings.CutPrefix(s, "non-persistent://"); ok {
-			nonPersistent = true
-		} else if strings.Contains(s, "://") {
-			return TopicName{}, fmt.Errorf("%w: %q: only persistent:// and non-persistent:// topics exist", ErrInvalidTopicName, s)
-		} else if !strings.Contains(s, "/") {
-			rest = "public/default/" + s
-		} else {
-			rest = s
-		}
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return TopicName{}, fmt.Errorf("%w: %q", ErrInvalidTopicName, s)
-	}
-	if reason := checkTopicNameParts(parts[0], parts[1], parts[2]); reason != "" {
-		return TopicName{}, fmt.Errorf("%w: %q: %s", ErrInvalidTopicName, s, reason)
-	}
-	t := TopicName{Tenant: parts[0], Namespace: parts[1], Local: parts[2], Partition: -1, NonPersistent: nonPersistent}
-	if i := strings.LastIndex(t.Local, partitionSuffix); i > 0 {
-		t.Partition = partitionIndex(t.Local[i+len(partitionSuffix):])
-	}
-	return t, nil
-}
-
-// partitionIndex is the partition a "-partition-" suffix names: decimal
-// digits in canonical form (as Pulsar's TopicName reads them: "01", "+1"
-// and "-1" name no partition, so that no two names mean one partition),
-// else -1.
-func partitionIndex(s string) int {
-	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
-		return -1
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return -1
-		}
-	}
-	n, _ := strconv.Atoi(s)
-	return n
-}
-
-// checkTopicNameParts returns why a topic name's parts are invalid, or "".
-// Tenants and namespaces: Pulsar's named-entity characters (ASCII letters,
-// digits, '_', '-', '=', '.'; Pulsar's ':' is refused too: the names are
-// table paths, where a colon is a URI scheme), and neither "." nor "..".
-// Local names: valid UTF-8 without ':', '*' or control characters, and
-// neither "." nor "..". They name object-store paths, table locations and
-// regex subscriptions' matches, so nothing in them may act as a path
-// step, a scheme, a wildcard or a terminal escape.
-func checkTopicNameParts(tenant, namespace, local string) string {
-	for _, p := range [2][2]string{{"tenant", tenant}, {"namespace", namespace}} {
-		kind, v := p[0], p[1]
-		if v == "." || v == ".." {
-			return fmt.Sprintf("%s %q is a path step", kind, v)
-		}
-		for i := 0; i < len(v); i++ {
-			c := v[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '=' || c == '.') {
-				return fmt.Sprintf("%s %q: only letters, digits and _ - = . are allowed", kind, v)
-			}
-		}
-	}
-	if local == "." || local == ".." {
-		return fmt.Sprintf("topic %q is a path step", local)
-	}
-	if !utf8.ValidString(local) {
-		return "topic name is not UTF-8"
-	}
-	for _, r := range local {
-		switch {
-		case r == ':' || r == '*':
-			return fmt.Sprintf("topic names may not contain %q", r)
-		case unicode.IsControl(r):
-			return fmt.Sprintf("topic names may not contain control characters (%U)", r)
-		}
-	}
-	return ""
-}
-
-// clientTopicName parses a topic name a client sent: ParseTopicName, and
+// clientTopicName parses a topic name a client sent: broker.ParseTopicName, and
 // the tenant must not be the reserved one (adminHiddenTenant: the tenant
 // records and compacted logs), which no client may look up, create,
-// produce to or subscribe to (ErrNotAllowed).
-func clientTopicName(name string) (TopicName, error) {
-	tn, err := ParseTopicName(name)
+// produce to or subscribe to (broker.ErrNotAllowed).
+func clientTopicName(name string) (broker.TopicName, error) {
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
 		return tn, err
 	}
 	if tn.Tenant == adminHiddenTenant {
-		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", ErrNotAllowed, name, adminHiddenTenant)
+		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", broker.ErrNotAllowed, name, adminHiddenTenant)
 	}
 	return tn, nil
-}
-
-// String is the full name.
-func (t TopicName) String() string {
-	scheme := "persistent://"
-	if t.NonPersistent {
-		scheme = "non-persistent://"
-	}
-	return scheme + t.Tenant + "/" + t.Namespace + "/" + t.Local
-}
-
-// Base is the name without the partition suffix.
-func (t TopicName) Base() TopicName {
-	if t.Partition < 0 {
-		return t
-	}
-	b := t
-	b.Local = t.Local[:strings.LastIndex(t.Local, partitionSuffix)]
-	b.Partition = -1
-	return b
-}
-
-// StreamID is the lakestream stream of the (base) topic.
-func (t TopicName) StreamID() lakestream.StreamIdentifier {
-	return lakestream.StreamIdentifier{Namespace: t.Tenant + "/" + t.Namespace, Name: t.Base().Local}
-}
-
-// partRef is what a topic name resolves to in the catalog, without loading
-// or owning anything.
-type partRef struct {
-	// name is the canonical name: a "-partition-N" name that is not a
-	// partition of a partitioned stream has Partition -1.
-	name   TopicName
-	stream lakestream.StreamIdentifier
-	// index is the log's index in its stream (0 for a non-partitioned
-	// topic); partition is the Pulsar partition (-1 for a non-partitioned
-	// topic).
-	index     int
-	partition int32
-}
-
-// unit is the name ownership is taken under: the canonical topic name.
-func (r partRef) unit() string { return r.name.String() }
-
-// resolveName resolves a topic name to its stream and log. A
-// "-partition-N" name is a partition of a partitioned stream if one exists
-// under the base name; otherwise the full name is a non-partitioned topic,
-// auto-created (when allowed) with create.
-func (s *Server) resolveName(ctx context.Context, name string, create bool) (partRef, error) {
-	tn, err := ParseTopicName(name)
-	if err != nil {
-		return partRef{}, err
-	}
-	if tn.NonPersistent {
-		// Callers that may meet a non-persistent topic handle it first.
-		return partRef{}, fmt.Errorf("%w: %s is non-persistent: it has no stream", ErrNotAllowed, tn)
-	}
-	if tn.Partition < 0 {
-		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
-		if err == nil && md.Partitioning.NumPartitions > 0 {
-			return partRef{}, fmt.Errorf("%w: %s is partitioned: use its partitions (%s%s0...)", ErrNotAllowed, tn, tn, partitionSuffix)
-		}
-	} else {
-		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
-		switch {
-		case err == nil && md.Partitioning.NumPartitions > 0:
-			if tn.Partition >= md.Partitioning.NumPartitions {
-				return partRef{}, fmt.Errorf("%w: %s: stream has %d partitions", lakestream.ErrNoSuchStream, tn, md.Partitioning.NumPartitions)
-			}
-			return partRef{name: tn, stream: tn.StreamID(), index: tn.Partition, partition: int32(tn.Partition)}, nil
-		case err != nil && !errors.Is(err, lakestream.ErrNoSuchStream):
-			return partRef{}, err
-		}
-		tn.Partition = -1 // a non-partitioned topic whose name looks like a partition
-	}
-	ref := partRef{name: tn, stream: fullStreamID(tn), partition: -1}
-	_, err = s.cfg.Catalog.LoadStream(ctx, ref.stream)
-	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) && create && s.autoCreate() {
-		_, err = s.cfg.Catalog.CreateStream(ctx, ref.stream, lakestream.StreamConfig{}, lakestream.Partitioning{}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, nil)
-		if errors.Is(err, lakestream.ErrAlreadyExists) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return partRef{}, err
-	}
-	return ref, nil
 }
 
 // topic is one topic-partition (or non-partitioned topic) this node owns
@@ -237,7 +43,7 @@ func (s *Server) resolveName(ctx context.Context, name string, create bool) (par
 // Lock order: Server.mu before topic.mu.
 type topic struct {
 	srv       *Server
-	name      TopicName // canonical full name (with partition suffix if any)
+	name      broker.TopicName // canonical full name (with partition suffix if any)
 	stream    lakestream.StreamIdentifier
 	log       lakestream.Log
 	partition int32 // -1 for a non-partitioned topic
@@ -246,16 +52,16 @@ type topic struct {
 	owner lakestream.Ownership
 	part  *actors.PartitionActor
 	// end: the end offset of a terminated topic and the consumers told
-	// when they reach it (end_of_topic.go).
-	end topicEnd
+	// when they reach it (broker/end_of_topic.go).
+	end broker.TopicEnd[*consumer]
 	// closing is set when the unload begins: new requests for the topic
 	// are refused (the client looks it up again); unloaded is closed when
 	// it is done.
 	closing  atomic.Bool
 	unloaded chan struct{}
 	// compaction: the compacted view and the compactions run here
-	// (compaction.go).
-	compaction compaction
+	// (broker/compaction.go).
+	compaction *broker.TopicCompaction
 	// lim: the topic's limits, rate buckets and consumer counts (limits.go).
 	lim topicLimitState
 
@@ -279,47 +85,47 @@ func (t *topic) guardOpts() []lakestream.CursorOption {
 
 // serveTopic returns the topic for a name, loading it — and taking its
 // ownership first, when this node is a cluster member — if it is not
-// loaded. A topic owned by another member fails with ErrServiceNotReady
+// loaded. A topic owned by another member fails with broker.ErrServiceNotReady
 // (the client looks it up again and is sent to the owner).
 func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*topic, error) {
 	if s.closed() {
-		return nil, ErrServiceNotReady
+		return nil, broker.ErrServiceNotReady
 	}
-	ref, err := s.resolveName(ctx, name, create)
+	ref, err := s.brk.Resolve(ctx, name, create)
 	if err != nil {
 		return nil, err
 	}
-	if t, err := s.loadedTopic(ref.unit()); t != nil || err != nil {
+	if t, err := s.loadedTopic(ref.Unit()); t != nil || err != nil {
 		return t, err
 	}
-	var owner lakestream.Ownership
-	if m := s.cfg.Membership; m != nil {
-		owner, err = m.Acquire(ctx, ref.unit())
-		var owned *lakestream.OwnedError
-		if errors.As(err, &owned) {
-			return nil, fmt.Errorf("%w: %s is served by %s", ErrServiceNotReady, ref.unit(), owned.Owner.ID)
-		}
-		if err != nil {
-			return nil, err
-		}
+	owner, err := s.brk.Own(ctx, ref.Unit())
+	if err != nil {
+		return nil, err
 	}
 	// One load of the stream gives both the log and the metadata.
-	st, err := s.cfg.Catalog.Stream(ctx, ref.stream)
+	st, err := s.cfg.Catalog.Stream(ctx, ref.Stream)
 	if err != nil {
 		return nil, err
 	}
-	log, err := st.Log(ctx, ref.index)
+	log, err := st.Log(ctx, ref.Index)
 	if err != nil {
 		return nil, err
 	}
-	dedup, err := s.dedupEnabled(ctx, st.Metadata()) // admin_dedup.go
+	dedup, err := s.brk.DedupEnabled(ctx, st.Metadata()) // broker/policies.go
 	if err != nil {
 		return nil, err
 	}
-	t := &topic{srv: s, name: ref.name, stream: ref.stream, log: log, partition: ref.partition, owner: owner, unloaded: make(chan struct{})}
+	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: log, partition: ref.Partition, owner: owner, unloaded: make(chan struct{})}
+	t.lim.TopicAdmission = s.brk.NewTopicAdmission(ref.Unit(), func(label string) {
+		s.lim.metrics.refusals.WithLabelValues(label).Inc()
+	})
+	t.compaction = s.brk.NewTopicCompaction(broker.TopicCompactionOptions{
+		Name: ref.Unit(), Log: log, Guard: t.guardOpts(),
+		Context: s.ctx, Unloaded: t.unloaded, Closing: t.closing.Load,
+	})
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
-	lim, err := s.limitsOf(ctx, st.Metadata()) // limits.go
+	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // broker/policies.go
 	if err != nil {
 		return nil, err
 	}
@@ -336,16 +142,16 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		}
 	}
 	s.mu.Lock()
-	if old := s.mu.topics[ref.unit()]; old != nil || s.mu.closed {
+	if old := s.mu.topics[ref.Unit()]; old != nil || s.mu.closed {
 		s.mu.Unlock()
 		lp.Close(ctx) // lost a race to load the topic
 		if old == nil {
-			return nil, ErrServiceNotReady
+			return nil, broker.ErrServiceNotReady
 		}
-		return s.loadedTopic(ref.unit())
+		return s.loadedTopic(ref.Unit())
 	}
 	t.part = actors.StartPartition(s.rt, actors.PartitionOptions{
-		Name:   ref.unit(),
+		Name:   ref.Unit(),
 		Log:    log,
 		Guard:  owner,
 		State:  lp,
@@ -353,17 +159,17 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 		OnLost: func(err error) { s.unloadTopic(t, false, "") },
 		Logger: s.cfg.Logger,
 	})
-	s.mu.topics[ref.unit()] = t
+	s.mu.topics[ref.Unit()] = t
 	s.mu.Unlock()
 	if lp.State.Terminated {
-		t.markTerminated(end)
+		t.end.MarkTerminated(end)
 	}
 	if owner != nil {
 		go func() {
 			select {
 			case <-owner.Lost():
 				if !t.closing.Load() { // not a release by the unload itself
-					s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.unit())
+					s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.Unit())
 					s.unloadTopic(t, false, "")
 				}
 			case <-t.unloaded:
@@ -374,7 +180,7 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 }
 
 // loadedTopic returns the loaded topic of a unit, nil if none, or
-// ErrServiceNotReady while it is being unloaded.
+// broker.ErrServiceNotReady while it is being unloaded.
 func (s *Server) loadedTopic(unit string) (*topic, error) {
 	s.mu.Lock()
 	t := s.mu.topics[unit]
@@ -383,7 +189,7 @@ func (s *Server) loadedTopic(unit string) (*topic, error) {
 		return nil, nil
 	}
 	if t.closing.Load() {
-		return nil, fmt.Errorf("%w: %s is being unloaded", ErrServiceNotReady, unit)
+		return nil, fmt.Errorf("%w: %s is being unloaded", broker.ErrServiceNotReady, unit)
 	}
 	return t, nil
 }
@@ -418,7 +224,7 @@ func (s *Server) unloadTopic(t *topic, graceful bool, assignedURL string) {
 			s.cfg.Logger.Warn("unloading a topic: persisting a cursor failed", "topic", t.name.String(), "err", err)
 		}
 	}
-	for _, c := range t.endWatchers("") {
+	for _, c := range t.end.Watchers("") {
 		c.disconnect(assignedURL)
 	}
 	if graceful && t.owner != nil {
@@ -442,37 +248,6 @@ func (s *Server) loadedTopics() []*topic {
 	return slices.Collect(maps.Values(s.mu.topics))
 }
 
-// partitions returns the partition count of a topic name's stream: 0 for a
-// non-partitioned topic or a partition; with create, a missing topic is
-// auto-created non-partitioned (when allowed).
-func (s *Server) partitions(ctx context.Context, name string, create bool) (int, error) {
-	tn, err := ParseTopicName(name)
-	if err != nil {
-		return 0, err
-	}
-	if tn.NonPersistent {
-		return 0, nil // never partitioned (nonpersistent.go)
-	}
-	if tn.Partition >= 0 {
-		md, err := s.cfg.Catalog.LoadStream(ctx, tn.StreamID())
-		if err == nil && md.Partitioning.NumPartitions > 0 {
-			return 0, nil // a partition of a partitioned topic
-		}
-		if err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
-			return 0, err
-		}
-	}
-	md, err := s.cfg.Catalog.LoadStream(ctx, fullStreamID(tn))
-	if err == nil {
-		return md.Partitioning.NumPartitions, nil
-	}
-	if errors.Is(err, lakestream.ErrNoSuchStream) && create && s.autoCreate() {
-		_, err := s.resolveName(ctx, name, true)
-		return 0, err
-	}
-	return 0, err
-}
-
 // handleGetTopicsOfNamespace lists the persistent topics of a namespace as
 // Pulsar does: a partitioned topic as its partitions ("t-partition-i"), a
 // non-partitioned one by its name. An unknown (or invalid) namespace and
@@ -493,7 +268,7 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 	var topics []string
 	if c.GetMode() != pb.CommandGetTopicsOfNamespace_NON_PERSISTENT {
 		var err error
-		if topics, err = s.srv.topicsOfNamespace(ctx, c.GetNamespace(), false); err != nil {
+		if topics, err = s.srv.brk.TopicsOfNamespace(ctx, c.GetNamespace(), false); err != nil {
 			s.sendError(c.GetRequestId(), err)
 			return
 		}
@@ -508,7 +283,7 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 		if re, err := regexp.Compile("^(?:" + p + ")$"); err == nil {
 			filtered = true
 			topics = slices.DeleteFunc(topics, func(name string) bool {
-				tn, err := ParseTopicName(name)
+				tn, err := broker.ParseTopicName(name)
 				return err != nil || !re.MatchString(tn.Tenant+"/"+tn.Namespace+"/"+tn.Base().Local)
 			})
 		}
@@ -517,49 +292,4 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 		topics = []string{}
 	}
 	s.send(protocol.GetTopicsOfNamespaceResponse(c.GetRequestId(), topics, filtered, ""))
-}
-
-// topicsOfNamespace lists the topic names of a namespace "tenant/ns",
-// sorted; nil for an unknown namespace. Partitioned topics are listed as
-// their partitions, or (partitioned) only partitioned topics are listed,
-// by their base names.
-func (s *Server) topicsOfNamespace(ctx context.Context, namespace string, partitioned bool) ([]string, error) {
-	if strings.HasPrefix(namespace, "__lakegate/") {
-		return nil, nil // the gateway's own bookkeeping (admin tenants), not topics
-	}
-	ids, err := s.cfg.Catalog.ListStreams(ctx, namespace)
-	if errors.Is(err, lakestream.ErrNoSuchNamespace) || errors.Is(err, lakestream.ErrInvalidArgument) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, id := range ids {
-		md, err := s.cfg.Catalog.LoadStream(ctx, id)
-		if errors.Is(err, lakestream.ErrNoSuchStream) {
-			continue // dropped meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		if md.State == lakestream.StreamDeleting {
-			continue
-		}
-		base := "persistent://" + id.Namespace + "/" + id.Name
-		n := md.Partitioning.NumPartitions
-		switch {
-		case partitioned && n > 0:
-			out = append(out, base)
-		case partitioned:
-		case n > 0:
-			for i := range n {
-				out = append(out, base+partitionSuffix+strconv.Itoa(i))
-			}
-		default:
-			out = append(out, base)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }

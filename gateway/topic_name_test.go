@@ -4,13 +4,14 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
 // TestParseTopicNameRules: the names Pulsar's clients use parse; names with
 // path steps, ':', '*', control characters, bad UTF-8, or tenants and
 // namespaces outside Pulsar's named-entity characters are
-// ErrInvalidTopicName (InvalidTopicName to clients); partition suffixes
+// broker.ErrInvalidTopicName (InvalidTopicName to clients); partition suffixes
 // are read only in canonical form.
 func TestParseTopicNameRules(t *testing.T) {
 	good := map[string]int{
@@ -28,7 +29,7 @@ func TestParseTopicNameRules(t *testing.T) {
 		"persistent://public/default/%2e%2e":         -1, // encoded, not a path step
 	}
 	for name, part := range good {
-		tn, err := ParseTopicName(name)
+		tn, err := broker.ParseTopicName(name)
 		if err != nil {
 			t.Errorf("%q: %v", name, err)
 			continue
@@ -60,17 +61,17 @@ func TestParseTopicNameRules(t *testing.T) {
 		"http://public/default/t",
 	}
 	for _, name := range bad {
-		_, err := ParseTopicName(name)
-		if !errors.Is(err, ErrInvalidTopicName) || serverError(err) != pb.ServerError_InvalidTopicName {
-			t.Errorf("%q: %v, want ErrInvalidTopicName", name, err)
+		_, err := broker.ParseTopicName(name)
+		if !errors.Is(err, broker.ErrInvalidTopicName) || serverError(err) != pb.ServerError_InvalidTopicName {
+			t.Errorf("%q: %v, want broker.ErrInvalidTopicName", name, err)
 		}
 	}
 	for _, name := range []string{"persistent://__lakegate/compacted/1-1", "non-persistent://__lakegate/x/y"} {
-		if _, err := clientTopicName(name); !errors.Is(err, ErrNotAllowed) {
-			t.Errorf("clientTopicName(%q) = %v, want ErrNotAllowed", name, err)
+		if _, err := clientTopicName(name); !errors.Is(err, broker.ErrNotAllowed) {
+			t.Errorf("clientTopicName(%q) = %v, want broker.ErrNotAllowed", name, err)
 		}
-		if _, err := ParseTopicName(name); err != nil {
-			t.Errorf("ParseTopicName(%q) = %v: the node's own names parse", name, err)
+		if _, err := broker.ParseTopicName(name); err != nil {
+			t.Errorf("broker.ParseTopicName(%q) = %v: the node's own names parse", name, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/protocol/pb"
 	"google.golang.org/protobuf/proto"
 )
@@ -25,7 +26,7 @@ const txnCoordinatorAssignTopic = "persistent://pulsar/system/transaction_coordi
 // isTxnCoordinatorTopic reports whether name is the coordinator topic or
 // one of its partitions.
 func isTxnCoordinatorTopic(name string) bool {
-	return name == txnCoordinatorAssignTopic || strings.HasPrefix(name, txnCoordinatorAssignTopic+partitionSuffix)
+	return name == txnCoordinatorAssignTopic || strings.HasPrefix(name, txnCoordinatorAssignTopic+broker.PartitionSuffix)
 }
 
 // handleTxn answers a transaction request with NotAllowedError; it

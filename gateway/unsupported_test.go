@@ -3,17 +3,18 @@ package gateway
 import (
 	"testing"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
 // Features lakegate does not support answer with a ServerError clients
 // treat as final, with a message naming the feature (docs/compatibility.md).
 func TestUnsupportedFeaturesGetClearErrors(t *testing.T) {
-	tn, err := ParseTopicName("non-persistent://public/default/t")
+	tn, err := broker.ParseTopicName("non-persistent://public/default/t")
 	if err != nil || !tn.NonPersistent || tn.String() != "non-persistent://public/default/t" {
 		t.Errorf("non-persistent topic: %+v %v", tn, err)
 	}
-	if _, err := ParseTopicName("http://public/default/t"); serverError(err) != pb.ServerError_InvalidTopicName {
+	if _, err := broker.ParseTopicName("http://public/default/t"); serverError(err) != pb.ServerError_InvalidTopicName {
 		t.Errorf("unknown scheme: %v", err)
 	}
 	for _, name := range []string{txnCoordinatorAssignTopic, txnCoordinatorAssignTopic + "-partition-3"} {

@@ -6,6 +6,7 @@ package node
 
 import (
 	"go/build"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -48,22 +49,31 @@ func TestLayers(t *testing.T) {
 		"meta":            {"engine", "objstore", "tables", "lakehouse"},
 		"lakehouse/delta": {"engine", "tables", "node"},
 		"lakehouse":       {"engine", "tables", "node"},
-		// Above the contract: lakestream only.
-		"gateway":  {"engine", "tables", "node", "meta", "objstore"},
-		"actors":   {"engine", "tables", "node", "meta", "objstore"},
+		// Above the contract: lakestream only. The front door (gateway)
+		// calls the broker layer; the broker never calls a front door.
+		"gateway":  {"engine", "tables", "node", "meta", "objstore", "admin"},
+		"broker":   {"engine", "tables", "node", "meta", "objstore", "gateway", "admin", "nodehttp"},
+		"actors":   {"engine", "tables", "node", "meta", "objstore", "broker", "admin", "gateway"},
 		"nodehttp": {"engine", "tables", "node"},
 		// The contract implements nothing.
-		"lakestream": {"engine", "tables", "node", "gateway", "actors", "protocol", "lakehouse"},
+		"lakestream": {"engine", "tables", "node", "gateway", "actors", "protocol", "lakehouse", "broker", "admin"},
 		// The cluster's Iceberg catalog and its REST API sit on the ground
 		// floor and iceberg-go only.
 		"lakehouse/iceberg/metacat": {"engine", "tables", "node", "gateway", "actors", "objstore"},
 		"icebergrest":               {"engine", "tables", "node", "gateway", "actors", "objstore"},
 		// The table layer does not wire nodes, and meets the broker only
 		// through the contract (the materialization job, the trim floor).
-		"tables": {"node", "gateway", "actors"},
+		"tables": {"node", "gateway", "actors", "broker", "admin"},
 		// The storage node (and lakegate:// URIs) stays below the front
 		// doors: node/assembly wires them, above it.
-		"node": {"gateway", "nodehttp", "node/assembly"},
+		"node": {"gateway", "nodehttp", "node/assembly", "broker", "admin"},
+	}
+	// Only the front doors (the admin REST and the gateway) import the
+	// broker layer, and nothing below them imports a front door: every
+	// package of the storage side and the contract is checked.
+	for _, pkg := range []string{"engine", "engine/catalog", "objstore", "meta", "lakehouse", "lakehouse/delta",
+		"lakehouse/iceberg/metacat", "icebergrest", "lakestream", "protocol", "auth"} {
+		forbidden[pkg] = append(forbidden[pkg], "broker", "admin", "gateway")
 	}
 	for pkg, bad := range forbidden {
 		deps := lakegateDeps(t, root, pkg)
@@ -81,5 +91,51 @@ func TestLayers(t *testing.T) {
 		for d := range lakegateDeps(t, root, pkg) {
 			t.Errorf("%s imports %s: docs/DESIGN.md makes it a leaf", pkg, d)
 		}
+	}
+}
+
+// TestOnlyFrontDoorsImportBroker checks the broker layer's callers: of
+// the module's packages, only the front doors (gateway, admin) and the
+// process assembly that builds a node (cmd/…, node/assembly, internal/testnode)
+// import broker directly, from their non-test files (docs/DESIGN.md,
+// "Import rules").
+func TestOnlyFrontDoorsImportBroker(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	allowed := func(pkg string) bool {
+		switch {
+		case pkg == "broker" || strings.HasPrefix(pkg, "broker/"),
+			pkg == "gateway", pkg == "admin",
+			pkg == "node/assembly", pkg == "internal/testnode",
+			strings.HasPrefix(pkg, "cmd/"):
+			return true
+		}
+		return false
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+			return filepath.SkipDir
+		}
+		bp, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no non-test Go files here
+		}
+		rel, _ := filepath.Rel(root, path)
+		pkg := filepath.ToSlash(rel)
+		for _, imp := range bp.Imports {
+			if imp == module+"broker" && !allowed(pkg) {
+				t.Errorf("%s imports broker: only the front doors (gateway, admin) and the node assembly may (docs/DESIGN.md)", pkg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

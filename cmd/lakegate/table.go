@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/objstore"
@@ -133,7 +133,7 @@ func tableStreamID(name string) (lakestream.StreamIdentifier, error) {
 		}
 		name = "persistent://" + name
 	}
-	tn, err := gateway.ParseTopicName(name)
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
 		return lakestream.StreamIdentifier{}, err
 	}

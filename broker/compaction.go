@@ -1,4 +1,4 @@
-package gateway
+package broker
 
 // Topic compaction, Pulsar's (docs/compacted-topics.md): a compaction of a
 // topic-partition computes the latest record of every key up to a horizon
@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,10 +43,14 @@ import (
 )
 
 const (
+	// ReservedTenant is lakegate's own tenant: its bookkeeping (the admin
+	// tenant records, the compacted logs), hidden from listings, which no
+	// client may use.
+	ReservedTenant = "__lakegate"
 	// compactionCursor is the internal cursor recording the compacted view.
 	compactionCursor = actors.CompactionCursor
 	// compactedNamespace holds the compacted logs (hidden from listings).
-	compactedNamespace = adminHiddenTenant + "/compacted"
+	compactedNamespace = ReservedTenant + "/compacted"
 	// compactionKeysMax bounds the keys one compaction holds in memory.
 	compactionKeysMax = 1_000_000
 	// compactionGenerationTriesMax bounds the generations one compaction
@@ -61,9 +64,6 @@ const (
 	// compaction.
 	compactionReadRecords = 1000
 	compactionReadBytes   = 8 << 20
-	// compactionThresholdProperty is the stream and namespace property of
-	// the compaction threshold policy (bytes; docs/policies.md).
-	compactionThresholdProperty = "lakegate.compactionThreshold"
 )
 
 // compactedState is a partition's compaction record and the compacted
@@ -75,12 +75,16 @@ type compactedState struct {
 	rec     actors.CompactionRecord
 }
 
-// compaction is what a topic keeps of its compactions: the record (read
-// from the compaction cursor, replaced by each compaction that ends) and
-// whether one runs here now — RUNNING is known only to this owner; a
-// compaction an unload interrupts records nothing, and the next owner
-// reports the last one that ended.
-type compaction struct {
+// TopicCompaction is what a topic-partition keeps of its compactions, on
+// its owner: the record (read from the compaction cursor, replaced by
+// each compaction that ends) and whether one runs here now — RUNNING is
+// known only to this owner; a compaction an unload interrupts records
+// nothing, and the next owner reports the last one that ended. Safe for
+// concurrent use.
+type TopicCompaction struct {
+	b    *Broker
+	opts TopicCompactionOptions
+	// running is set while a compaction runs here.
 	running atomic.Bool
 	// state is the current compacted view and record; nil until loaded.
 	state atomic.Pointer[compactedState]
@@ -88,15 +92,40 @@ type compaction struct {
 	tried atomic.Int64
 }
 
+// TopicCompactionOptions are what a topic-partition's compactions need of
+// the topic that its owner serves.
+type TopicCompactionOptions struct {
+	// Name is the topic-partition's canonical name (for logs and errors).
+	Name string
+	// Log is the topic-partition's log.
+	Log lakestream.Log
+	// Guard are the options of cursor writes only the owner may make (the
+	// compaction record).
+	Guard []lakestream.CursorOption
+	// Context ends every compaction run here when it is done (the node
+	// shuts down).
+	Context context.Context
+	// Unloaded is closed when the topic is unloaded: a running compaction
+	// stops. Closing reports whether its unload has begun.
+	Unloaded <-chan struct{}
+	Closing  func() bool
+}
+
+// NewTopicCompaction returns the compactions of one topic-partition this
+// node serves.
+func (b *Broker) NewTopicCompaction(opts TopicCompactionOptions) *TopicCompaction {
+	return &TopicCompaction{b: b, opts: opts}
+}
+
 // compactedStreamID is the internal stream of log's compacted log gen.
 func compactedStreamID(log lakestream.LogID, gen int64) lakestream.StreamIdentifier {
 	return lakestream.StreamIdentifier{Namespace: compactedNamespace, Name: fmt.Sprintf("%d-%d", log, gen)}
 }
 
-// compactedView returns the topic's view for readCompacted subscriptions.
-func (t *topic) compactedView() actors.CompactedView { return topicCompactedView{t} }
+// View returns the topic's view for readCompacted subscriptions.
+func (t *TopicCompaction) View() actors.CompactedView { return topicCompactedView{t} }
 
-type topicCompactedView struct{ t *topic }
+type topicCompactedView struct{ t *TopicCompaction }
 
 // Current implements actors.CompactedView.
 func (v topicCompactedView) Current(ctx context.Context) (lakestream.Log, int64, bool, error) {
@@ -109,12 +138,12 @@ func (v topicCompactedView) Current(ctx context.Context) (lakestream.Log, int64,
 
 // loadCompactedState returns the current compacted view, reading the
 // compaction cursor the first time.
-func (t *topic) loadCompactedState(ctx context.Context) (*compactedState, error) {
-	if st := t.compaction.state.Load(); st != nil {
+func (t *TopicCompaction) loadCompactedState(ctx context.Context) (*compactedState, error) {
+	if st := t.state.Load(); st != nil {
 		return st, nil
 	}
 	st := &compactedState{}
-	c, err := t.log.LoadCursor(ctx, compactionCursor)
+	c, err := t.opts.Log.LoadCursor(ctx, compactionCursor)
 	switch {
 	case errors.Is(err, lakestream.ErrNoSuchCursor):
 	case err != nil:
@@ -123,33 +152,33 @@ func (t *topic) loadCompactedState(ctx context.Context) (*compactedState, error)
 		st.rec, err = actors.DecodeCompactionRecord(c.MarkDeleteOffset(), c.Properties())
 		c.Close(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("compaction record of %s: %w", t.name, err)
+			return nil, fmt.Errorf("compaction record of %s: %w", t.opts.Name, err)
 		}
 		st.gen, st.horizon = st.rec.Generation, st.rec.Horizon
 		if st.gen > 0 {
-			if st.log, err = t.srv.cfg.Catalog.OpenLog(ctx, compactedStreamID(t.log.ID(), st.gen), 0); err != nil {
-				return nil, fmt.Errorf("compacted log of %s: %w", t.name, err)
+			if st.log, err = t.b.cfg.Catalog.OpenLog(ctx, compactedStreamID(t.opts.Log.ID(), st.gen), 0); err != nil {
+				return nil, fmt.Errorf("compacted log of %s: %w", t.opts.Name, err)
 			}
 		}
 	}
-	t.compaction.state.CompareAndSwap(nil, st)
-	return t.compaction.state.Load(), nil
+	t.state.CompareAndSwap(nil, st)
+	return t.state.Load(), nil
 }
 
-// startCompaction starts a compaction of t in the background; false when
+// Start starts a compaction of the topic in the background; false when
 // one is running already.
-func (t *topic) startCompaction() bool {
-	if !t.compaction.running.CompareAndSwap(false, true) {
+func (t *TopicCompaction) Start() bool {
+	if !t.running.CompareAndSwap(false, true) {
 		return false
 	}
 	go func() {
-		defer t.compaction.running.Store(false)
+		defer t.running.Store(false)
 		start := time.Now()
-		ctx, cancel := context.WithCancel(t.srv.ctx)
+		ctx, cancel := context.WithCancel(t.opts.Context)
 		defer cancel()
 		go func() {
 			select {
-			case <-t.unloaded:
+			case <-t.opts.Unloaded:
 				cancel()
 			case <-ctx.Done():
 			}
@@ -157,13 +186,13 @@ func (t *topic) startCompaction() bool {
 		err := t.compact(ctx, start)
 		switch {
 		case err == nil:
-		case ctx.Err() != nil || t.closing.Load() || errors.Is(err, lakestream.ErrGuardLost):
+		case ctx.Err() != nil || t.opts.Closing() || errors.Is(err, lakestream.ErrGuardLost):
 			// Interrupted by an unload, a shutdown or the loss of the
 			// topic: the next owner reports the last compaction that
 			// ended, and runs the next.
-			t.srv.cfg.Logger.Info("topic compaction interrupted", "topic", t.name.String(), "err", err)
+			t.b.cfg.Logger.Info("topic compaction interrupted", "topic", t.opts.Name, "err", err)
 		default:
-			t.srv.cfg.Logger.Warn("topic compaction failed", "topic", t.name.String(), "err", err)
+			t.b.cfg.Logger.Warn("topic compaction failed", "topic", t.opts.Name, "err", err)
 			t.recordCompactionFailure(ctx, err)
 		}
 	}()
@@ -173,8 +202,8 @@ func (t *topic) startCompaction() bool {
 // recordCompaction writes rec to the compaction cursor under the topic's
 // ownership, then makes it (with log, the compacted log it names) the
 // current state.
-func (t *topic) recordCompaction(ctx context.Context, rec actors.CompactionRecord, log lakestream.Log) error {
-	c, err := t.log.OpenCursor(ctx, compactionCursor, -1, t.guardOpts()...)
+func (t *TopicCompaction) recordCompaction(ctx context.Context, rec actors.CompactionRecord, log lakestream.Log) error {
+	c, err := t.opts.Log.OpenCursor(ctx, compactionCursor, -1, t.opts.Guard...)
 	if err != nil {
 		return err
 	}
@@ -183,32 +212,32 @@ func (t *topic) recordCompaction(ctx context.Context, rec actors.CompactionRecor
 	if err != nil {
 		return err
 	}
-	t.compaction.state.Store(&compactedState{gen: rec.Generation, horizon: rec.Horizon, log: log, rec: rec})
+	t.state.Store(&compactedState{gen: rec.Generation, horizon: rec.Horizon, log: log, rec: rec})
 	return nil
 }
 
 // recordCompactionFailure records that a compaction failed with cause: the
 // compacted view stays. The record is written under the ownership; if that
 // write fails, this node still reports the failure.
-func (t *topic) recordCompactionFailure(ctx context.Context, cause error) {
+func (t *TopicCompaction) recordCompactionFailure(ctx context.Context, cause error) {
 	st, err := t.loadCompactedState(ctx)
 	if err != nil {
-		t.srv.cfg.Logger.Warn("recording a failed compaction", "topic", t.name.String(), "err", err)
+		t.b.cfg.Logger.Warn("recording a failed compaction", "topic", t.opts.Name, "err", err)
 		return
 	}
 	rec := st.rec
-	rec.Fail(time.Now().UnixMilli(), t.compaction.tried.Load(), cause.Error())
+	rec.Fail(time.Now().UnixMilli(), t.tried.Load(), cause.Error())
 	if err := t.recordCompaction(ctx, rec, st.log); err != nil {
-		t.srv.cfg.Logger.Warn("recording a failed compaction", "topic", t.name.String(), "err", err)
-		t.compaction.state.Store(&compactedState{gen: st.gen, horizon: st.horizon, log: st.log, rec: rec})
+		t.b.cfg.Logger.Warn("recording a failed compaction", "topic", t.opts.Name, "err", err)
+		t.state.Store(&compactedState{gen: st.gen, horizon: st.horizon, log: st.log, rec: rec})
 	}
 }
 
-// compactionStatus is Pulsar's LongRunningProcessStatus (status, lastError)
+// Status is Pulsar's LongRunningProcessStatus (status, lastError)
 // and the stats' compaction record: RUNNING while a compaction runs here,
 // else the outcome of the last one that ended, from its record.
-func (t *topic) compactionStatus(ctx context.Context) (status, lastError string, rec actors.CompactionRecord, err error) {
-	running := t.compaction.running.Load()
+func (t *TopicCompaction) Status(ctx context.Context) (status, lastError string, rec actors.CompactionRecord, err error) {
+	running := t.running.Load()
 	st, err := t.loadCompactedState(ctx)
 	if err != nil {
 		return "", "", rec, err
@@ -217,6 +246,19 @@ func (t *topic) compactionStatus(ctx context.Context) (status, lastError string,
 		return "RUNNING", "", st.rec, nil
 	}
 	return st.rec.Outcome.String(), st.rec.Error, st.rec, nil
+}
+
+// Running reports whether a compaction runs here now.
+func (t *TopicCompaction) Running() bool { return t.running.Load() }
+
+// Horizon returns the horizon of the current compacted view: the log is
+// compacted below it (gen 0: never compacted, horizon 0).
+func (t *TopicCompaction) Horizon(ctx context.Context) (gen, horizon int64, err error) {
+	st, err := t.loadCompactedState(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.gen, st.horizon, nil
 }
 
 // compactedSource is one source of entries a compaction reads, in offset
@@ -273,15 +315,15 @@ func (src compactedSource) each(ctx context.Context, f func(off int64, records i
 	return nil
 }
 
-// compact runs one compaction of t (see the file comment), started at
+// compact runs one compaction of the topic (see the file comment), started at
 // start, and records its success.
-func (t *topic) compact(ctx context.Context, start time.Time) error {
-	s := t.srv
+func (t *TopicCompaction) compact(ctx context.Context, start time.Time) error {
+	s := t.b
 	old, err := t.loadCompactedState(ctx)
 	if err != nil {
 		return err
 	}
-	horizon, err := t.log.NextOffset(ctx)
+	horizon, err := t.opts.Log.NextOffset(ctx)
 	if err != nil {
 		return err
 	}
@@ -307,12 +349,12 @@ func (t *topic) compact(ctx context.Context, start time.Time) error {
 		sources = append(sources, compactedSource{log: old.log, compacted: true, clogFirst: first, clogNext: next})
 	}
 	from := old.horizon
-	if first, err := t.log.FirstOffset(ctx); err != nil {
+	if first, err := t.opts.Log.FirstOffset(ctx); err != nil {
 		return err
 	} else if first > from {
 		from = first
 	}
-	sources = append(sources, compactedSource{log: t.log, from: from, to: horizon})
+	sources = append(sources, compactedSource{log: t.opts.Log, from: from, to: horizon})
 
 	// Pass 1: the latest record of each key.
 	kc := actors.NewKeyCompactor(compactionKeysMax)
@@ -334,14 +376,14 @@ func (t *topic) compact(ctx context.Context, start time.Time) error {
 	// Pass 2: the surviving entries into a new compacted log.
 	// The new generation: above every one tried before (a dropped stream's
 	// name is never reused; a node that died mid-compaction leaves its log).
-	gen := max(old.gen, old.rec.Tried, t.compaction.tried.Load()) + 1
+	gen := max(old.gen, old.rec.Tried, t.tried.Load()) + 1
 	if _, err := s.cfg.Catalog.CreateNamespace(ctx, compactedNamespace, nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
 		return err
 	}
 	disabled := false
 	for tries := 1; ; tries++ {
-		t.compaction.tried.Store(gen)
-		_, err := s.cfg.Catalog.CreateStream(ctx, compactedStreamID(t.log.ID(), gen), lakestream.StreamConfig{}, lakestream.Partitioning{},
+		t.tried.Store(gen)
+		_, err := s.cfg.Catalog.CreateStream(ctx, compactedStreamID(t.opts.Log.ID(), gen), lakestream.StreamConfig{}, lakestream.Partitioning{},
 			lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, &lakestream.TableMaterializationPolicy{Enabled: &disabled})
 		if err == nil {
 			break
@@ -351,7 +393,7 @@ func (t *topic) compact(ctx context.Context, start time.Time) error {
 		}
 		gen++
 	}
-	id := compactedStreamID(t.log.ID(), gen)
+	id := compactedStreamID(t.opts.Log.ID(), gen)
 	done := false
 	defer func() {
 		if !done {
@@ -433,56 +475,20 @@ func (t *topic) compact(ctx context.Context, start time.Time) error {
 		if g == 0 {
 			continue
 		}
-		if err := s.cfg.Catalog.DropStream(ctx, compactedStreamID(t.log.ID(), g), true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
-			s.cfg.Logger.Warn("dropping a replaced or abandoned compacted log", "topic", t.name.String(), "generation", g, "err", err)
+		if err := s.cfg.Catalog.DropStream(ctx, compactedStreamID(t.opts.Log.ID(), g), true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
+			s.cfg.Logger.Warn("dropping a replaced or abandoned compacted log", "topic", t.opts.Name, "generation", g, "err", err)
 		}
 	}
-	s.cfg.Logger.Info("topic compacted", "topic", t.name.String(), "horizon", horizon, "generation", gen, "removed", removed, "keys", kc.Keys())
+	s.cfg.Logger.Info("topic compacted", "topic", t.opts.Name, "horizon", horizon, "generation", gen, "removed", removed, "keys", kc.Keys())
 	return nil
 }
 
-// compactionThreshold is the compaction threshold policy that applies to
-// md's stream (bytes; 0: none).
-func (s *Server) compactionThreshold(ctx context.Context, md lakestream.StreamMetadata) (int64, error) {
-	v, ok := md.Properties[compactionThresholdProperty]
-	if !ok {
-		ns, err := s.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
-		if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
-			return 0, err
-		}
-		if v, ok = ns.Properties[compactionThresholdProperty]; !ok {
-			return 0, nil
-		}
-	}
-	return strconv.ParseInt(v, 10, 64)
-}
-
-// maybeCompact starts a compaction when the bytes of the log past the
-// horizon exceed the threshold.
-func (t *topic) maybeCompact(ctx context.Context, threshold int64, v logView) error {
-	if threshold <= 0 || v.next <= v.first || t.compaction.running.Load() {
-		return nil
-	}
-	st, err := t.loadCompactedState(ctx)
-	if err != nil {
-		return err
-	}
-	b, err := t.bytesFrom(ctx, max(st.horizon, v.first), v.last)
-	if err != nil || b <= threshold {
-		return err
-	}
-	if t.startCompaction() {
-		t.srv.metrics.policyActions.WithLabelValues("compaction").Inc()
-	}
-	return nil
-}
-
-// dropCompactedLogs drops the compacted logs of a stream's partitions
+// DropCompactedLogs drops the compacted logs of a stream's partitions
 // (the stream is being deleted).
-func (s *Server) dropCompactedLogs(ctx context.Context, md lakestream.StreamMetadata) error {
+func (b *Broker) DropCompactedLogs(ctx context.Context, md lakestream.StreamMetadata) error {
 	var errs []error
 	for i := range md.Partitioning.LogCount() {
-		lg, err := s.cfg.Catalog.OpenLog(ctx, md.ID, i)
+		lg, err := b.cfg.Catalog.OpenLog(ctx, md.ID, i)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -498,7 +504,7 @@ func (s *Server) dropCompactedLogs(ctx context.Context, md lakestream.StreamMeta
 		gen := c.Properties()["generation"]
 		c.Close(ctx)
 		if gen > 0 {
-			if err := s.cfg.Catalog.DropStream(ctx, compactedStreamID(lg.ID(), gen), true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
+			if err := b.cfg.Catalog.DropStream(ctx, compactedStreamID(lg.ID(), gen), true); err != nil && !errors.Is(err, lakestream.ErrNoSuchStream) {
 				errs = append(errs, err)
 			}
 		}

@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/protocol"
+)
+
+// Config configures a Broker. Zero values take the documented defaults.
+type Config struct {
+	// Catalog is the storage the broker's topics live in. Required.
+	Catalog lakestream.StreamCatalog
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// MaxMessageSize is the largest metadata+payload a producer may send,
+	// in bytes: a topic compaction reads the keys of entries up to four
+	// times that (batches). Default protocol.DefaultMaxMessageSize.
+	MaxMessageSize int
+	// Membership, when set, makes this node one member of a cluster: it
+	// serves only the topics it owns (Own; docs/cluster.md). Default nil:
+	// a node on its own serves every topic.
+	Membership lakestream.Membership
+	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
+	// Default false: unknown topics are created non-partitioned.
+	DisableTopicAutoCreation bool
+	// TopicLimits are the node's defaults of the per-topic limits, which
+	// namespace and topic policies override (LimitsOf). Zero fields: no
+	// limit (the gateway's Config gives Pulsar's defaults).
+	TopicLimits TopicLimits
+}
+
+// Broker owns topic behaviour behind a Go API: the front doors (the
+// gateway's sessions, the admin REST) call it, and a test can call it
+// without a socket. Safe for concurrent use.
+type Broker struct {
+	cfg Config
+}
+
+// New returns a Broker over cfg.Catalog.
+func New(cfg Config) (*Broker, error) {
+	if cfg.Catalog == nil {
+		return nil, errors.New("broker: Config.Catalog is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = protocol.DefaultMaxMessageSize
+	}
+	return &Broker{cfg: cfg}, nil
+}
+
+// Catalog is the catalog the broker serves.
+func (b *Broker) Catalog() lakestream.StreamCatalog { return b.cfg.Catalog }

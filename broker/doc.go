@@ -1,0 +1,61 @@
+// Package broker is the layer between the front doors (the Pulsar
+// sessions of gateway/, the admin REST) and the actors: the owner of
+// Pulsar topic behaviour. It sees storage only through the lakestream
+// interfaces and the actors package; nothing below it (actors, engine,
+// tables, lakestream, …) imports it, and only the gateway and the admin
+// REST do (node/layers_test.go).
+//
+// What it owns so far (the move out of gateway/ is under way; issue #26):
+//
+//	broker.go    Config, New, Broker: the API the front doors and tests call
+//	names.go     topic names: persistent:// and non-persistent://, the
+//	             "-partition-N" suffix, the checks of their parts, the
+//	             stream a name denotes
+//	topics.go    topics and partitions in the catalog: Resolve (a name to
+//	             its stream and log, auto-creating a missing topic when
+//	             allowed), Partitions, TopicsOfNamespace
+//	ownership.go Own: a topic's ownership taken before it is served (in a
+//	             cluster; docs/cluster.md)
+//	schema.go    the schema registry: versions kept as stream properties,
+//	             deletion markers, Pulsar's compatibility strategies
+//	policies.go  policy resolution — topic, else namespace, else the node's
+//	             default: retention, message TTL, backlog quotas, the
+//	             per-topic limits, deduplication, the compaction threshold
+//	             (docs/policies.md)
+//	compaction.go topic compaction (Pulsar's; docs/compacted-topics.md):
+//	             TopicCompaction, one per topic-partition served, builds
+//	             compacted logs and keeps the compaction record; the
+//	             compacted view of readCompacted subscriptions
+//	end_of_topic.go the end of a terminated topic: TopicEnd, one per
+//	             topic-partition served, and its consumers (EndWatcher)
+//	             told REACHED_END_OF_TOPIC once
+//	admission.go producer and consumer admission on a topic-partition
+//	             served: TopicAdmission (the limits as they apply now, the
+//	             consumers counted per subscription, the publish and
+//	             dispatch rate buckets)
+//	rate.go      the per-topic limits (TopicLimits, RateLimit: Pulsar's
+//	             names and defaults, docs/policies.md, "Limits"), the rate
+//	             meters of stats and the token buckets of publish and
+//	             dispatch rates
+//	errors.go    the sentinel errors of topic behaviour (names, producers,
+//	             schemas, per-topic limits, backlog quotas); the gateway maps
+//	             them to Pulsar ServerError codes, the admin REST to HTTP
+//	             statuses. Their texts keep their "gateway:" prefix: clients
+//	             and tools read them.
+//
+// Still in gateway/, to move here: the topics served and their partition
+// and subscription actors (topic.go), hand-over and rebalancing
+// (cluster.go), the enforcement of policies on the topics served
+// (policies.go), the limits' effects on sessions and subscriptions
+// (limits.go: paused reads, the dispatch limiters) and non-persistent
+// topics (nonpersistent.go).
+//
+// Concurrency: a Broker holds no state of its own yet (its methods read
+// and write the catalog, with optimistic concurrency on stream
+// properties: schema registrations retry); a TopicCompaction runs at most
+// one compaction at a time, in its own goroutine, ended by its topic's
+// unload or the node's shutdown (TopicCompactionOptions); TopicEnd's
+// watchers lock and TopicAdmission.mu are leaves; RateMeter and TokenBucket are
+// safe for concurrent use (RateMeter.Add is lock-free; TokenBucket.mu is
+// a leaf lock).
+package broker
