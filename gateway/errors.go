@@ -56,11 +56,12 @@ func serverError(err error) pb.ServerError {
 		return pb.ServerError_ProducerBusy
 	case errors.Is(err, actors.ErrProducerFenced):
 		return pb.ServerError_ProducerFenced
-	case errors.Is(err, actors.ErrPartitionClosed), errors.Is(err, lakestream.ErrGuardLost):
+	case errors.Is(err, actors.ErrPartitionClosed), errors.Is(err, lakestream.ErrGuardLost),
+		errors.Is(err, actors.ErrPartitionBusy):
 		return pb.ServerError_ServiceNotReady
 	case errors.Is(err, actors.ErrUnknownProducer):
 		return pb.ServerError_NotAllowedError
-	case errors.Is(err, actors.ErrConsumerBusy):
+	case errors.Is(err, actors.ErrConsumerBusy), errors.Is(err, actors.ErrSubscriptionBusy):
 		return pb.ServerError_ConsumerBusy
 	case errors.Is(err, actors.ErrUnknownConsumer):
 		return pb.ServerError_ConsumerNotFound

@@ -1,0 +1,25 @@
+package gateway
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/protocol/pb"
+)
+
+// TestActorBoundsHaveServerErrors checks that the actors' bounds reach a
+// client as the Pulsar code it retries on, not UnknownError.
+func TestActorBoundsHaveServerErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want pb.ServerError
+	}{
+		{actors.ErrPartitionBusy, pb.ServerError_ServiceNotReady},
+		{actors.ErrSubscriptionBusy, pb.ServerError_ConsumerBusy},
+	} {
+		if got := serverError(fmt.Errorf("wrapped: %w", c.err)); got != c.want {
+			t.Errorf("%v: %v, want %v", c.err, got, c.want)
+		}
+	}
+}
