@@ -336,29 +336,14 @@ func (t *TopicCompaction) compact(ctx context.Context, start time.Time) error {
 		}
 		return nil
 	}
-	var sources []compactedSource
-	if old.gen > 0 {
-		first, err := old.log.FirstOffset(ctx)
-		if err != nil {
-			return err
-		}
-		next, err := old.log.NextOffset(ctx)
-		if err != nil {
-			return err
-		}
-		sources = append(sources, compactedSource{log: old.log, compacted: true, clogFirst: first, clogNext: next})
-	}
-	from := old.horizon
-	if first, err := t.opts.Log.FirstOffset(ctx); err != nil {
+	sources, err := t.compactionSources(ctx, old, horizon)
+	if err != nil {
 		return err
-	} else if first > from {
-		from = first
 	}
-	sources = append(sources, compactedSource{log: t.opts.Log, from: from, to: horizon})
+	maxBytes := s.cfg.MaxMessageSize * 4
 
 	// Pass 1: the latest record of each key.
 	kc := actors.NewKeyCompactor(compactionKeysMax)
-	maxBytes := s.cfg.MaxMessageSize * 4
 	for _, src := range sources {
 		err := src.each(ctx, func(off int64, records int32, entry []byte) error {
 			keys, err := protocol.EntryRecordKeys(entry, maxBytes)
@@ -374,24 +359,9 @@ func (t *TopicCompaction) compact(ctx context.Context, start time.Time) error {
 	survivors, removed := kc.Survivors()
 
 	// Pass 2: the surviving entries into a new compacted log.
-	// The new generation: above every one tried before (a dropped stream's
-	// name is never reused; a node that died mid-compaction leaves its log).
-	gen := max(old.gen, old.rec.Tried, t.tried.Load()) + 1
-	if _, err := s.cfg.Catalog.CreateNamespace(ctx, compactedNamespace, nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
+	gen, err := t.createCompactedLog(ctx, old)
+	if err != nil {
 		return err
-	}
-	disabled := false
-	for tries := 1; ; tries++ {
-		t.tried.Store(gen)
-		_, err := s.cfg.Catalog.CreateStream(ctx, compactedStreamID(t.opts.Log.ID(), gen), lakestream.StreamConfig{}, lakestream.Partitioning{},
-			lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, &lakestream.TableMaterializationPolicy{Enabled: &disabled})
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, lakestream.ErrAlreadyExists) || tries == compactionGenerationTriesMax {
-			return fmt.Errorf("creating the compacted log: %w", err)
-		}
-		gen++
 	}
 	id := compactedStreamID(t.opts.Log.ID(), gen)
 	done := false
@@ -406,27 +376,95 @@ func (t *TopicCompaction) compact(ctx context.Context, start time.Time) error {
 	if err != nil {
 		return err
 	}
+	if err := writeSurvivors(ctx, clog, sources, survivors, maxBytes); err != nil {
+		return err
+	}
+
+	// Switch: the record names the new generation, under the ownership.
+	rec := old.rec
+	rec.Succeed(gen, horizon, kc.Records()-removed, removed, time.Now().UnixMilli(), time.Since(start).Milliseconds())
+	if err := t.recordCompaction(ctx, rec, clog); err != nil {
+		return fmt.Errorf("recording the compaction: %w", err)
+	}
+	done = true
+	t.dropReplaced(ctx, old.gen, gen)
+	s.cfg.Logger.Info("topic compacted", "topic", t.opts.Name, "horizon", horizon, "generation", gen, "removed", removed, "keys", kc.Keys())
+	return nil
+}
+
+// compactionSources returns what a compaction up to horizon reads: the
+// current compacted log, if any, then the topic's log from where that one
+// ends (or the log's first offset, if trimmed above it).
+func (t *TopicCompaction) compactionSources(ctx context.Context, old *compactedState, horizon int64) ([]compactedSource, error) {
+	var sources []compactedSource
+	if old.gen > 0 {
+		first, err := old.log.FirstOffset(ctx)
+		if err != nil {
+			return nil, err
+		}
+		next, err := old.log.NextOffset(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, compactedSource{log: old.log, compacted: true, clogFirst: first, clogNext: next})
+	}
+	from := old.horizon
+	if first, err := t.opts.Log.FirstOffset(ctx); err != nil {
+		return nil, err
+	} else if first > from {
+		from = first
+	}
+	return append(sources, compactedSource{log: t.opts.Log, from: from, to: horizon}), nil
+}
+
+// createCompactedLog creates the compacted log of a new generation: above
+// every one tried before (a dropped stream's name is never reused; a node
+// that died mid-compaction leaves its log).
+func (t *TopicCompaction) createCompactedLog(ctx context.Context, old *compactedState) (int64, error) {
+	s := t.b
+	gen := max(old.gen, old.rec.Tried, t.tried.Load()) + 1
+	if _, err := s.cfg.Catalog.CreateNamespace(ctx, compactedNamespace, nil); err != nil && !errors.Is(err, lakestream.ErrAlreadyExists) {
+		return 0, err
+	}
+	disabled := false
+	for tries := 1; ; tries++ {
+		t.tried.Store(gen)
+		_, err := s.cfg.Catalog.CreateStream(ctx, compactedStreamID(t.opts.Log.ID(), gen), lakestream.StreamConfig{}, lakestream.Partitioning{},
+			lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, &lakestream.TableMaterializationPolicy{Enabled: &disabled})
+		if err == nil {
+			return gen, nil
+		}
+		if !errors.Is(err, lakestream.ErrAlreadyExists) || tries == compactionGenerationTriesMax {
+			return 0, fmt.Errorf("creating the compacted log: %w", err)
+		}
+		gen++
+	}
+}
+
+// writeSurvivors appends the surviving entries of sources to clog, in
+// order, and waits for every append.
+func writeSurvivors(ctx context.Context, clog lakestream.Log, sources []compactedSource, survivors map[int64][]int32, maxBytes int) error {
 	var (
 		wg      sync.WaitGroup
 		errMu   sync.Mutex
 		appendE error
 	)
-	for _, src := range sources {
-		appendOne := func(e actors.CompactedEntry) error {
-			wg.Add(1)
-			err := clog.AppendAsync(ctx, 1, actors.EncodeCompactedEntry(nil, e), func(_ lakestream.EntryHeader, err error) {
-				if err != nil {
-					errMu.Lock()
-					appendE = errors.Join(appendE, err)
-					errMu.Unlock()
-				}
-				wg.Done()
-			}, lakestream.WithPublishTime(e.Offset+1), lakestream.WithDonatedPayload())
+	appendOne := func(e actors.CompactedEntry) error {
+		wg.Add(1)
+		err := clog.AppendAsync(ctx, 1, actors.EncodeCompactedEntry(nil, e), func(_ lakestream.EntryHeader, err error) {
 			if err != nil {
-				wg.Done()
+				errMu.Lock()
+				appendE = errors.Join(appendE, err)
+				errMu.Unlock()
 			}
-			return err
+			wg.Done()
+		}, lakestream.WithPublishTime(e.Offset+1), lakestream.WithDonatedPayload())
+		if err != nil {
+			wg.Done()
 		}
+		return err
+	}
+	for _, src := range sources {
 		err := src.each(ctx, func(off int64, records int32, entry []byte) error {
 			keep, ok := survivors[off]
 			if !ok {
@@ -458,20 +496,16 @@ func (t *TopicCompaction) compact(ctx context.Context, start time.Time) error {
 	if appendE != nil {
 		return fmt.Errorf("writing the compacted log: %w", appendE)
 	}
+	return nil
+}
 
-	// Switch: the record names the new generation, under the ownership.
-	rec := old.rec
-	rec.Succeed(gen, horizon, kc.Records()-removed, removed, time.Now().UnixMilli(), time.Since(start).Milliseconds())
-	if err := t.recordCompaction(ctx, rec, clog); err != nil {
-		return fmt.Errorf("recording the compaction: %w", err)
-	}
-	done = true
-	// The replaced generation goes, and so do the ones between it and the
-	// new one: each was created by a compaction that failed or whose node
-	// died before recording it, and none can become current any more (a
-	// compaction still running elsewhere lost the ownership its record
-	// needs).
-	for g := max(old.gen, gen-compactionLeftoversMax); g < gen; g++ {
+// dropReplaced drops the replaced generation and the ones between it and
+// gen: each was created by a compaction that failed or whose node died
+// before recording it, and none can become current any more (a compaction
+// still running elsewhere lost the ownership its record needs).
+func (t *TopicCompaction) dropReplaced(ctx context.Context, oldGen, gen int64) {
+	s := t.b
+	for g := max(oldGen, gen-compactionLeftoversMax); g < gen; g++ {
 		if g == 0 {
 			continue
 		}
@@ -479,8 +513,6 @@ func (t *TopicCompaction) compact(ctx context.Context, start time.Time) error {
 			s.cfg.Logger.Warn("dropping a replaced or abandoned compacted log", "topic", t.opts.Name, "generation", g, "err", err)
 		}
 	}
-	s.cfg.Logger.Info("topic compacted", "topic", t.opts.Name, "horizon", horizon, "generation", gen, "removed", removed, "keys", kc.Keys())
-	return nil
 }
 
 // DropCompactedLogs drops the compacted logs of a stream's partitions
