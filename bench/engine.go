@@ -242,70 +242,108 @@ func runEngineBenchOnce(ctx context.Context, cfg Config, base string, runIdx, nL
 		return nil, err
 	}
 
-	var (
-		perLogOK  = make([]atomic.Int64, nLogs) // acknowledged appends per log, whole run
-		perLogErr = make([]atomic.Int64, nLogs) // failed (possibly committed) appends per log
-		completed atomic.Int64                  // appends answered (ok or not), for progress
-		failed    atomic.Int64
-		rr        atomic.Uint64
-		producers = make([]*benchProducer, cfg.Producers)
-		wg        sync.WaitGroup
-		startAt   = time.Now()
-		measureAt = startAt.Add(cfg.Warmup)
-		stopAt    = measureAt.Add(cfg.Duration)
-	)
-	for p := range producers {
+	run := &engineRun{
+		cfg: cfg, e: e, logs: logs, runIdx: runIdx, nLogs: nLogs,
+		perLogOK:  make([]atomic.Int64, nLogs),
+		perLogErr: make([]atomic.Int64, nLogs),
+		producers: make([]*benchProducer, cfg.Producers),
+	}
+	run.startAt = time.Now()
+	run.measureAt = run.startAt.Add(cfg.Warmup)
+	run.stopAt = run.measureAt.Add(cfg.Duration)
+	var wg sync.WaitGroup
+	for p := range run.producers {
 		bp := &benchProducer{}
-		producers[p] = bp
+		run.producers[p] = bp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(runIdx), uint64(p)))
-			payload := make([]byte, cfg.SizeBytes)
-			for i := range payload {
-				payload[i] = byte(rng.Uint32())
-			}
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if !t0.Before(stopAt) {
-					return
-				}
-				var li int
-				if cfg.Pick == PickRandom {
-					li = rng.IntN(nLogs)
-				} else {
-					li = int((rr.Add(1) - 1) % uint64(nLogs))
-				}
-				if len(payload) >= benchLogTagBytes {
-					binary.BigEndian.PutUint64(payload, uint64(li))
-				}
-				_, err := logs[li].Append(ctx, 1, payload)
-				t1 := time.Now()
-				completed.Add(1)
-				if err != nil {
-					perLogErr[li].Add(1)
-					failed.Add(1)
-					bp.errors++
-					if bp.firstErr == nil {
-						bp.firstErr = err
-					}
-					continue
-				}
-				perLogOK[li].Add(1)
-				if !t1.Before(measureAt) && t1.Before(stopAt) {
-					bp.lat.Record(t1.Sub(t0))
-					bp.appends++
-					bp.bytes += int64(len(payload))
-				}
-			}
+			run.produce(ctx, p, bp)
 		}()
 	}
+	m0, m1 := run.coordinate(ctx)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := run.result(m0, m1)
+	if cfg.Verify {
+		start := time.Now()
+		r.verified = verifyBenchLogs(ctx, logs, run.perLogOK, run.perLogErr, cfg.SizeBytes)
+		fmt.Fprintf(os.Stderr, "bench logs=%d: verify %s (%.1fs)\n", nLogs, r.verified, time.Since(start).Seconds())
+	}
+	return r, nil
+}
 
-	// The coordinator: engine counters at the window's edges, progress
-	// once a second.
-	var m0, m1 engine.Metrics
-	measureTimer := time.NewTimer(time.Until(measureAt))
-	stopTimer := time.NewTimer(time.Until(stopAt))
+// engineRun is one run of the engine benchmark: its producers append to
+// its logs until stopAt, measuring from measureAt.
+type engineRun struct {
+	cfg    Config
+	e      *engine.Engine
+	logs   []lakestream.Log
+	runIdx int
+	nLogs  int
+
+	startAt, measureAt, stopAt time.Time
+
+	perLogOK  []atomic.Int64 // acknowledged appends per log, whole run
+	perLogErr []atomic.Int64 // failed (possibly committed) appends per log
+	completed atomic.Int64   // appends answered (ok or not), for progress
+	failed    atomic.Int64
+	rr        atomic.Uint64
+	producers []*benchProducer
+}
+
+// produce is producer p: one append at a time to a log picked by
+// cfg.Pick, until stopAt.
+func (run *engineRun) produce(ctx context.Context, p int, bp *benchProducer) {
+	cfg, nLogs := run.cfg, run.nLogs
+	rng := rand.New(rand.NewPCG(uint64(run.runIdx), uint64(p)))
+	payload := make([]byte, cfg.SizeBytes)
+	for i := range payload {
+		payload[i] = byte(rng.Uint32())
+	}
+	for ctx.Err() == nil {
+		t0 := time.Now()
+		if !t0.Before(run.stopAt) {
+			return
+		}
+		var li int
+		if cfg.Pick == PickRandom {
+			li = rng.IntN(nLogs)
+		} else {
+			li = int((run.rr.Add(1) - 1) % uint64(nLogs))
+		}
+		if len(payload) >= benchLogTagBytes {
+			binary.BigEndian.PutUint64(payload, uint64(li))
+		}
+		_, err := run.logs[li].Append(ctx, 1, payload)
+		t1 := time.Now()
+		run.completed.Add(1)
+		if err != nil {
+			run.perLogErr[li].Add(1)
+			run.failed.Add(1)
+			bp.errors++
+			if bp.firstErr == nil {
+				bp.firstErr = err
+			}
+			continue
+		}
+		run.perLogOK[li].Add(1)
+		if !t1.Before(run.measureAt) && t1.Before(run.stopAt) {
+			bp.lat.Record(t1.Sub(t0))
+			bp.appends++
+			bp.bytes += int64(len(payload))
+		}
+	}
+}
+
+// coordinate takes the engine counters at the window's edges and prints
+// progress once a second, until stopAt (or ctx ends).
+func (run *engineRun) coordinate(ctx context.Context) (m0, m1 engine.Metrics) {
+	cfg, e := run.cfg, run.e
+	measureTimer := time.NewTimer(time.Until(run.measureAt))
+	stopTimer := time.NewTimer(time.Until(run.stopAt))
 	tick := time.NewTicker(time.Second)
 	defer measureTimer.Stop()
 	defer stopTimer.Stop()
@@ -313,20 +351,19 @@ func runEngineBenchOnce(ctx context.Context, cfg Config, base string, runIdx, nL
 	if cfg.Warmup == 0 {
 		m0 = e.Metrics()
 	}
-	lastN, lastPuts, lastT := int64(0), e.Metrics().ObjectPuts, startAt
+	lastN, lastPuts, lastT := int64(0), e.Metrics().ObjectPuts, run.startAt
 	progress := func(now time.Time) {
-		n := completed.Load()
+		n := run.completed.Load()
 		puts := e.Metrics().ObjectPuts
 		dt := now.Sub(lastT).Seconds()
 		phase := "measure"
-		if now.Before(measureAt) {
+		if now.Before(run.measureAt) {
 			phase = "warmup"
 		}
 		fmt.Fprintf(os.Stderr, "bench logs=%-5d %-7s %5.1fs  appends=%-9d rate=%8.0f/s  puts=%6.0f/s  errors=%d\n",
-			nLogs, phase, now.Sub(startAt).Seconds(), n, float64(n-lastN)/dt, float64(puts-lastPuts)/dt, failed.Load())
+			run.nLogs, phase, now.Sub(run.startAt).Seconds(), n, float64(n-lastN)/dt, float64(puts-lastPuts)/dt, run.failed.Load())
 		lastN, lastPuts, lastT = n, puts, now
 	}
-loop:
 	for {
 		select {
 		case <-measureTimer.C:
@@ -334,21 +371,20 @@ loop:
 				m0 = e.Metrics()
 			}
 		case <-stopTimer.C:
-			m1 = e.Metrics()
-			break loop
+			return m0, e.Metrics()
 		case now := <-tick.C:
 			progress(now)
 		case <-ctx.Done():
-			break loop
+			return m0, m1
 		}
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+}
 
+// result sums the producers' measurements and the engine's counters
+// between m0 and m1, and prints them.
+func (run *engineRun) result(m0, m1 engine.Metrics) *benchResult {
 	r := &benchResult{
-		logs: nLogs, seconds: cfg.Duration.Seconds(),
+		logs: run.nLogs, seconds: run.cfg.Duration.Seconds(),
 		puts: m1.ObjectPuts - m0.ObjectPuts, putBytes: m1.ObjectPutBytes - m0.ObjectPutBytes,
 		putNanos: m1.ObjectPutNanos - m0.ObjectPutNanos,
 		txns:     m1.Txns - m0.Txns, txnConflicts: m1.TxnConflicts - m0.TxnConflicts,
@@ -357,7 +393,7 @@ loop:
 		foldTxns: m1.FoldTxns - m0.FoldTxns,
 		verified: "-",
 	}
-	for _, bp := range producers {
+	for _, bp := range run.producers {
 		r.lat.Merge(&bp.lat)
 		r.appends += bp.appends
 		r.appendBytes += bp.bytes
@@ -367,17 +403,12 @@ loop:
 		}
 	}
 	fmt.Fprintf(os.Stderr, "bench logs=%d: %.0f appends/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f PUTs/s (mean %.2f ms), %.1f txns/s (mean %.2f ms, %d conflicts), %d errors\n",
-		nLogs, r.appendsPerSec(), r.mbPerSec(), ms(r.lat.Quantile(0.5)), ms(r.lat.Quantile(0.99)), ms(r.lat.Quantile(0.999)), ms(r.lat.Max()),
+		run.nLogs, r.appendsPerSec(), r.mbPerSec(), ms(r.lat.Quantile(0.5)), ms(r.lat.Quantile(0.99)), ms(r.lat.Quantile(0.999)), ms(r.lat.Max()),
 		r.putsPerSec(), r.meanMs(r.putNanos, r.puts), r.txnsPerSec(), r.meanMs(r.txnNanos, r.txns), r.txnConflicts, r.errors)
 	if r.firstErr != nil {
 		fmt.Fprintln(os.Stderr, "bench: first append error:", r.firstErr)
 	}
-	if cfg.Verify {
-		start := time.Now()
-		r.verified = verifyBenchLogs(ctx, logs, perLogOK, perLogErr, cfg.SizeBytes)
-		fmt.Fprintf(os.Stderr, "bench logs=%d: verify %s (%.1fs)\n", nLogs, r.verified, time.Since(start).Seconds())
-	}
-	return r, nil
+	return r
 }
 
 // openBenchLogs opens (creating) logs 0..n-1 before the clock starts, so
