@@ -239,54 +239,15 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 	}
 	fmt.Fprintf(cfg.Out, "# %d days × %d ranges/day × %d partitions, %d batches of %d messages per range; maintenance %v; data in %s\n",
 		cfg.Days, cfg.RangesPerDay, cfg.Partitions, cfg.EntriesPerRange, cfg.BatchMessages, cfg.Maintain, dir)
+	sim := &monthSim{cfg: cfg, e: e, tb: tb, clk: clk, logs: logs, targets: targets, r: r, step: step, stepsPerHour: stepsPerHour}
 	var days []TablesDay
-	var seq uint64
 	for day := 1; day <= cfg.Days; day++ {
 		for s := range cfg.RangesPerDay {
 			if err := ctx.Err(); err != nil {
 				return days, err
 			}
-			for p, id := range logs {
-				for range cfg.EntriesPerRange {
-					entry, n, err := monthEntry(r, seq, cfg.BatchMessages, cfg.MessageBytes, clk.now().UnixMilli(), p)
-					if err != nil {
-						return days, err
-					}
-					seq += uint64(n)
-					if _, err := e.Append(ctx, id, n, entry, lakestream.WithPublishTime(clk.now().UnixMilli())); err != nil {
-						return days, err
-					}
-				}
-			}
-			clk.advance(step)
-			for p, id := range logs {
-				for {
-					_, err := tb.Materialize(ctx, id, targets[p])
-					if errors.Is(err, engine.ErrNothingToCompact) {
-						break
-					}
-					if err != nil {
-						return days, fmt.Errorf("day %d: compaction: %w", day, err)
-					}
-				}
-				if cfg.Maintain {
-					if _, err := tb.Binpack(ctx, id, targets[p]); err != nil {
-						return days, fmt.Errorf("day %d: bin-packing: %w", day, err)
-					}
-				}
-			}
-			if (s+1)%stepsPerHour == 0 {
-				if cfg.Maintain {
-					if _, err := tb.Maintain(ctx, targets[0]); err != nil {
-						return days, fmt.Errorf("day %d: maintenance: %w", day, err)
-					}
-					if _, err := tb.RemoveOrphans(ctx, targets[0], logs); err != nil {
-						return days, fmt.Errorf("day %d: orphans: %w", day, err)
-					}
-				}
-				if _, err := e.CollectGarbage(ctx); err != nil {
-					return days, fmt.Errorf("day %d: gc: %w", day, err)
-				}
+			if err := sim.simulateRange(ctx, day, s); err != nil {
+				return days, err
 			}
 		}
 		d, err := tableState(ctx, store, tb, root, ident, day)
@@ -294,15 +255,8 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 			return days, err
 		}
 		if scanDays[day] {
-			if cfg.DeltaPython != "" {
-				if d.DeltaRS, err = runScan(ctx, cfg.DeltaPython, cfg.ScanScript, "deltars", filepath.Join(dir, "objects", root)); err != nil {
-					return days, err
-				}
-			}
-			if cfg.IcebergPython != "" {
-				if d.PyIceberg, err = runScan(ctx, cfg.IcebergPython, cfg.ScanScript, "pyiceberg", catalogDB, strings.Join(ident, ".")); err != nil {
-					return days, err
-				}
+			if err := scanDay(ctx, cfg, &d, dir, root, catalogDB, ident); err != nil {
+				return days, err
 			}
 		}
 		d.Elapsed = time.Since(start)
@@ -310,6 +264,89 @@ func RunTables(ctx context.Context, cfg TablesConfig) ([]TablesDay, error) {
 		fmt.Fprintln(cfg.Out, d.line())
 	}
 	return days, nil
+}
+
+// monthSim is the state of the simulated month: the engine and tables,
+// the partitions' logs, the simulated clock.
+type monthSim struct {
+	cfg          TablesConfig
+	e            *engine.Engine
+	tb           *tables.Tables
+	clk          *simClock
+	logs         []lakestream.LogID
+	targets      []tables.Target
+	r            *rand.Rand
+	seq          uint64
+	step         time.Duration
+	stepsPerHour int
+}
+
+// simulateRange appends range s of day to every partition, advances the
+// clock, materializes (and bin-packs) each partition and, once a
+// simulated hour, runs table maintenance and GC.
+func (m *monthSim) simulateRange(ctx context.Context, day, s int) error {
+	cfg := m.cfg
+	for p, id := range m.logs {
+		for range cfg.EntriesPerRange {
+			entry, n, err := monthEntry(m.r, m.seq, cfg.BatchMessages, cfg.MessageBytes, m.clk.now().UnixMilli(), p)
+			if err != nil {
+				return err
+			}
+			m.seq += uint64(n)
+			if _, err := m.e.Append(ctx, id, n, entry, lakestream.WithPublishTime(m.clk.now().UnixMilli())); err != nil {
+				return err
+			}
+		}
+	}
+	m.clk.advance(m.step)
+	for p, id := range m.logs {
+		for {
+			_, err := m.tb.Materialize(ctx, id, m.targets[p])
+			if errors.Is(err, engine.ErrNothingToCompact) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("day %d: materialization: %w", day, err)
+			}
+		}
+		if cfg.Maintain {
+			if _, err := m.tb.Binpack(ctx, id, m.targets[p]); err != nil {
+				return fmt.Errorf("day %d: bin-packing: %w", day, err)
+			}
+		}
+	}
+	if (s+1)%m.stepsPerHour != 0 {
+		return nil
+	}
+	if cfg.Maintain {
+		if _, err := m.tb.Maintain(ctx, m.targets[0]); err != nil {
+			return fmt.Errorf("day %d: maintenance: %w", day, err)
+		}
+		if _, err := m.tb.RemoveOrphans(ctx, m.targets[0], m.logs); err != nil {
+			return fmt.Errorf("day %d: orphans: %w", day, err)
+		}
+	}
+	if _, err := m.e.CollectGarbage(ctx); err != nil {
+		return fmt.Errorf("day %d: gc: %w", day, err)
+	}
+	return nil
+}
+
+// scanDay times a full scan of the tables by delta-rs and PyIceberg, for
+// the readers configured.
+func scanDay(ctx context.Context, cfg TablesConfig, d *TablesDay, dir, root, catalogDB string, ident []string) error {
+	var err error
+	if cfg.DeltaPython != "" {
+		if d.DeltaRS, err = runScan(ctx, cfg.DeltaPython, cfg.ScanScript, "deltars", filepath.Join(dir, "objects", root)); err != nil {
+			return err
+		}
+	}
+	if cfg.IcebergPython != "" {
+		if d.PyIceberg, err = runScan(ctx, cfg.IcebergPython, cfg.ScanScript, "pyiceberg", catalogDB, strings.Join(ident, ".")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // line is the progress line of a day.
