@@ -426,26 +426,7 @@ type subHandler struct {
 
 func (h *subHandler) Receive(msg any) {
 	if h.done {
-		switch m := msg.(type) {
-		case addConsumerMsg:
-			m.reply <- ErrSubscriptionClosed
-		case removeConsumerMsg:
-			m.reply <- nil
-		case unsubscribeMsg:
-			m.reply <- ErrSubscriptionClosed
-		case closeMsg:
-			m.reply <- nil
-		case seekMsg:
-			m.reply <- ErrSubscriptionClosed
-		case ackMsg:
-			if m.reply != nil {
-				m.reply(ErrSubscriptionClosed)
-			}
-		case infoMsg:
-			m.reply <- SubscriptionInfo{}
-		case expireMsg:
-			m.reply <- ErrSubscriptionClosed
-		}
+		h.receiveStopped(msg)
 		return
 	}
 	switch m := msg.(type) {
@@ -456,23 +437,7 @@ func (h *subHandler) Receive(msg any) {
 		m.reply <- err
 		h.run(acts)
 	case removeConsumerMsg:
-		// Acknowledgements the consumer sent before leaving are applied
-		// first: its entries they cover are not handed to others.
-		h.applyWaitingAcks()
-		acts := h.sm.RemoveConsumer(m.id)
-		h.dropSink(m.id)
-		// A consumer that leaves has its acknowledgements persisted now, not
-		// at the next persistence tick: after a clean close nothing it
-		// acknowledged is redelivered, even if this node dies right after.
-		if h.opts.Cursor.Durable() {
-			ctx, cancel := context.WithTimeout(h.ctx, closePersistTimeout)
-			if err := h.opts.Cursor.PersistState(ctx); err != nil && h.ctx.Err() == nil {
-				h.opts.Logger.Warn("persisting the cursor of a closing consumer", "sub", h.opts.Name, "err", err)
-			}
-			cancel()
-		}
-		m.reply <- nil
-		h.run(acts)
+		h.removeConsumer(m)
 	case flowMsg:
 		acts, err := h.sm.Flow(m.id, m.permits)
 		if err != nil {
@@ -499,24 +464,7 @@ func (h *subHandler) Receive(msg any) {
 		acts, _ := h.sm.Redeliver(m.id, m.offsets)
 		h.run(acts)
 	case readDoneMsg:
-		if m.err != nil {
-			h.sm.OnReadFailed(m.gen)
-			if h.ctx.Err() == nil {
-				// Retry on any error: the machine issues no read by itself
-				// until its next input, which may never come.
-				if !errors.Is(m.err, context.Canceled) {
-					h.opts.Logger.Warn("subscription read failed; retrying", "sub", h.opts.Name, "err", m.err)
-				}
-				h.retryLater()
-			}
-			return
-		}
-		for _, r := range m.acks {
-			if err := h.opts.Cursor.IndividualDelete(r[0], r[1]-r[0]); err != nil {
-				h.opts.Logger.Warn("acknowledging records compaction removed", "sub", h.opts.Name, "err", err)
-			}
-		}
-		h.run(h.sm.OnReadTo(m.gen, m.tail, m.entries, m.next))
+		h.readDone(m)
 	case pokeMsg:
 		h.run(h.sm.Poke())
 	case tickMsg:
@@ -527,12 +475,7 @@ func (h *subHandler) Receive(msg any) {
 		m.reply <- err
 		h.run(acts)
 	case infoMsg:
-		blocked, _ := h.sm.BlockedOnUnacked()
-		m.reply <- SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
-			AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
-			ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries(),
-			PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset(),
-			BlockedOnUnacked:          blocked, UnackedMessages: h.sm.UnackedRecords()}
+		m.reply <- h.info()
 	case unackedLimitMsg:
 		h.opts.MaxUnackedPerConsumer, h.opts.MaxUnackedPerSubscription = m.perConsumer, m.perSubscription
 		h.run(h.sm.SetUnackedLimits(m.perConsumer, m.perSubscription))
@@ -554,6 +497,86 @@ func (h *subHandler) Receive(msg any) {
 	case seekMsg:
 		m.reply <- h.seek(m.target)
 	}
+}
+
+// receiveStopped answers what comes after the actor stopped: requests
+// fail with ErrSubscriptionClosed (a close or a removal succeeds: there
+// is nothing left to do), the rest is dropped.
+func (h *subHandler) receiveStopped(msg any) {
+	switch m := msg.(type) {
+	case addConsumerMsg:
+		m.reply <- ErrSubscriptionClosed
+	case removeConsumerMsg:
+		m.reply <- nil
+	case unsubscribeMsg:
+		m.reply <- ErrSubscriptionClosed
+	case closeMsg:
+		m.reply <- nil
+	case seekMsg:
+		m.reply <- ErrSubscriptionClosed
+	case ackMsg:
+		if m.reply != nil {
+			m.reply(ErrSubscriptionClosed)
+		}
+	case infoMsg:
+		m.reply <- SubscriptionInfo{}
+	case expireMsg:
+		m.reply <- ErrSubscriptionClosed
+	}
+}
+
+// removeConsumer detaches consumer m.id and persists the cursor.
+func (h *subHandler) removeConsumer(m removeConsumerMsg) {
+	// Acknowledgements the consumer sent before leaving are applied
+	// first: its entries they cover are not handed to others.
+	h.applyWaitingAcks()
+	acts := h.sm.RemoveConsumer(m.id)
+	h.dropSink(m.id)
+	// A consumer that leaves has its acknowledgements persisted now, not
+	// at the next persistence tick: after a clean close nothing it
+	// acknowledged is redelivered, even if this node dies right after.
+	if h.opts.Cursor.Durable() {
+		ctx, cancel := context.WithTimeout(h.ctx, closePersistTimeout)
+		if err := h.opts.Cursor.PersistState(ctx); err != nil && h.ctx.Err() == nil {
+			h.opts.Logger.Warn("persisting the cursor of a closing consumer", "sub", h.opts.Name, "err", err)
+		}
+		cancel()
+	}
+	m.reply <- nil
+	h.run(acts)
+}
+
+// readDone takes a read's entries into the machine, or retries a failed
+// read later.
+func (h *subHandler) readDone(m readDoneMsg) {
+	if m.err != nil {
+		h.sm.OnReadFailed(m.gen)
+		if h.ctx.Err() == nil {
+			// Retry on any error: the machine issues no read by itself
+			// until its next input, which may never come.
+			if !errors.Is(m.err, context.Canceled) {
+				h.opts.Logger.Warn("subscription read failed; retrying", "sub", h.opts.Name, "err", m.err)
+			}
+			h.retryLater()
+		}
+		return
+	}
+	for _, r := range m.acks {
+		if err := h.opts.Cursor.IndividualDelete(r[0], r[1]-r[0]); err != nil {
+			h.opts.Logger.Warn("acknowledging records compaction removed", "sub", h.opts.Name, "err", err)
+		}
+	}
+	h.run(h.sm.OnReadTo(m.gen, m.tail, m.entries, m.next))
+}
+
+// info is the subscription's state for stats.
+func (h *subHandler) info() SubscriptionInfo {
+	blocked, _ := h.sm.BlockedOnUnacked()
+	return SubscriptionInfo{Type: h.sm.Type(), Consumers: h.sm.Consumers(), MarkDeleteOffset: h.opts.Cursor.MarkDeleteOffset(),
+		AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
+		ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries(),
+		PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset(),
+		BlockedOnUnacked:          blocked, UnackedMessages: h.sm.UnackedRecords()}
 }
 
 // addConsumer attaches a consumer: its reservation for SinkReady, then the
