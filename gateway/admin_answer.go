@@ -19,14 +19,16 @@ import (
 )
 
 // handler answers an admin request with a value or an error. The value is
-// written as JSON with 200 OK, except: nil (the untyped nil) is 204 No
-// Content, Pulsar's answer to a change; a rawJSON is written as it is; a
-// octets are written with their headers; a reply carries its own status. An error is written by writeAdminError.
+// written as JSON with 200 OK, except: nil (the untyped nil; a typed nil
+// slice or map is JSON null) is 204 No Content, Pulsar's answer to a
+// change; a rawJSON is written as it is; octets are written with their
+// headers; a reply carries its own status. An error is written by
+// writeAdminError, and a handler that fails writes nothing.
 type handler func(r *http.Request) (any, error)
 
-// writer answers an admin request that writes its own answer: a payload
-// with X-Pulsar-* headers, a member's forwarded answer. When it returns an
-// error it has written nothing, and writeAdminError writes the error.
+// writer answers an admin request that writes its own answer: a member's
+// forwarded answer, a guarded or routed request handed on. When it returns
+// an error it has written nothing, and writeAdminError writes the error.
 type writer func(w http.ResponseWriter, r *http.Request) error
 
 // ServeHTTP is the adapter of every value-returning handler.
