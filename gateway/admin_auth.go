@@ -84,18 +84,17 @@ func requestRole(r *http.Request) string {
 }
 
 // guarded authenticates a request and checks rule before h.
-func (a *admin) guarded(rule authRule, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *admin) guarded(rule authRule, h http.Handler) writer {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		au := a.srv.cfg.Auth
 		if au == nil {
-			h(w, r)
-			return
+			h.ServeHTTP(w, r)
+			return nil
 		}
 		id, err := au.AuthenticateHTTP(r)
 		if err != nil {
 			a.srv.metrics.authFailures.WithLabelValues(auth.Reason(err)).Inc()
-			writeAdminError(w, fmt.Errorf("%w: %w", ErrAuthentication, err))
-			return
+			return fmt.Errorf("%w: %w", ErrAuthentication, err)
 		}
 		roles, err := a.httpRoles(r, id.Role)
 		if err == nil && a.srv.authzOn() {
@@ -109,10 +108,10 @@ func (a *admin) guarded(rule authRule, h http.HandlerFunc) http.HandlerFunc {
 			if errors.Is(err, ErrAuthorization) {
 				a.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
 			}
-			writeAdminError(w, err)
-			return
+			return err
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, roles[len(roles)-1])))
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, roles[len(roles)-1])))
+		return nil
 	}
 }
 
@@ -184,20 +183,19 @@ func roleOf(r *http.Request) (string, error) {
 	return role, nil
 }
 
-func (a *admin) getNamespacePermissions(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getNamespacePermissions(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	var ns lakestream.Namespace
 	if err == nil {
 		ns, err = a.cat.LoadNamespace(r.Context(), name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, grantsOf(ns.Properties))
+	return grantsOf(ns.Properties), nil
 }
 
-func (a *admin) grantNamespacePermission(w http.ResponseWriter, r *http.Request) {
+func (a *admin) grantNamespacePermission(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	role, rerr := roleOf(r)
 	var actions string
@@ -208,34 +206,31 @@ func (a *admin) grantNamespacePermission(w http.ResponseWriter, r *http.Request)
 		err = a.cat.SetNamespaceProperties(r.Context(), name, map[string]string{permPrefix + role: actions})
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
-func (a *admin) revokeNamespacePermission(w http.ResponseWriter, r *http.Request) {
+func (a *admin) revokeNamespacePermission(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	role, rerr := roleOf(r)
 	if err = errors.Join(err, rerr); err == nil {
 		err = a.cat.RemoveNamespaceProperties(r.Context(), name, []string{permPrefix + role})
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
-func (a *admin) getSubscriptionPermissions(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getSubscriptionPermissions(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	var ns lakestream.Namespace
 	if err == nil {
 		ns, err = a.cat.LoadNamespace(r.Context(), name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	out := map[string][]string{}
 	for k, v := range ns.Properties {
@@ -243,10 +238,10 @@ func (a *admin) getSubscriptionPermissions(w http.ResponseWriter, r *http.Reques
 			out[sub] = strings.Split(v, ",")
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (a *admin) grantSubscriptionPermission(w http.ResponseWriter, r *http.Request) {
+func (a *admin) grantSubscriptionPermission(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	sub := r.PathValue("sub")
 	var roles []string
@@ -278,13 +273,12 @@ func (a *admin) grantSubscriptionPermission(w http.ResponseWriter, r *http.Reque
 		}
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
-func (a *admin) revokeSubscriptionPermission(w http.ResponseWriter, r *http.Request) {
+func (a *admin) revokeSubscriptionPermission(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	sub, role := r.PathValue("sub"), r.PathValue("role")
 	if err == nil {
@@ -299,10 +293,9 @@ func (a *admin) revokeSubscriptionPermission(w http.ResponseWriter, r *http.Requ
 		}
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // topicGrantStream is the stream holding a topic's grants: the base topic
@@ -315,24 +308,23 @@ func (a *admin) topicGrantStream(r *http.Request) (lakestream.StreamMetadata, er
 	return ref.md, nil
 }
 
-func (a *admin) getTopicPermissions(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getTopicPermissions(r *http.Request) (any, error) {
 	md, err := a.topicGrantStream(r)
 	var ns lakestream.Namespace
 	if err == nil {
 		ns, err = a.cat.LoadNamespace(r.Context(), md.ID.Namespace)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	out := grantsOf(ns.Properties)
 	for role, acts := range grantsOf(md.Properties) {
 		out[role] = slices.Compact(slices.Sorted(slices.Values(append(out[role], acts...))))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (a *admin) changeTopicPermission(w http.ResponseWriter, r *http.Request, grant bool) {
+func (a *admin) changeTopicPermission(r *http.Request, grant bool) (any, error) {
 	md, err := a.topicGrantStream(r)
 	role, rerr := roleOf(r)
 	var actions string
@@ -340,8 +332,7 @@ func (a *admin) changeTopicPermission(w http.ResponseWriter, r *http.Request, gr
 		actions, err = readActions(r)
 	}
 	if err = errors.Join(err, rerr); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	for range dedupPolicyRetries {
 		props := maps.Clone(md.Properties)
@@ -355,21 +346,19 @@ func (a *admin) changeTopicPermission(w http.ResponseWriter, r *http.Request, gr
 		}
 		var ok bool
 		if md, ok, err = a.cat.ReplaceStreamProperties(r.Context(), md.ID, props, md.MetadataVersion); err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		if ok {
-			noContent(w)
-			return
+			return nil, nil
 		}
 	}
-	writeAdminError(w, fmt.Errorf("%w: topic %s properties changed concurrently, retry", errAdminConflict, md.ID.Name))
+	return nil, fmt.Errorf("%w: topic %s properties changed concurrently, retry", errAdminConflict, md.ID.Name)
 }
 
-func (a *admin) grantTopicPermission(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicPermission(w, r, true)
+func (a *admin) grantTopicPermission(r *http.Request) (any, error) {
+	return a.changeTopicPermission(r, true)
 }
 
-func (a *admin) revokeTopicPermission(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicPermission(w, r, false)
+func (a *admin) revokeTopicPermission(r *http.Request) (any, error) {
+	return a.changeTopicPermission(r, false)
 }

@@ -45,24 +45,21 @@ func lookupData(m lakestream.Member) lookupDataJSON {
 // lookupTopic answers where a topic is served: its owner, or (nobody owns
 // it) the member placement picks, which takes it on first use — this node
 // takes it now when placement picks it.
-func (a *admin) lookupTopic(w http.ResponseWriter, r *http.Request) {
+func (a *admin) lookupTopic(r *http.Request) (any, error) {
 	tn, err := pathTopic(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	ctx := r.Context()
 	unit, err := a.srv.lookupUnit(ctx, tn.String())
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	owner, err := a.srv.ownerOrPlacement(ctx, unit)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, lookupData(owner))
+	return lookupData(owner), nil
 }
 
 // ownerOrPlacement is the member serving unit: its owner; else the member
@@ -93,10 +90,9 @@ func (s *Server) ownerOrPlacement(ctx context.Context, unit string) (lakestream.
 
 // listBrokers lists the live members by their admin address (host:port),
 // as Pulsar lists its brokers' web service addresses.
-func (a *admin) listBrokers(w http.ResponseWriter, r *http.Request) {
+func (a *admin) listBrokers(r *http.Request) (any, error) {
 	if c := r.PathValue("cluster"); c != adminClusterName {
-		writeAdminError(w, fmt.Errorf("%w: cluster %q does not exist", errAdminNotFound, c))
-		return
+		return nil, fmt.Errorf("%w: cluster %q does not exist", errAdminNotFound, c)
 	}
 	var members []lakestream.Member
 	if a.srv.cfg.Membership == nil {
@@ -104,8 +100,7 @@ func (a *admin) listBrokers(w http.ResponseWriter, r *http.Request) {
 	} else {
 		var err error
 		if members, err = a.srv.cfg.Membership.Members(r.Context()); err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 	}
 	out := []string{}
@@ -115,16 +110,16 @@ func (a *admin) listBrokers(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.Sort(out)
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // runtimeConfiguration answers GET /admin/v2/brokers/configuration/runtime
 // (pulsar-admin brokers get-runtime-config; clusters list reads
 // clusterName from it): the broker settings lakegate has an equivalent of,
 // by Pulsar's names. No setting is dynamic (GET …/configuration is []).
-func (a *admin) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
+func (a *admin) runtimeConfiguration(r *http.Request) (any, error) {
 	cfg := a.srv.cfg
-	writeJSON(w, http.StatusOK, map[string]string{
+	return map[string]string{
 		"clusterName":                adminClusterName,
 		"allowAutoTopicCreation":     strconv.FormatBool(!cfg.DisableTopicAutoCreation),
 		"allowAutoTopicCreationType": "non-partitioned",
@@ -134,11 +129,11 @@ func (a *admin) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
 		"brokerDeduplicationEnabled": "false",
 		"authenticationEnabled":      strconv.FormatBool(cfg.Auth != nil),
 		"authorizationEnabled":       strconv.FormatBool(cfg.Authorization),
-	})
+	}, nil
 }
 
 // unloadNamespace unloads every topic of a namespace wherever it is served.
-func (a *admin) unloadNamespace(w http.ResponseWriter, r *http.Request) {
+func (a *admin) unloadNamespace(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	var ids []lakestream.StreamIdentifier
 	if err == nil {
@@ -148,10 +143,9 @@ func (a *admin) unloadNamespace(w http.ResponseWriter, r *http.Request) {
 		err = a.srv.reloadStreams(r.Context(), ids)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // Routing admin requests to owners.
@@ -167,47 +161,44 @@ func (a *admin) unloadNamespace(w http.ResponseWriter, r *http.Request) {
 
 // owned wraps a handler of a per-topic route: a request for one partition
 // (or a non-partitioned topic) owned by another member is forwarded to it.
-func (a *admin) owned(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *admin) owned(h http.Handler) writer {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		m := a.srv.cfg.Membership
 		if m == nil || r.Header.Get(forwardedHeader) != "" {
-			h(w, r)
-			return
+			h.ServeHTTP(w, r)
+			return nil
 		}
 		ref, err := a.refOf(r)
 		if err != nil || ref.partitioned() {
-			h(w, r) // errors and whole partitioned topics are answered here
-			return
+			h.ServeHTTP(w, r) // errors and whole partitioned topics are answered here
+			return nil
 		}
 		owner, ok, err := m.Owner(r.Context(), ref.name.String())
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return err
 		}
 		if !ok || owner.ID == m.Self().ID {
-			h(w, r)
-			return
+			h.ServeHTTP(w, r)
+			return nil
 		}
-		a.forward(w, r, owner)
+		return a.forward(w, r, owner)
 	}
 }
 
-// forward relays r to member and copies the answer back.
-func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestream.Member) {
+// forward relays r to member and copies the answer back; it writes
+// nothing when it fails before the member answers.
+func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestream.Member) error {
 	base, err := a.srv.peerBase(member)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return err
 	}
 	body, err := readBody(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return err
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return err
 	}
 	req.Header = r.Header.Clone()
 	req.Header.Set(forwardedHeader, a.srv.self().ID)
@@ -217,8 +208,7 @@ func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestrea
 	}
 	resp, err := a.srv.httpClient.Do(req)
 	if err != nil {
-		writeAdminError(w, fmt.Errorf("%w: forwarding to %s, which serves the topic: %w", broker.ErrServiceNotReady, member.ID, err))
-		return
+		return fmt.Errorf("%w: forwarding to %s, which serves the topic: %w", broker.ErrServiceNotReady, member.ID, err)
 	}
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
@@ -226,6 +216,7 @@ func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestrea
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, io.LimitReader(resp.Body, adminForwardBytesMax))
+	return nil
 }
 
 // adminForwardBytesMax bounds a forwarded answer, in bytes.
@@ -324,7 +315,7 @@ const fanOutParallel = 16
 // combineWrites answers a fanned-out write: 204 when every partition
 // succeeded — or, with anyFound, when at least one did and the others
 // answered 404 —, else the first failure.
-func combineWrites(w http.ResponseWriter, rs []*partResult, anyFound bool) {
+func combineWrites(rs []*partResult, anyFound bool) (any, error) {
 	var firstErr *partResult
 	found := false
 	for _, p := range rs {
@@ -342,8 +333,7 @@ func combineWrites(w http.ResponseWriter, rs []*partResult, anyFound bool) {
 		firstErr = rs[0]
 	}
 	if firstErr != nil {
-		writeJSON(w, firstErr.status, adminError{Reason: firstErr.err().Error()})
-		return
+		return reply{firstErr.status, adminError{Reason: firstErr.err().Error()}}, nil
 	}
-	noContent(w)
+	return nil, nil
 }

@@ -35,16 +35,14 @@ func (a *admin) compactionTopic(r *http.Request) (*topic, error) {
 	return ts[0], nil
 }
 
-func (a *admin) triggerCompaction(w http.ResponseWriter, r *http.Request) {
+func (a *admin) triggerCompaction(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err == nil && ref.partitioned() {
 		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		combineWrites(w, rs, false)
-		return
+		return combineWrites(rs, false)
 	}
 	var t *topic
 	if err == nil {
@@ -54,10 +52,9 @@ func (a *admin) triggerCompaction(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: a compaction of %s is already running", errAdminConflict, t.name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // compactionStatusJSON is Pulsar's LongRunningProcessStatus.
@@ -66,7 +63,7 @@ type compactionStatusJSON struct {
 	LastError string `json:"lastError"`
 }
 
-func (a *admin) compactionStatus(w http.ResponseWriter, r *http.Request) {
+func (a *admin) compactionStatus(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err == nil && ref.partitioned() {
 		err = fmt.Errorf("%w: %s is a partitioned topic: ask one of its partitions", errAdminMethodNotAllowed, ref.name)
@@ -82,10 +79,9 @@ func (a *admin) compactionStatus(w http.ResponseWriter, r *http.Request) {
 		status, lastError, _, err = t.compaction.Status(r.Context())
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, compactionStatusJSON{Status: status, LastError: lastError})
+	return compactionStatusJSON{Status: status, LastError: lastError}, nil
 }
 
 // thresholdOf reads a compaction threshold body: bytes ≥ 0.
@@ -102,7 +98,7 @@ func thresholdOf(r *http.Request) (string, error) {
 	return strconv.FormatInt(n, 10), nil
 }
 
-func (a *admin) getTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getTopicCompactionThreshold(r *http.Request) (any, error) {
 	if queryBool(r, "applied") {
 		ref, err := a.refOf(r)
 		var n int64
@@ -110,24 +106,21 @@ func (a *admin) getTopicCompactionThreshold(w http.ResponseWriter, r *http.Reque
 			n, err = a.srv.brk.CompactionThreshold(r.Context(), ref.md)
 		}
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, n)
-		return
+		return n, nil
 	}
-	a.getTopicProperty(w, r, broker.CompactionThresholdProperty)
+	return a.getTopicProperty(r, broker.CompactionThresholdProperty)
 }
 
-func (a *admin) setTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setTopicCompactionThreshold(r *http.Request) (any, error) {
 	v, err := thresholdOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	a.changeTopicProperty(w, r, broker.CompactionThresholdProperty, &v, false)
+	return a.changeTopicProperty(r, broker.CompactionThresholdProperty, &v, false)
 }
 
-func (a *admin) removeTopicCompactionThreshold(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, broker.CompactionThresholdProperty, nil, false)
+func (a *admin) removeTopicCompactionThreshold(r *http.Request) (any, error) {
+	return a.changeTopicProperty(r, broker.CompactionThresholdProperty, nil, false)
 }

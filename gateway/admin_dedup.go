@@ -31,32 +31,29 @@ const (
 	dedupPolicyRetries = 8
 )
 
-func (a *admin) getDeduplication(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getDeduplication(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	switch v := ref.md.Properties[broker.DedupProperty]; {
 	case v == "true" || v == "false":
-		writeJSON(w, http.StatusOK, v == "true")
+		return v == "true", nil
 	case queryBool(r, "applied"): // the effective value: the namespace's, else off
 		on, err := a.srv.brk.DedupEnabled(r.Context(), ref.md)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, on)
+		return on, nil
 	default:
-		writeJSON(w, http.StatusOK, nil) // no topic-level policy, as in Pulsar
+		return jsonNull, nil // no topic-level policy, as in Pulsar
 	}
 }
 
-func (a *admin) setDeduplication(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setDeduplication(r *http.Request) (any, error) {
 	b, err := readBody(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	var on bool
 	if b == nil {
@@ -65,24 +62,23 @@ func (a *admin) setDeduplication(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: the body must be true or false: %v", errAdminBadRequest, jerr)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	value := "false"
 	if on {
 		value = "true"
 	}
-	a.changeDeduplication(w, r, &value)
+	return a.changeDeduplication(r, &value)
 }
 
-func (a *admin) removeDeduplication(w http.ResponseWriter, r *http.Request) {
-	a.changeDeduplication(w, r, nil)
+func (a *admin) removeDeduplication(r *http.Request) (any, error) {
+	return a.changeDeduplication(r, nil)
 }
 
 // changeDeduplication sets (value != nil) or removes the policy, then
 // unloads the loaded partitions so the next use reads it.
-func (a *admin) changeDeduplication(w http.ResponseWriter, r *http.Request, value *string) {
-	a.changeTopicProperty(w, r, broker.DedupProperty, value, true)
+func (a *admin) changeDeduplication(r *http.Request, value *string) (any, error) {
+	return a.changeTopicProperty(r, broker.DedupProperty, value, true)
 }
 
 // Namespace deduplication policy (`pulsar-admin namespaces
@@ -108,25 +104,24 @@ func (a *admin) namespaceOf(r *http.Request) (string, error) {
 	return tenant + "/" + ns, nil
 }
 
-func (a *admin) getNamespaceDeduplication(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getNamespaceDeduplication(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	var nsmd lakestream.Namespace
 	if err == nil {
 		nsmd, err = a.cat.LoadNamespace(r.Context(), name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	switch v := nsmd.Properties[broker.DedupProperty]; v {
 	case "true", "false":
-		writeJSON(w, http.StatusOK, v == "true")
+		return v == "true", nil
 	default:
-		writeJSON(w, http.StatusOK, nil)
+		return nil, nil
 	}
 }
 
-func (a *admin) setNamespaceDeduplication(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setNamespaceDeduplication(r *http.Request) (any, error) {
 	b, err := readBody(r)
 	var on bool
 	if err == nil && b == nil {
@@ -137,23 +132,21 @@ func (a *admin) setNamespaceDeduplication(w http.ResponseWriter, r *http.Request
 		}
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	a.changeNamespaceDeduplication(w, r, map[bool]string{true: "true", false: "false"}[on])
+	return a.changeNamespaceDeduplication(r, map[bool]string{true: "true", false: "false"}[on])
 }
 
-func (a *admin) removeNamespaceDeduplication(w http.ResponseWriter, r *http.Request) {
-	a.changeNamespaceDeduplication(w, r, "")
+func (a *admin) removeNamespaceDeduplication(r *http.Request) (any, error) {
+	return a.changeNamespaceDeduplication(r, "")
 }
 
 // changeNamespaceDeduplication sets value ("" removes the policy).
-func (a *admin) changeNamespaceDeduplication(w http.ResponseWriter, r *http.Request, value string) {
+func (a *admin) changeNamespaceDeduplication(r *http.Request, value string) (any, error) {
 	ctx := r.Context()
 	name, err := a.namespaceOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if value == "" {
 		err = a.cat.RemoveNamespaceProperties(ctx, name, []string{broker.DedupProperty})
@@ -167,8 +160,7 @@ func (a *admin) changeNamespaceDeduplication(w http.ResponseWriter, r *http.Requ
 		}
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }

@@ -132,54 +132,45 @@ func dispatchRateOf(r *http.Request) (string, error) {
 	return string(out), nil
 }
 
-// routeLimitPolicies registers the limit policies' routes (handle as in
-// AdminHandler).
-func (a *admin) routeLimitPolicies(handle func(string, authRule, http.HandlerFunc)) {
-	const p = "/admin/v2/persistent/{tenant}/{ns}/{topic}/"
-	const nsp = "/admin/v2/namespaces/{tenant}/{ns}/"
-	for _, lp := range limitPolicies {
-		handle("GET "+p+lp.topicPath, ruleLookup, a.getTopicLimit(lp))
-		handle("POST "+p+lp.topicPath, ruleTenant, func(w http.ResponseWriter, r *http.Request) {
-			v, err := lp.valueOf(r)
-			if err != nil {
-				writeAdminError(w, err)
-				return
-			}
-			a.changeTopicProperty(w, r, lp.prop, &v, false)
-		})
-		handle("DELETE "+p+lp.topicPath, ruleTenant, func(w http.ResponseWriter, r *http.Request) {
-			a.changeTopicProperty(w, r, lp.prop, nil, false)
-		})
-		handle("GET "+nsp+lp.nsPath, ruleTenant, a.getNamespaceProperty(lp.prop))
-		handle("POST "+nsp+lp.nsPath, ruleTenant, a.setNamespaceLimit(lp.prop, lp.valueOf))
-		handle("DELETE "+nsp+lp.nsPath, ruleTenant, a.setNamespaceLimit(lp.prop, nil))
+// setTopicLimit and removeTopicLimit change a topic's limit (the routes:
+// limitRoutes, admin_routes.go).
+func (a *admin) setTopicLimit(lp limitPolicy) handler {
+	return func(r *http.Request) (any, error) {
+		v, err := lp.valueOf(r)
+		if err != nil {
+			return nil, err
+		}
+		return a.changeTopicProperty(r, lp.prop, &v, false)
 	}
 }
 
-func (a *admin) getTopicLimit(lp limitPolicy) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *admin) removeTopicLimit(lp limitPolicy) handler {
+	return func(r *http.Request) (any, error) {
+		return a.changeTopicProperty(r, lp.prop, nil, false)
+	}
+}
+
+func (a *admin) getTopicLimit(lp limitPolicy) handler {
+	return func(r *http.Request) (any, error) {
 		if !queryBool(r, "applied") {
-			a.getTopicProperty(w, r, lp.prop)
-			return
+			return a.getTopicProperty(r, lp.prop)
 		}
 		ref, err := a.refOf(r)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		l, err := a.srv.brk.LimitsOf(r.Context(), ref.md)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, lp.applied(l))
+		return lp.applied(l), nil
 	}
 }
 
 // setNamespaceLimit is setNamespacePolicy for a limit: the topics of the
 // namespace served here apply it before the answer.
-func (a *admin) setNamespaceLimit(key string, valueOf func(*http.Request) (string, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setNamespaceLimit(key string, valueOf func(*http.Request) (string, error)) handler {
+	return func(r *http.Request) (any, error) {
 		name, err := a.namespaceOf(r)
 		var v string
 		if err == nil && valueOf != nil {
@@ -189,10 +180,9 @@ func (a *admin) setNamespaceLimit(key string, valueOf func(*http.Request) (strin
 			err = a.setNamespaceProperty(r.Context(), name, key, v)
 		}
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		a.srv.refreshLimitsOf(r.Context(), lakestream.StreamIdentifier{Namespace: name})
-		noContent(w)
+		return nil, nil
 	}
 }

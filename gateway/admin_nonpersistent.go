@@ -33,18 +33,16 @@ func npPathTopic(r *http.Request) (broker.TopicName, error) {
 	return broker.ParseTopicName("non-persistent://" + tenant + "/" + ns + "/" + local)
 }
 
-func (a *admin) listNPTopics(w http.ResponseWriter, r *http.Request) {
+func (a *admin) listNPTopics(r *http.Request) (any, error) {
 	tenant, ns := r.PathValue("tenant"), r.PathValue("ns")
 	if err := a.checkNamespace(r.Context(), tenant, ns); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	out := a.srv.npTopicsOf(tenant + "/" + ns)
 	if m := a.srv.cfg.Membership; m != nil && r.Header.Get(forwardedHeader) == "" {
 		members, err := m.Members(r.Context())
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		for _, member := range members {
 			if member.ID == m.Self().ID {
@@ -52,8 +50,7 @@ func (a *admin) listNPTopics(w http.ResponseWriter, r *http.Request) {
 			}
 			names, err := a.memberNPTopics(r, member)
 			if err != nil {
-				writeAdminError(w, err)
-				return
+				return nil, err
 			}
 			out = append(out, names...)
 		}
@@ -63,7 +60,7 @@ func (a *admin) listNPTopics(w http.ResponseWriter, r *http.Request) {
 	if out == nil {
 		out = []string{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // memberNPTopics asks member for the non-persistent topics it serves.
@@ -98,46 +95,42 @@ func (a *admin) memberNPTopics(r *http.Request, member lakestream.Member) ([]str
 	return names, nil
 }
 
-func (a *admin) listNPPartitioned(w http.ResponseWriter, r *http.Request) {
+func (a *admin) listNPPartitioned(r *http.Request) (any, error) {
 	if err := a.checkNamespace(r.Context(), r.PathValue("tenant"), r.PathValue("ns")); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, []string{})
+	return []string{}, nil
 }
 
-func (a *admin) npPartitions(w http.ResponseWriter, r *http.Request) {
+func (a *admin) npPartitions(r *http.Request) (any, error) {
 	if _, err := npPathTopic(r); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, partitionedMetadata{Partitions: 0})
+	return partitionedMetadata{Partitions: 0}, nil
 }
 
 // npOwned forwards a request about one non-persistent topic to the member
 // serving it, when that is another member.
-func (a *admin) npOwned(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *admin) npOwned(h http.Handler) writer {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		m := a.srv.cfg.Membership
 		tn, err := npPathTopic(r)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return err
 		}
 		if m == nil || r.Header.Get(forwardedHeader) != "" {
-			h(w, r)
-			return
+			h.ServeHTTP(w, r)
+			return nil
 		}
 		owner, ok, err := m.Owner(r.Context(), tn.String())
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return err
 		}
 		if !ok || owner.ID == m.Self().ID {
-			h(w, r)
-			return
+			h.ServeHTTP(w, r)
+			return nil
 		}
-		a.forward(w, r, owner)
+		return a.forward(w, r, owner)
 	}
 }
 
@@ -156,23 +149,21 @@ func (a *admin) servedNP(r *http.Request) (*npTopic, error) {
 	return t, nil
 }
 
-func (a *admin) npStats(w http.ResponseWriter, r *http.Request) {
+func (a *admin) npStats(r *http.Request) (any, error) {
 	t, err := a.servedNP(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, t.stats())
+	return t.stats(), nil
 }
 
-func (a *admin) npUnload(w http.ResponseWriter, r *http.Request) {
+func (a *admin) npUnload(r *http.Request) (any, error) {
 	tn, err := npPathTopic(r)
 	if err == nil {
 		err = a.srv.unloadLocal(r.Context(), tn.String(), r.URL.Query().Get("destinationBroker"))
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }

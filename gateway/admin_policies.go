@@ -23,22 +23,20 @@ const policyRetries = 8
 // on one partition — and answers 204. With reload the topic's loaded
 // partitions are unloaded gracefully, wherever they are served, so that
 // their next load reads the policy.
-func (a *admin) changeTopicProperty(w http.ResponseWriter, r *http.Request, key string, value *string, reload bool) {
-	a.updateTopicProperty(w, r, key, func(string, bool) (*string, error) { return value, nil }, reload)
+func (a *admin) changeTopicProperty(r *http.Request, key string, value *string, reload bool) (any, error) {
+	return a.updateTopicProperty(r, key, func(string, bool) (*string, error) { return value, nil }, reload)
 }
 
 // updateTopicProperty is changeTopicProperty with the new value computed
 // from the current one (old, present) by update, on each attempt.
-func (a *admin) updateTopicProperty(w http.ResponseWriter, r *http.Request, key string, update func(old string, present bool) (*string, error), reload bool) {
+func (a *admin) updateTopicProperty(r *http.Request, key string, update func(old string, present bool) (*string, error), reload bool) (any, error) {
 	ctx := r.Context()
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if ref.partition >= 0 {
-		writeAdminError(w, fmt.Errorf("%w: this is a policy of the whole topic %s, not of one partition", errAdminMethodNotAllowed, ref.name.Base()))
-		return
+		return nil, fmt.Errorf("%w: this is a policy of the whole topic %s, not of one partition", errAdminMethodNotAllowed, ref.name.Base())
 	}
 	id := broker.FullStreamID(ref.name)
 	md := ref.md
@@ -46,8 +44,7 @@ func (a *admin) updateTopicProperty(w http.ResponseWriter, r *http.Request, key 
 		old, present := md.Properties[key]
 		value, err := update(old, present)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		props := maps.Clone(md.Properties)
 		if props == nil {
@@ -61,24 +58,21 @@ func (a *admin) updateTopicProperty(w http.ResponseWriter, r *http.Request, key 
 		var ok bool
 		md, ok, err = a.cat.ReplaceStreamProperties(ctx, id, props, md.MetadataVersion)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		if ok {
 			if reload {
 				if err := a.srv.reloadStreams(ctx, []lakestream.StreamIdentifier{id}); err != nil {
-					writeAdminError(w, err)
-					return
+					return nil, err
 				}
 			}
 			if isLimitProperty(key) { // admin_limits.go: applied here before the answer
 				a.srv.refreshLimitsOf(ctx, id)
 			}
-			noContent(w)
-			return
+			return nil, nil
 		}
 	}
-	writeAdminError(w, fmt.Errorf("%w: topic %s properties changed concurrently, retry", errAdminConflict, ref.name))
+	return nil, fmt.Errorf("%w: topic %s properties changed concurrently, retry", errAdminConflict, ref.name)
 }
 
 // Retention, message TTL and backlog quota policies (policies.go), as
@@ -200,15 +194,12 @@ func withQuota(v string, present bool, typ string, q *broker.BacklogQuota) (*str
 	return &s, nil
 }
 
-// writePolicyValue answers a stored policy value: its JSON, or null.
-func writePolicyValue(w http.ResponseWriter, v string, present bool) {
+// policyValue answers a stored policy value: its JSON as stored, or null.
+func policyValue(v string, present bool) rawJSON {
 	if !present {
-		writeJSON(w, http.StatusOK, nil)
-		return
+		return jsonNull
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write([]byte(v))
+	return rawJSON(v)
 }
 
 // appliedPolicies are the policies that apply to the request's topic.
@@ -220,120 +211,108 @@ func (a *admin) appliedPolicies(r *http.Request) (broker.TopicPolicies, error) {
 	return a.srv.brk.PoliciesOf(r.Context(), ref.md)
 }
 
-func (a *admin) getTopicRetention(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getTopicRetention(r *http.Request) (any, error) {
 	if queryBool(r, "applied") {
 		p, err := a.appliedPolicies(r)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		rp := broker.RetentionPolicy{TimeMinutes: -1, SizeMB: -1}
 		if p.Retention != nil {
 			rp = *p.Retention
 		}
-		writeJSON(w, http.StatusOK, rp)
-		return
+		return rp, nil
 	}
-	a.getTopicProperty(w, r, broker.RetentionProperty)
+	return a.getTopicProperty(r, broker.RetentionProperty)
 }
 
 // getTopicProperty answers the topic's own policy value (null: none).
-func (a *admin) getTopicProperty(w http.ResponseWriter, r *http.Request, key string) {
+func (a *admin) getTopicProperty(r *http.Request, key string) (any, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	v, ok := ref.md.Properties[key]
-	writePolicyValue(w, v, ok)
+	return policyValue(v, ok), nil
 }
 
-func (a *admin) setTopicRetention(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setTopicRetention(r *http.Request) (any, error) {
 	v, err := retentionOfBody(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	a.changeTopicProperty(w, r, broker.RetentionProperty, &v, false)
+	return a.changeTopicProperty(r, broker.RetentionProperty, &v, false)
 }
 
-func (a *admin) removeTopicRetention(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, broker.RetentionProperty, nil, false)
+func (a *admin) removeTopicRetention(r *http.Request) (any, error) {
+	return a.changeTopicProperty(r, broker.RetentionProperty, nil, false)
 }
 
-func (a *admin) getTopicTTL(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getTopicTTL(r *http.Request) (any, error) {
 	if queryBool(r, "applied") {
 		p, err := a.appliedPolicies(r)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, p.TTLSeconds)
-		return
+		return p.TTLSeconds, nil
 	}
-	a.getTopicProperty(w, r, broker.MessageTTLProperty)
+	return a.getTopicProperty(r, broker.MessageTTLProperty)
 }
 
-func (a *admin) setTopicTTL(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setTopicTTL(r *http.Request) (any, error) {
 	v, err := ttlOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	a.changeTopicProperty(w, r, broker.MessageTTLProperty, &v, false)
+	return a.changeTopicProperty(r, broker.MessageTTLProperty, &v, false)
 }
 
-func (a *admin) removeTopicTTL(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, broker.MessageTTLProperty, nil, false)
+func (a *admin) removeTopicTTL(r *http.Request) (any, error) {
+	return a.changeTopicProperty(r, broker.MessageTTLProperty, nil, false)
 }
 
-func (a *admin) getTopicQuotas(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getTopicQuotas(r *http.Request) (any, error) {
 	if queryBool(r, "applied") {
 		p, err := a.appliedPolicies(r)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		if p.Quotas == nil {
 			p.Quotas = map[string]broker.BacklogQuota{}
 		}
-		writeJSON(w, http.StatusOK, p.Quotas)
-		return
+		return p.Quotas, nil
 	}
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	v, ok := ref.md.Properties[broker.BacklogQuotaProperty]
 	if !ok {
 		v = "{}"
 	}
-	writePolicyValue(w, v, true)
+	return policyValue(v, true), nil
 }
 
-func (a *admin) setTopicQuota(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setTopicQuota(r *http.Request) (any, error) {
 	typ, err := quotaTypeOf(r)
 	var q broker.BacklogQuota
 	if err == nil {
 		q, err = quotaOfBody(r, typ)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	a.updateTopicProperty(w, r, broker.BacklogQuotaProperty, func(old string, present bool) (*string, error) {
+	return a.updateTopicProperty(r, broker.BacklogQuotaProperty, func(old string, present bool) (*string, error) {
 		return withQuota(old, present, typ, &q)
 	}, false)
 }
 
-func (a *admin) removeTopicQuota(w http.ResponseWriter, r *http.Request) {
+func (a *admin) removeTopicQuota(r *http.Request) (any, error) {
 	typ, err := quotaTypeOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	a.updateTopicProperty(w, r, broker.BacklogQuotaProperty, func(old string, present bool) (*string, error) {
+	return a.updateTopicProperty(r, broker.BacklogQuotaProperty, func(old string, present bool) (*string, error) {
 		return withQuota(old, present, typ, nil)
 	}, false)
 }
@@ -353,22 +332,21 @@ func (a *admin) namespaceProps(r *http.Request) (string, map[string]string, erro
 	return name, ns.Properties, nil
 }
 
-func (a *admin) getNamespaceProperty(key string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getNamespaceProperty(key string) handler {
+	return func(r *http.Request) (any, error) {
 		_, props, err := a.namespaceProps(r)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		v, ok := props[key]
-		writePolicyValue(w, v, ok)
+		return policyValue(v, ok), nil
 	}
 }
 
 // setNamespacePolicy stores the value read from the request by valueOf
 // ("": removes the policy).
-func (a *admin) setNamespacePolicy(key string, valueOf func(*http.Request) (string, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setNamespacePolicy(key string, valueOf func(*http.Request) (string, error)) handler {
+	return func(r *http.Request) (any, error) {
 		name, err := a.namespaceOf(r)
 		var v string
 		if err == nil && valueOf != nil {
@@ -378,31 +356,37 @@ func (a *admin) setNamespacePolicy(key string, valueOf func(*http.Request) (stri
 			err = a.setNamespaceProperty(r.Context(), name, key, v)
 		}
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		noContent(w)
+		return nil, nil
 	}
 }
 
-func (a *admin) getNamespaceQuotas(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getNamespaceQuotas(r *http.Request) (any, error) {
 	_, props, err := a.namespaceProps(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	v, ok := props[broker.BacklogQuotaProperty]
 	if !ok {
 		v = "{}"
 	}
-	writePolicyValue(w, v, true)
+	return policyValue(v, true), nil
+}
+
+func (a *admin) setNamespaceQuota(r *http.Request) (any, error) {
+	return a.changeNamespaceQuota(r, false)
+}
+
+func (a *admin) removeNamespaceQuota(r *http.Request) (any, error) {
+	return a.changeNamespaceQuota(r, true)
 }
 
 // changeNamespaceQuota sets (q != nil) or removes one type of the
 // namespace's backlog quota. Namespace properties have no compare-and-set:
 // two concurrent changes of different types may lose one (as two admins
 // racing on a Pulsar namespace's policies may).
-func (a *admin) changeNamespaceQuota(w http.ResponseWriter, r *http.Request, remove bool) {
+func (a *admin) changeNamespaceQuota(r *http.Request, remove bool) (any, error) {
 	typ, err := quotaTypeOf(r)
 	var q *broker.BacklogQuota
 	if err == nil && !remove {
@@ -428,8 +412,7 @@ func (a *admin) changeNamespaceQuota(w http.ResponseWriter, r *http.Request, rem
 		err = a.setNamespaceProperty(r.Context(), name, broker.BacklogQuotaProperty, value)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }

@@ -75,46 +75,41 @@ func adminSchemaOf(st broker.Schema, version int) adminSchemaResponse {
 }
 
 // schemaOf serves GET .../schema and .../schema/{version}.
-func (a *admin) schemaOf(w http.ResponseWriter, r *http.Request) {
+func (a *admin) schemaOf(r *http.Request) (any, error) {
 	var version []byte
 	if v := r.PathValue("version"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 63)
 		if err != nil {
-			writeAdminError(w, fmt.Errorf("%w: schema version %q is not a number", errAdminBadRequest, v))
-			return
+			return nil, fmt.Errorf("%w: schema version %q is not a number", errAdminBadRequest, v)
 		}
 		version = binary.BigEndian.AppendUint64(nil, n)
 	}
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	st, v, err := a.srv.brk.GetSchema(r.Context(), ref.md.ID, version)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, adminSchemaOf(st, v))
+	return adminSchemaOf(st, v), nil
 }
 
 // allSchemas serves GET .../schemas.
-func (a *admin) allSchemas(w http.ResponseWriter, r *http.Request) {
+func (a *admin) allSchemas(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	list, err := broker.LoadSchemas(ref.md)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	out := make([]adminSchemaResponse, 0, len(list))
 	for v := broker.LiveFrom(list); v < len(list); v++ {
 		out = append(out, adminSchemaOf(list[v], v))
 	}
-	writeJSON(w, http.StatusOK, map[string][]adminSchemaResponse{"getSchemaResponses": out})
+	return map[string][]adminSchemaResponse{"getSchemaResponses": out}, nil
 }
 
 // adminSchemaPayload is Pulsar's PostSchemaPayload (what `pulsar-admin
@@ -181,7 +176,7 @@ func (a *admin) schemaStream(r *http.Request, create bool) (lakestream.StreamMet
 
 // postSchema serves POST .../schema: registers the payload's schema as
 // a producer would (a new version when new and compatible).
-func (a *admin) postSchema(w http.ResponseWriter, r *http.Request) {
+func (a *admin) postSchema(r *http.Request) (any, error) {
 	sc, err := schemaOfPayload(r)
 	var md lakestream.StreamMetadata
 	if err == nil {
@@ -195,31 +190,29 @@ func (a *admin) postSchema(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: %w", errAdminConflict, err)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	v := binary.BigEndian.Uint64(version)
-	writeJSON(w, http.StatusOK, map[string]map[string]uint64{"version": {"version": v}})
+	return map[string]map[string]uint64{"version": {"version": v}}, nil
 }
 
 // deleteSchema serves DELETE .../schema[?force=true].
-func (a *admin) deleteSchema(w http.ResponseWriter, r *http.Request) {
+func (a *admin) deleteSchema(r *http.Request) (any, error) {
 	md, err := a.schemaStream(r, false)
 	var v int
 	if err == nil {
 		v, err = a.srv.brk.DeleteSchema(r.Context(), md.ID, queryBool(r, "force"))
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"version": v})
+	return map[string]int{"version": v}, nil
 }
 
 // testSchemaCompatibility serves POST .../compatibility: whether the
 // payload's schema would be accepted, under which strategy (nothing is
 // registered).
-func (a *admin) testSchemaCompatibility(w http.ResponseWriter, r *http.Request) {
+func (a *admin) testSchemaCompatibility(r *http.Request) (any, error) {
 	sc, err := schemaOfPayload(r)
 	var md lakestream.StreamMetadata
 	if err == nil {
@@ -234,8 +227,7 @@ func (a *admin) testSchemaCompatibility(w http.ResponseWriter, r *http.Request) 
 		list, err = broker.LoadSchemas(md)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	want := broker.SchemaOf(sc)
 	ok := true
@@ -244,13 +236,13 @@ func (a *admin) testSchemaCompatibility(w http.ResponseWriter, r *http.Request) 
 			ok = broker.SchemaCompatibleWith(strategy, live, want) == nil
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"isCompatibility": ok, "schemaCompatibilityStrategy": strategy})
+	return map[string]any{"isCompatibility": ok, "schemaCompatibilityStrategy": strategy}, nil
 }
 
 // schemaVersionOfPayload serves POST .../version: the version of the
 // payload's schema, 404 when it is not registered (since the last
 // deletion).
-func (a *admin) schemaVersionOfPayload(w http.ResponseWriter, r *http.Request) {
+func (a *admin) schemaVersionOfPayload(r *http.Request) (any, error) {
 	sc, err := schemaOfPayload(r)
 	var md lakestream.StreamMetadata
 	if err == nil {
@@ -261,15 +253,13 @@ func (a *admin) schemaVersionOfPayload(w http.ResponseWriter, r *http.Request) {
 		list, err = broker.LoadSchemas(md)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	v, ok := broker.SchemaVersionOf(list, broker.SchemaOf(sc))
 	if !ok {
-		writeAdminError(w, fmt.Errorf("%w: %s has no such schema version", broker.ErrNoSchema, md.ID))
-		return
+		return nil, fmt.Errorf("%w: %s has no such schema version", broker.ErrNoSchema, md.ID)
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"version": v})
+	return map[string]int{"version": v}, nil
 }
 
 // parseStrategy reads a strategy body: a JSON string (or a bare name).
@@ -294,62 +284,56 @@ func parseStrategy(r *http.Request) (string, error) {
 // getTopicSchemaStrategy serves GET .../{topic}/schemaCompatibilityStrategy:
 // the topic's policy (null when none), or with ?applied=true the strategy
 // that applies.
-func (a *admin) getTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getTopicSchemaStrategy(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if queryBool(r, "applied") {
 		s, err := a.srv.brk.SchemaStrategy(r.Context(), ref.md)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, s)
-		return
+		return s, nil
 	}
 	if v := ref.md.Properties[broker.SchemaStrategyProperty]; v != "" {
-		writeJSON(w, http.StatusOK, v)
-		return
+		return v, nil
 	}
-	writeJSON(w, http.StatusOK, nil)
+	return nil, nil
 }
 
-func (a *admin) setTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setTopicSchemaStrategy(r *http.Request) (any, error) {
 	name, err := parseStrategy(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	a.changeTopicProperty(w, r, broker.SchemaStrategyProperty, &name, false)
+	return a.changeTopicProperty(r, broker.SchemaStrategyProperty, &name, false)
 }
 
-func (a *admin) removeTopicSchemaStrategy(w http.ResponseWriter, r *http.Request) {
-	a.changeTopicProperty(w, r, broker.SchemaStrategyProperty, nil, false)
+func (a *admin) removeTopicSchemaStrategy(r *http.Request) (any, error) {
+	return a.changeTopicProperty(r, broker.SchemaStrategyProperty, nil, false)
 }
 
 // getNamespaceSchemaStrategy serves GET
 // /admin/v2/namespaces/{t}/{ns}/schemaCompatibilityStrategy (UNDEFINED
 // when not set, as Pulsar answers).
-func (a *admin) getNamespaceSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getNamespaceSchemaStrategy(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	var nsmd lakestream.Namespace
 	if err == nil {
 		nsmd, err = a.cat.LoadNamespace(r.Context(), name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	v := nsmd.Properties[broker.SchemaStrategyProperty]
 	if v == "" {
 		v = broker.StrategyUndefined
 	}
-	writeJSON(w, http.StatusOK, v)
+	return v, nil
 }
 
-func (a *admin) setNamespaceSchemaStrategy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setNamespaceSchemaStrategy(r *http.Request) (any, error) {
 	value, err := parseStrategy(r)
 	var name string
 	if err == nil {
@@ -359,10 +343,9 @@ func (a *admin) setNamespaceSchemaStrategy(w http.ResponseWriter, r *http.Reques
 		err = a.setNamespaceProperty(r.Context(), name, broker.SchemaStrategyProperty, value)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // setNamespaceProperty sets (value != "") or removes a namespace property.

@@ -338,41 +338,36 @@ func (t *topic) backlogOf(ctx context.Context, info actors.SubscriptionInfo, nex
 	return info.UnackedRecords(next-n, next), nil
 }
 
-func (a *admin) topicStats(w http.ResponseWriter, r *http.Request) {
+func (a *admin) topicStats(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err == nil && ref.partitioned() {
 		err = fmt.Errorf("%w: %s is a partitioned topic: use partitioned-stats, or the stats of a partition", errAdminNotFound, ref.name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	ts, err := a.topics(r.Context(), ref)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	st, err := ts[0].stats(r.Context(), ref.md.CreatedAtMs)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, st)
+	return st, nil
 }
 
-func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
+func (a *admin) partitionedStats(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err == nil && !ref.partitioned() {
 		err = fmt.Errorf("%w: partitioned topic %s not found (it is not partitioned: use stats)", errAdminNotFound, ref.name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	rs, err := a.fanOut(r, ref, "/stats") // each partition's stats, from its owner
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	perPartition := r.URL.Query().Get("perPartition") != "false"
 	out := partitionedStatsJSON{
@@ -388,13 +383,11 @@ func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, res := range rs {
 		if !res.ok() {
-			writeAdminError(w, res.err())
-			return
+			return nil, res.err()
 		}
 		var st topicStatsJSON
 		if err := json.Unmarshal(res.body.Bytes(), &st); err != nil {
-			writeAdminError(w, fmt.Errorf("stats of partition %d: %w", res.partition, err))
-			return
+			return nil, fmt.Errorf("stats of partition %d: %w", res.partition, err)
 		}
 		if perPartition {
 			out.Partitions[partitionName(ref.name, res.partition)] = st
@@ -429,7 +422,7 @@ func (a *admin) partitionedStats(w http.ResponseWriter, r *http.Request) {
 	if out.MsgInCounter > 0 {
 		out.AverageMsgSize = float64(out.BytesInCounter) / float64(out.MsgInCounter)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // consumerStatsTimeout bounds a CONSUMER_STATS answer (the subscription

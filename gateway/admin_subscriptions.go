@@ -135,29 +135,25 @@ func parseMessageID(r *http.Request, def protocol.MessageID) (messageIDJSON, err
 	return m, nil
 }
 
-func (a *admin) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+func (a *admin) listSubscriptions(r *http.Request) (any, error) {
 	ctx := r.Context()
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	out := []string{}
 	if ref.partitioned() {
 		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		for _, res := range rs {
 			var names []string
 			if !res.ok() {
-				writeAdminError(w, res.err())
-				return
+				return nil, res.err()
 			}
 			if err := json.Unmarshal(res.body.Bytes(), &names); err != nil {
-				writeAdminError(w, fmt.Errorf("subscriptions of partition %d: %w", res.partition, err))
-				return
+				return nil, fmt.Errorf("subscriptions of partition %d: %w", res.partition, err)
 			}
 			for _, n := range names {
 				if !slices.Contains(out, n) {
@@ -166,25 +162,22 @@ func (a *admin) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		slices.Sort(out)
-		writeJSON(w, http.StatusOK, out)
-		return
+		return out, nil
 	}
 	ts, err := a.topics(ctx, ref)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if out, err = ts[0].subscriptionNames(ctx); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if out == nil {
 		out = []string{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (a *admin) createSubscription(w http.ResponseWriter, r *http.Request) {
+func (a *admin) createSubscription(r *http.Request) (any, error) {
 	ctx := r.Context()
 	name, err := subscriptionName(r)
 	var ref topicRef
@@ -202,37 +195,30 @@ func (a *admin) createSubscription(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	m, err := parseMessageID(r, protocol.LatestMessageID)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if ref.partitioned() && !m.sentinel() {
-		writeAdminError(w, fmt.Errorf("%w: a subscription of partitioned topic %s starts at earliest or latest; create it on a partition to start at a message id", errAdminPrecondition, ref.name))
-		return
+		return nil, fmt.Errorf("%w: a subscription of partitioned topic %s starts at earliest or latest; create it on a partition to start at a message id", errAdminPrecondition, ref.name)
 	}
 	if ref.partitioned() {
 		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		combineWrites(w, rs, false)
-		return
+		return combineWrites(rs, false)
 	}
 	ts, err := a.topics(ctx, ref)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if err := ts[0].createCursor(ctx, name, m); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // createCursor creates the durable cursor of subscription name so that the
@@ -261,45 +247,39 @@ func (t *topic) createCursor(ctx context.Context, name string, m messageIDJSON) 
 	return c.Close(ctx)
 }
 
-func (a *admin) deleteSubscription(w http.ResponseWriter, r *http.Request) {
+func (a *admin) deleteSubscription(r *http.Request) (any, error) {
 	ctx := r.Context()
 	name, err := subscriptionName(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	ref, err := a.refOf(r)
 	if err == nil && ref.partitioned() {
 		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		combineWrites(w, rs, true)
-		return
+		return combineWrites(rs, true)
 	}
 	var ts []*topic
 	if err == nil {
 		ts, err = a.topics(ctx, ref)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	force, found := queryBool(r, "force"), false
 	for _, t := range ts {
 		ok, err := t.deleteSubscription(ctx, name, force)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		found = found || ok
 	}
 	if !found {
-		writeAdminError(w, fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, ref.name))
-		return
+		return nil, fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, ref.name)
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // deleteSubscription stops the subscription's actor and deletes its cursor;
@@ -343,40 +323,34 @@ func (t *topic) deleteSubscription(ctx context.Context, name string, force bool)
 	return found, nil
 }
 
-func (a *admin) resetCursorByTime(w http.ResponseWriter, r *http.Request) {
+func (a *admin) resetCursorByTime(r *http.Request) (any, error) {
 	ctx := r.Context()
 	name, err := subscriptionName(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	ms, err := strconv.ParseInt(r.PathValue("timestamp"), 10, 64)
 	if err != nil {
-		writeAdminError(w, fmt.Errorf("%w: timestamp %q is not Unix milliseconds", errAdminBadRequest, r.PathValue("timestamp")))
-		return
+		return nil, fmt.Errorf("%w: timestamp %q is not Unix milliseconds", errAdminBadRequest, r.PathValue("timestamp"))
 	}
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if ref.partitioned() {
 		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		combineWrites(w, rs, true)
-		return
+		return combineWrites(rs, true)
 	}
 	err = a.resetEveryPartition(ctx, ref, name, func(t *topic) (int64, error) {
 		return t.log.FindOffsetByTime(ctx, time.UnixMilli(ms))
 	})
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // resetEveryPartition resets subscription name on every partition of ref to
@@ -404,68 +378,57 @@ func (a *admin) resetEveryPartition(ctx context.Context, ref topicRef, name stri
 	return nil
 }
 
-func (a *admin) resetCursorByID(w http.ResponseWriter, r *http.Request) {
+func (a *admin) resetCursorByID(r *http.Request) (any, error) {
 	ctx := r.Context()
 	name, err := subscriptionName(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	m, err := parseMessageID(r, protocol.EarliestMessageID)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if ref.partitioned() && m.sentinel() {
 		// Earliest or latest: every partition.
 		rs, err := a.fanOut(r, ref, "")
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		combineWrites(w, rs, true)
-		return
+		return combineWrites(rs, true)
 	}
 	if ref.partitioned() {
 		n := ref.md.Partitioning.NumPartitions
 		if m.PartitionIndex < 0 || int(m.PartitionIndex) >= n {
-			writeAdminError(w, fmt.Errorf("%w: resetting %s (%d partitions) by message id needs the partitionIndex of the id", errAdminPrecondition, ref.name, n))
-			return
+			return nil, fmt.Errorf("%w: resetting %s (%d partitions) by message id needs the partitionIndex of the id", errAdminPrecondition, ref.name, n)
 		}
 		// The partition the id names, at its owner.
 		rs, err := a.fanOut(r, ref, "", int(m.PartitionIndex))
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		combineWrites(w, rs, false)
-		return
+		return combineWrites(rs, false)
 	}
 	ts, err := a.topics(ctx, ref)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	t := ts[0]
 	target, err := t.offsetOf(ctx, m)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	ok, err := t.resetCursor(ctx, name, target)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, t.name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // resetCursor moves subscription name so that target is the next offset
@@ -512,12 +475,11 @@ const peekScanEntriesMax = 10000
 // backlog — entries it acknowledged wholly are skipped — answered as
 // getEntry answers an entry; 404 past the backlog. It reads at most
 // peekScanEntriesMax entries.
-func (a *admin) peekMessage(w http.ResponseWriter, r *http.Request) {
+func (a *admin) peekMessage(r *http.Request) (any, error) {
 	ctx := r.Context()
 	n, err := strconv.Atoi(r.PathValue("pos"))
 	if err != nil || n < 1 {
-		writeAdminError(w, fmt.Errorf("%w: message position %q: want 1 or more", errAdminBadRequest, r.PathValue("pos")))
-		return
+		return nil, fmt.Errorf("%w: message position %q: want 1 or more", errAdminBadRequest, r.PathValue("pos"))
 	}
 	name, err := subscriptionName(r)
 	var ref topicRef
@@ -532,8 +494,7 @@ func (a *admin) peekMessage(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: %s is a partitioned topic: peek one of its partitions", errAdminMethodNotAllowed, ref.name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	t := ts[0]
 	var info actors.SubscriptionInfo
@@ -550,8 +511,7 @@ func (a *admin) peekMessage(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: subscription %s of %s not found", errAdminNotFound, name, ref.name)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	from, seen := info.MarkDeleteOffset+1, 0
 	for read := 0; read < peekScanEntriesMax; {
@@ -562,8 +522,7 @@ func (a *admin) peekMessage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
 		if len(es) == 0 {
 			break
@@ -574,11 +533,10 @@ func (a *admin) peekMessage(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			if seen++; seen == n {
-				writeEntry(w, int64(t.log.ID()), t.partition, e)
-				return
+				return entryPayload(int64(t.log.ID()), t.partition, e)
 			}
 		}
 		from = es[len(es)-1].End()
 	}
-	writeAdminError(w, fmt.Errorf("%w: subscription %s of %s has fewer than %d messages in its backlog", errAdminNotFound, name, ref.name, n))
+	return nil, fmt.Errorf("%w: subscription %s of %s has fewer than %d messages in its backlog", errAdminNotFound, name, ref.name, n)
 }

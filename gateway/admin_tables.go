@@ -65,23 +65,20 @@ type tablePartitionJSON struct {
 
 // tableInfo answers GET …/{topic}/table for a topic (partitioned or not;
 // a partition's name answers for its whole topic).
-func (a *admin) tableInfo(w http.ResponseWriter, r *http.Request) {
+func (a *admin) tableInfo(r *http.Request) (any, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
 	defer cancel()
 	id, err := a.topicTableStream(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	s, err := a.cat.Stream(ctx, id)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	info, err := s.Table().Info(ctx)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	out := tableInfoJSON{Topic: "persistent://" + id.Namespace + "/" + id.Name, Location: info.Location,
 		Formats: []tableFormatJSON{}, Partitions: []tablePartitionJSON{}}
@@ -95,8 +92,7 @@ func (a *admin) tableInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	pol, err := a.cat.ResolveMaterialization(ctx, id)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if pol.RetentionMs != nil {
 		out.Retention.RetentionMs = *pol.RetentionMs
@@ -109,7 +105,7 @@ func (a *admin) tableInfo(w http.ResponseWriter, r *http.Request) {
 			RetentionBytes: lr.RetentionBytes, FilesRemoved: lr.FilesRemoved, BytesRemoved: lr.BytesRemoved,
 			FilesHeld: lr.FilesHeld, LiveBytes: lr.LiveBytes}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // tablePolicyJSON is the body of the table-policy endpoints (a lakegate
@@ -184,30 +180,26 @@ func (a *admin) topicTableStream(r *http.Request) (lakestream.StreamIdentifier, 
 	return ref.md.ID, nil
 }
 
-func (a *admin) getTopicTablePolicy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getTopicTablePolicy(r *http.Request) (any, error) {
 	id, err := a.topicTableStream(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	if queryBool(r, "applied") {
 		p, err := a.cat.ResolveMaterialization(r.Context(), id)
 		if err != nil {
-			writeAdminError(w, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, policyJSON(&p))
-		return
+		return policyJSON(&p), nil
 	}
 	md, err := a.cat.LoadStream(r.Context(), id)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, policyJSON(md.Materialization))
+	return policyJSON(md.Materialization), nil
 }
 
-func (a *admin) setTopicTablePolicy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setTopicTablePolicy(r *http.Request) (any, error) {
 	id, err := a.topicTableStream(r)
 	if err == nil {
 		var p *lakestream.TableMaterializationPolicy
@@ -216,49 +208,44 @@ func (a *admin) setTopicTablePolicy(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil, nil
 }
 
-func (a *admin) removeTopicTablePolicy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) removeTopicTablePolicy(r *http.Request) (any, error) {
 	id, err := a.topicTableStream(r)
 	if err == nil {
 		err = a.cat.SetStreamMaterialization(r.Context(), id, nil)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil, nil
 }
 
-func (a *admin) getNamespaceTablePolicy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getNamespaceTablePolicy(r *http.Request) (any, error) {
 	ns, err := a.cat.LoadNamespace(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("ns"))
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, policyJSON(ns.Materialization))
+	return policyJSON(ns.Materialization), nil
 }
 
-func (a *admin) setNamespaceTablePolicy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) setNamespaceTablePolicy(r *http.Request) (any, error) {
 	p, err := a.readTablePolicy(r)
 	if err == nil {
 		err = a.cat.SetNamespaceMaterialization(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("ns"), p)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil, nil
 }
 
-func (a *admin) removeNamespaceTablePolicy(w http.ResponseWriter, r *http.Request) {
+func (a *admin) removeNamespaceTablePolicy(r *http.Request) (any, error) {
 	if err := a.cat.SetNamespaceMaterialization(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("ns"), nil); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil, nil
 }

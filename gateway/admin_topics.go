@@ -129,22 +129,20 @@ func (a *admin) topicNames(ctx context.Context, tenant, ns string, partitioned b
 	return out, err
 }
 
-func (a *admin) listTopics(w http.ResponseWriter, r *http.Request) {
+func (a *admin) listTopics(r *http.Request) (any, error) {
 	names, err := a.topicNames(r.Context(), r.PathValue("tenant"), r.PathValue("ns"), false)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, names)
+	return names, nil
 }
 
-func (a *admin) listPartitionedTopics(w http.ResponseWriter, r *http.Request) {
+func (a *admin) listPartitionedTopics(r *http.Request) (any, error) {
 	names, err := a.topicNames(r.Context(), r.PathValue("tenant"), r.PathValue("ns"), true)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, names)
+	return names, nil
 }
 
 // --- create / grow / delete ---
@@ -186,12 +184,11 @@ func createErr(err error, tn broker.TopicName) error {
 	return err
 }
 
-func (a *admin) createPartitionedTopic(w http.ResponseWriter, r *http.Request) {
+func (a *admin) createPartitionedTopic(r *http.Request) (any, error) {
 	ctx := r.Context()
 	tn, err := pathTopic(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	m, err := parsePartitions(r)
 	if err == nil && m.Partitions <= 0 {
@@ -204,24 +201,21 @@ func (a *admin) createPartitionedTopic(w http.ResponseWriter, r *http.Request) {
 		err = a.checkNamespace(ctx, tn.Tenant, tn.Namespace)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	_, err = a.cat.CreateStream(ctx, broker.FullStreamID(tn), lakestream.StreamConfig{},
 		lakestream.Partitioning{NumPartitions: m.Partitions}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, m.Properties, nil)
 	if err != nil {
-		writeAdminError(w, createErr(err, tn))
-		return
+		return nil, createErr(err, tn)
 	}
-	noContent(w)
+	return nil, nil
 }
 
-func (a *admin) createTopic(w http.ResponseWriter, r *http.Request) {
+func (a *admin) createTopic(r *http.Request) (any, error) {
 	ctx := r.Context()
 	tn, err := pathTopic(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	var props map[string]string
 	b, err := readBody(r)
@@ -239,24 +233,21 @@ func (a *admin) createTopic(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	_, err = a.cat.CreateStream(ctx, broker.FullStreamID(tn), lakestream.StreamConfig{},
 		lakestream.Partitioning{}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, props, nil)
 	if err != nil {
-		writeAdminError(w, createErr(err, tn))
-		return
+		return nil, createErr(err, tn)
 	}
-	noContent(w)
+	return nil, nil
 }
 
-func (a *admin) growPartitionedTopic(w http.ResponseWriter, r *http.Request) {
+func (a *admin) growPartitionedTopic(r *http.Request) (any, error) {
 	ctx := r.Context()
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	m, err := parsePartitions(r)
 	switch {
@@ -269,26 +260,24 @@ func (a *admin) growPartitionedTopic(w http.ResponseWriter, r *http.Request) {
 		_, err = a.cat.IncreasePartitions(ctx, broker.FullStreamID(ref.name), m.Partitions)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
-func (a *admin) getPartitions(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getPartitions(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	n := 0
 	if ref.partitioned() {
 		n = ref.md.Partitioning.NumPartitions
 	}
-	writeJSON(w, http.StatusOK, partitionedMetadata{Partitions: n, Properties: ref.md.Properties})
+	return partitionedMetadata{Partitions: n, Properties: ref.md.Properties}, nil
 }
 
-func (a *admin) deletePartitionedTopic(w http.ResponseWriter, r *http.Request) {
+func (a *admin) deletePartitionedTopic(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err == nil && !ref.partitioned() {
 		err = fmt.Errorf("%w: partitioned topic %s does not exist (it is not partitioned: DELETE the topic itself)", errAdminNotFound, ref.name)
@@ -297,13 +286,12 @@ func (a *admin) deletePartitionedTopic(w http.ResponseWriter, r *http.Request) {
 		err = a.dropStream(r.Context(), broker.FullStreamID(ref.name), queryBool(r, "force"))
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
-func (a *admin) deleteTopic(w http.ResponseWriter, r *http.Request) {
+func (a *admin) deleteTopic(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	switch {
 	case err != nil:
@@ -315,10 +303,9 @@ func (a *admin) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		err = a.dropStream(r.Context(), broker.FullStreamID(ref.name), queryBool(r, "force"))
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // dropStream deletes a stream and forgets its topics on this node. Without
@@ -415,31 +402,28 @@ func (a *admin) singleTopic(r *http.Request, what string) (*topic, error) {
 	return ts[0], nil
 }
 
-func (a *admin) lastMessageID(w http.ResponseWriter, r *http.Request) {
+func (a *admin) lastMessageID(r *http.Request) (any, error) {
 	t, err := a.singleTopic(r, "lastMessageId")
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	id, err := t.lastMessageID(r.Context())
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, toMessageIDJSON(id))
+	return toMessageIDJSON(id), nil
 }
 
 // terminate fences the log: every later append fails (producers get
 // TopicTerminatedError), new producers are refused, and consumers are sent
 // REACHED_END_OF_TOPIC once they have read everything (broker/end_of_topic.go).
-func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
+func (a *admin) terminate(r *http.Request) (any, error) {
 	t, err := a.singleTopic(r, "terminate")
 	if err == nil {
 		err = t.log.Fence(r.Context())
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	t.part.Terminate() // new producers are refused at once
 	if end, err := t.log.NextOffset(r.Context()); err == nil {
@@ -447,21 +431,19 @@ func (a *admin) terminate(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := t.lastMessageID(r.Context())
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, toMessageIDJSON(id))
+	return toMessageIDJSON(id), nil
 }
 
 // unload stops serving the topic (every partition of a partitioned one)
 // where it is served, gracefully: appends in flight are answered, cursors
 // persisted, the ownership released; its clients reconnect and the next
 // lookup places it again — on destinationBroker (a member id) when given.
-func (a *admin) unload(w http.ResponseWriter, r *http.Request) {
+func (a *admin) unload(r *http.Request) (any, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	dest := r.URL.Query().Get("destinationBroker")
 	units := []string{ref.name.String()}
@@ -477,10 +459,9 @@ func (a *admin) unload(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	noContent(w)
+	return nil, nil
 }
 
 // logOfLedger opens the log of ref with id ledger (one of its partitions)
@@ -512,34 +493,30 @@ func (a *admin) logOfLedger(ctx context.Context, ref topicRef, ledger int64) (la
 // GET …/ledger/{l}/entry/{e} does: the message payload (the whole batch
 // payload for a batch, still compressed if it was) as the body, metadata as
 // X-Pulsar-* headers.
-func (a *admin) getEntry(w http.ResponseWriter, r *http.Request) {
+func (a *admin) getEntry(r *http.Request) (any, error) {
 	ctx := r.Context()
 	ledger, lerr := strconv.ParseInt(r.PathValue("ledger"), 10, 64)
 	entry, eerr := strconv.ParseInt(r.PathValue("entry"), 10, 64)
 	if lerr != nil || eerr != nil {
-		writeAdminError(w, fmt.Errorf("%w: ledger and entry ids must be integers", errAdminBadRequest))
-		return
+		return nil, fmt.Errorf("%w: ledger and entry ids must be integers", errAdminBadRequest)
 	}
 	ref, err := a.refOf(r)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	// A read of storage: any node serves it, no ownership needed.
 	log, partition, err := a.logOfLedger(ctx, ref, ledger)
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
 	e, err := log.ReadEntry(ctx, entry)
 	if err == nil && e.Offset != entry {
 		err = fmt.Errorf("%w: no entry starts at offset %d (entry %d holds it)", errAdminNotFound, entry, e.Offset)
 	}
 	if err != nil {
-		writeAdminError(w, err)
-		return
+		return nil, err
 	}
-	writeEntry(w, ledger, partition, e)
+	return entryPayload(ledger, partition, e)
 }
 
 // isoMillis formats Unix ms as ISO 8601 in UTC with milliseconds.
@@ -547,10 +524,10 @@ func isoMillis(ms uint64) string {
 	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-// writeEntry answers one stored entry as Pulsar's admin API does (the
+// entryPayload is one stored entry answered as Pulsar's admin API does (the
 // payload, its metadata in X-Pulsar-* headers): what pulsar-admin's
 // get-message-by-id and peek-messages read.
-func writeEntry(w http.ResponseWriter, ledger int64, partition int32, e lakestream.Entry) {
+func entryPayload(ledger int64, partition int32, e lakestream.Entry) (any, error) {
 	entry := e.Offset
 	meta, payload, err := protocol.SplitEntry(e.Payload)
 	var md *pb.MessageMetadata
@@ -558,10 +535,9 @@ func writeEntry(w http.ResponseWriter, ledger int64, partition int32, e lakestre
 		md, err = protocol.ParseMetadata(meta)
 	}
 	if err != nil {
-		writeAdminError(w, fmt.Errorf("stored entry %d:%d is not a Pulsar message: %w", ledger, entry, err))
-		return
+		return nil, fmt.Errorf("stored entry %d:%d is not a Pulsar message: %w", ledger, entry, err)
 	}
-	h := w.Header()
+	h := http.Header{}
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("X-Pulsar-Message-ID", fmt.Sprintf("%d:%d:%d", ledger, entry, partition))
 	h.Set("X-Pulsar-producer-name", md.GetProducerName())
@@ -592,6 +568,5 @@ func writeEntry(w http.ResponseWriter, ledger int64, partition int32, e lakestre
 		h.Set("X-Pulsar-compression", md.GetCompression().String())
 		h.Set("X-Pulsar-uncompressed-size", strconv.Itoa(int(md.GetUncompressedSize())))
 	}
-	w.WriteHeader(http.StatusOK)
-	w.Write(payload)
+	return octets{header: h, body: payload}, nil
 }
