@@ -18,9 +18,9 @@ type Config struct {
 	// in bytes: a topic compaction reads the keys of entries up to four
 	// times that (batches). Default protocol.DefaultMaxMessageSize.
 	MaxMessageSize int
-	// Membership, when set, makes this node one member of a cluster: it
-	// serves only the topics it owns (Own; docs/cluster.md). Default nil:
-	// a node on its own serves every topic.
+	// Membership makes this node one member of a cluster: it serves only
+	// the topics it owns (Own; docs/cluster.md). Required: a node on its
+	// own is the one member of its cluster.
 	Membership lakestream.Membership
 	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
 	// Default false: unknown topics are created non-partitioned.
@@ -42,6 +42,9 @@ type Broker struct {
 func New(cfg Config) (*Broker, error) {
 	if cfg.Catalog == nil {
 		return nil, errors.New("broker: Config.Catalog is required")
+	}
+	if cfg.Membership == nil {
+		return nil, errors.New("broker: Config.Membership is required (a node on its own is a one-member cluster)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

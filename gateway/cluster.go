@@ -91,19 +91,7 @@ func placement(unit string, candidates []lakestream.Member) (lakestream.Member, 
 }
 
 // self is this node as a member (its advertised endpoints).
-func (s *Server) self() lakestream.Member {
-	if m := s.cfg.Membership; m != nil {
-		return m.Self()
-	}
-	ep := map[string]string{}
-	if u := s.ServiceURL(); u != "" {
-		ep["pulsar"] = u
-	}
-	if u := s.ServiceURLTLS(); u != "" {
-		ep["pulsar+ssl"] = u
-	}
-	return lakestream.Member{Endpoints: ep}
-}
+func (s *Server) self() lakestream.Member { return s.cfg.Membership.Self() }
 
 // brokerURLs are the URLs LOOKUP names for member: its pulsar URL (its
 // pulsar+ssl one when it has no plain listener) and its pulsar+ssl URL.
@@ -126,9 +114,6 @@ func (s *Server) handleLookupTopic(ctx context.Context, c *pb.CommandLookupTopic
 		return fail(err)
 	}
 	m := s.cfg.Membership
-	if m == nil {
-		return s.connectTo(req, s.self())
-	}
 	owner, ok, err := m.Owner(ctx, unit)
 	if err != nil {
 		return fail(err)
@@ -200,9 +185,6 @@ func (s *Server) proxyTarget(ctx context.Context, to string) (*lakestream.Member
 	self := s.self()
 	if to == "" || sameHostPort(to, self.Endpoints["pulsar"]) || sameHostPort(to, self.Endpoints["pulsar+ssl"]) {
 		return nil, nil
-	}
-	if s.cfg.Membership == nil {
-		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", broker.ErrNotAllowed, to)
 	}
 	if !s.cfg.ProxyLookups {
 		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node relays no connection (cluster.proxyLookups is off)", broker.ErrNotAllowed, to)
@@ -359,7 +341,7 @@ func streamUnits(md lakestream.StreamMetadata) []string {
 func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 	assigned := ""
 	var destMember lakestream.Member
-	if dest != "" && s.cfg.Membership != nil {
+	if dest != "" {
 		ms, err := s.members(ctx)
 		if err != nil {
 			return err
@@ -391,9 +373,6 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		return nil
 	}
 	m := s.cfg.Membership
-	if m == nil {
-		return nil
-	}
 	owner, ok, err := m.Owner(ctx, unit)
 	if err != nil || !ok {
 		return err
@@ -425,15 +404,14 @@ func (s *Server) unloadLocal(ctx context.Context, unit, dest string) error {
 	if npt != nil {
 		return s.unloadUnit(ctx, unit, dest)
 	}
-	if m := s.cfg.Membership; m != nil && dest != "" && dest == m.Self().ID {
+	m := s.cfg.Membership
+	if dest != "" && dest == m.Self().ID {
 		// The previous owner hands the unit to this node (handOver).
 		return s.takeUnit(ctx, unit)
 	}
-	if m := s.cfg.Membership; m != nil {
-		for _, o := range m.Owned() {
-			if o.Unit() == unit {
-				return o.Release(ctx)
-			}
+	for _, o := range m.Owned() {
+		if o.Unit() == unit {
+			return o.Release(ctx)
 		}
 	}
 	return nil
@@ -503,13 +481,13 @@ func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, uni
 // Drain hands every topic this node serves over to the member placement
 // picks among the others (SIGTERM), releasing each ownership, so that
 // clients move with no acknowledged message redelivered. It returns when
-// every topic is unloaded or ctx ends. Without a cluster it only unloads.
+// every topic is unloaded or ctx ends. The only member of its cluster
+// only unloads.
 func (s *Server) Drain(ctx context.Context) {
+	m := s.cfg.Membership
 	var others []lakestream.Member
-	if m := s.cfg.Membership; m != nil {
-		if ms, err := s.members(ctx); err == nil {
-			others = slices.DeleteFunc(slices.Clone(ms), func(x lakestream.Member) bool { return x.ID == m.Self().ID })
-		}
+	if ms, err := s.members(ctx); err == nil {
+		others = slices.DeleteFunc(slices.Clone(ms), func(x lakestream.Member) bool { return x.ID == m.Self().ID })
 	}
 	s.draining.Store(true)
 	ts := s.loadedTopics()
@@ -545,10 +523,8 @@ func (s *Server) Drain(ctx context.Context) {
 		}
 		t.close(assigned)
 	}
-	if m := s.cfg.Membership; m != nil {
-		for _, o := range m.Owned() {
-			o.Release(ctx) // looked up here, never loaded
-		}
+	for _, o := range m.Owned() {
+		o.Release(ctx) // looked up here, never loaded
 	}
 }
 

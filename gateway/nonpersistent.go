@@ -59,7 +59,7 @@ const npLedger = 0
 type npTopic struct {
 	srv   *Server
 	name  broker.TopicName
-	owner lakestream.Ownership // nil without a cluster membership
+	owner lakestream.Ownership
 	// in counts published messages, dropped the ones a subscription
 	// dropped (stats).
 	in      broker.RateMeter
@@ -132,12 +132,10 @@ func (s *Server) serveNP(ctx context.Context, tn broker.TopicName) (*npTopic, er
 	}
 	s.mu.npTopics[unit] = t
 	s.mu.Unlock()
-	if owner != nil {
-		go func() {
-			<-owner.Lost()
-			t.close("")
-		}()
-	}
+	go func() {
+		<-owner.Lost()
+		t.close("")
+	}()
 	return t, nil
 }
 
@@ -189,11 +187,9 @@ func (t *npTopic) forget() {
 		delete(s.mu.npTopics, t.name.String())
 	}
 	s.mu.Unlock()
-	if t.owner != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		t.owner.Release(ctx)
-		cancel()
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.owner.Release(ctx)
+	cancel()
 }
 
 // releaseIfIdleLocked marks the topic closed when nobody uses it; the

@@ -47,8 +47,7 @@ type topic struct {
 	stream    lakestream.StreamIdentifier
 	log       lakestream.Log
 	partition int32 // -1 for a non-partitioned topic
-	// owner is this node's ownership of the topic (nil without a cluster
-	// membership: a node on its own serves every topic).
+	// owner is this node's ownership of the topic.
 	owner lakestream.Ownership
 	part  *actors.PartitionActor
 	// end: the end offset of a terminated topic and the consumers told
@@ -77,15 +76,11 @@ type topic struct {
 
 // guardOpts are the cursor options of writes only the owner may make.
 func (t *topic) guardOpts() []lakestream.CursorOption {
-	if t.owner == nil {
-		return nil
-	}
 	return []lakestream.CursorOption{lakestream.WithGuard(t.owner)}
 }
 
 // serveTopic returns the topic for a name, loading it — and taking its
-// ownership first, when this node is a cluster member — if it is not
-// loaded. A topic owned by another member fails with broker.ErrServiceNotReady
+// ownership first — if it is not loaded. A topic owned by another member fails with broker.ErrServiceNotReady
 // (the client looks it up again and is sent to the owner).
 func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*topic, error) {
 	if s.closed() {
@@ -164,18 +159,16 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if lp.State.Terminated {
 		t.end.MarkTerminated(end)
 	}
-	if owner != nil {
-		go func() {
-			select {
-			case <-owner.Lost():
-				if !t.closing.Load() { // not a release by the unload itself
-					s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.Unit())
-					s.unloadTopic(t, false, "")
-				}
-			case <-t.unloaded:
+	go func() {
+		select {
+		case <-owner.Lost():
+			if !t.closing.Load() { // not a release by the unload itself
+				s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.Unit())
+				s.unloadTopic(t, false, "")
 			}
-		}()
-	}
+		case <-t.unloaded:
+		}
+	}()
 	return t, nil
 }
 
@@ -227,7 +220,7 @@ func (s *Server) unloadTopic(t *topic, graceful bool, assignedURL string) {
 	for _, c := range t.end.Watchers("") {
 		c.disconnect(assignedURL)
 	}
-	if graceful && t.owner != nil {
+	if graceful {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := t.owner.Release(ctx); err != nil {
 			s.cfg.Logger.Warn("unloading a topic: releasing its ownership failed (it expires with the session)", "topic", t.name.String(), "err", err)
