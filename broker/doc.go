@@ -22,6 +22,11 @@
 //	             default: retention, message TTL, backlog quotas, the
 //	             per-topic limits, deduplication, the compaction threshold
 //	             (docs/policies.md)
+//	enforcement.go the enforcement of retention, message TTL, backlog
+//	             quotas and the compaction threshold on the topics served
+//	             (PolicyTopic: what it needs of one), every policy check
+//	             interval (RunPolicies) and when a producer attaches
+//	             (CheckBacklogQuota); BytesFrom
 //	compaction.go topic compaction (Pulsar's; docs/compacted-topics.md):
 //	             TopicCompaction, one per topic-partition served, builds
 //	             compacted logs and keeps the compaction record; the
@@ -45,8 +50,7 @@
 //
 // Still in gateway/, to move here: the topics served and their partition
 // and subscription actors (topic.go), hand-over and rebalancing
-// (cluster.go), the enforcement of policies on the topics served
-// (policies.go), the limits' effects on sessions and subscriptions
+// (cluster.go), the limits' effects on sessions and subscriptions
 // (limits.go: paused reads, the dispatch limiters) and non-persistent
 // topics (nonpersistent.go).
 //
@@ -57,5 +61,7 @@
 // unload or the node's shutdown (TopicCompactionOptions); TopicEnd's
 // watchers lock and TopicAdmission.mu are leaves; RateMeter and TokenBucket are
 // safe for concurrent use (RateMeter.Add is lock-free; TokenBucket.mu is
-// a leaf lock).
+// a leaf lock). RunPolicies runs in the caller's goroutine (the gateway
+// starts one), one topic at a time, each round bounded by 30 s; it calls
+// the PolicyTopic's methods without holding a lock of its own.
 package broker

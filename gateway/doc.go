@@ -5,9 +5,10 @@
 // imports engine. Topic behaviour belongs to the broker layer (broker/):
 // topic names, the schema registry, policy resolution, producer and
 // consumer admission, topic compaction, the end of topic, the limit types
-// and rate meters live there, and the Server calls its Broker; the topics
-// served, ownership, policy enforcement and non-persistent topics are
-// still here, to move there (issue #26).
+// and rate meters, the enforcement of retention, TTL and backlog quotas
+// live there, and the Server calls its Broker; the topics served,
+// hand-over and non-persistent topics are still here, to move there
+// (issue #26).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
@@ -29,9 +30,10 @@
 //	cluster.go   ownership (docs/cluster.md): LOOKUP answers, placement,
 //	             proxy relay, hand-over of topics (unload, Drain on SIGTERM,
 //	             rebalancing)
-//	topic.go     topic names ↔ streams and partitions, auto-creation, the
-//	             topics this node serves (taken, loaded, unloaded),
-//	             GET_TOPICS_OF_NAMESPACE
+//	topic.go     the topics this node serves (taken, loaded, unloaded;
+//	             the broker resolves names to streams and partitions), a
+//	             topic as broker.PolicyTopic (the enforcement of its
+//	             policies: broker/enforcement.go), GET_TOPICS_OF_NAMESPACE
 //	producer.go  PRODUCER, SEND, CLOSE_PRODUCER: the producer is its partition
 //	             actor's ProducerSink (the actor decides; docs/dedup.md)
 //	consumer.go  SUBSCRIBE, FLOW, ACK, REDELIVER, CLOSE_CONSUMER, UNSUBSCRIBE,
@@ -41,9 +43,6 @@
 //	             compatibility rules: broker/schema.go)
 //	end_of_topic.go  a consumer's side of the end of a terminated topic
 //	             (REACHED_END_OF_TOPIC; the topic's: broker/end_of_topic.go)
-//	policies.go  retention, message TTL and backlog quotas enforced on the
-//	             topics served (their values: broker/policies.go), and the
-//	             compaction threshold (compactions: broker/compaction.go)
 //	nonpersistent.go non-persistent:// topics: in-memory fan-out on the owner,
 //	             at most once, nothing stored (admin_nonpersistent.go: their
 //	             admin routes)

@@ -112,7 +112,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		err = t.refreshLimits(ctx) // limits.go
 	}
 	if err == nil {
-		err = t.checkBacklogQuota(ctx) // policies.go
+		err = s.srv.brk.CheckBacklogQuota(ctx, t) // broker/enforcement.go
 	}
 	if err != nil {
 		s.sendError(req, err)

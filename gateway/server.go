@@ -85,7 +85,7 @@ type Config struct {
 	RebalanceMax int
 	// PolicyCheckInterval is how often the retention, message TTL and
 	// backlog quota policies of the served topics are enforced
-	// (policies.go). Default 30 s; negative: never.
+	// (broker/enforcement.go). Default 30 s; negative: never.
 	PolicyCheckInterval time.Duration
 
 	// Auth, when set, makes every connection and admin request
@@ -323,7 +323,10 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	}
 	if cfg.PolicyCheckInterval > 0 {
 		s.wg.Add(1)
-		go s.policyLoop()
+		go func() {
+			defer s.wg.Done()
+			s.brk.RunPolicies(s.ctx, cfg.PolicyCheckInterval, s.policyTopics, s.policyHooks())
+		}()
 	}
 	return s, nil
 }

@@ -241,6 +241,101 @@ func (s *Server) loadedTopics() []*topic {
 	return slices.Collect(maps.Values(s.mu.topics))
 }
 
+// The topic as the broker's enforcement of policies sees it
+// (broker/enforcement.go).
+var _ broker.PolicyTopic = (*topic)(nil)
+
+// Name implements broker.PolicyTopic.
+func (t *topic) Name() string { return t.name.String() }
+
+// Stream implements broker.PolicyTopic.
+func (t *topic) Stream() lakestream.StreamIdentifier { return t.stream }
+
+// Log implements broker.PolicyTopic.
+func (t *topic) Log() lakestream.Log { return t.log }
+
+// Compaction implements broker.PolicyTopic.
+func (t *topic) Compaction() *broker.TopicCompaction { return t.compaction }
+
+// Closing implements broker.PolicyTopic.
+func (t *topic) Closing() bool { return t.closing.Load() }
+
+// ApplyLimits implements broker.PolicyTopic (limits.go).
+func (t *topic) ApplyLimits(l TopicLimits) { t.applyLimits(l) }
+
+// SubscriptionNames implements broker.PolicyTopic
+// (admin_subscriptions.go).
+func (t *topic) SubscriptionNames(ctx context.Context) ([]string, error) {
+	return t.subscriptionNames(ctx)
+}
+
+// LiveSubscription implements broker.PolicyTopic (admin_stats.go).
+func (t *topic) LiveSubscription(name string) *actors.SubscriptionActor { return t.liveSub(name) }
+
+// ExpireBelow implements broker.PolicyTopic: it acknowledges every record of subscription name below
+// offset before: through its actor when it runs, else in its stored
+// cursor (written under the topic's ownership).
+func (t *topic) ExpireBelow(ctx context.Context, name string, before int64) error {
+	t.mu.Lock()
+	if sub := t.liveSubLocked(name); sub != nil {
+		t.mu.Unlock()
+		return sub.Expire(before)
+	}
+	defer t.mu.Unlock() // no actor can open the cursor meanwhile
+	c, err := t.log.LoadCursor(ctx, name, t.guardOpts()...)
+	if errors.Is(err, lakestream.ErrNoSuchCursor) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if before-1 > c.MarkDeleteOffset() {
+		err = c.MarkDelete(ctx, before-1, c.Properties())
+	}
+	return errors.Join(err, c.Close(ctx))
+}
+
+// DisconnectProducers implements broker.PolicyTopic: it closes the topic's producers (CLOSE_PRODUCER: they
+// reconnect, and meet the backlog quota). Their SENDs in flight are still
+// answered. It returns how many it closed.
+func (t *topic) DisconnectProducers() int {
+	t.mu.Lock()
+	ps := make([]*producer, 0, len(t.mu.producers))
+	for _, p := range t.mu.producers {
+		ps = append(ps, p)
+	}
+	t.mu.Unlock()
+	n := 0
+	for _, p := range ps {
+		if !p.gone.CompareAndSwap(false, true) {
+			continue
+		}
+		t.part.CloseProducer(p.actorID)
+		p.sess.send(protocol.CloseProducer(p.id, 0))
+		n++
+	}
+	return n
+}
+
+// policyTopics are the loaded topics as the broker's enforcement of
+// policies sees them.
+func (s *Server) policyTopics() []broker.PolicyTopic {
+	ts := s.loadedTopics()
+	out := make([]broker.PolicyTopic, len(ts))
+	for i, t := range ts {
+		out[i] = t
+	}
+	return out
+}
+
+// policyHooks count the enforcement's actions and rounds.
+func (s *Server) policyHooks() broker.PolicyHooks {
+	return broker.PolicyHooks{
+		Action:  func(label string) { s.metrics.policyActions.WithLabelValues(label).Inc() },
+		Checked: s.metrics.policyChecks.Inc,
+	}
+}
+
 // handleGetTopicsOfNamespace lists the persistent topics of a namespace as
 // Pulsar does: a partitioned topic as its partitions ("t-partition-i"), a
 // non-partitioned one by its name. An unknown (or invalid) namespace and
