@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
@@ -36,6 +38,13 @@ type Config struct {
 // without a socket. Safe for concurrent use.
 type Broker struct {
 	cfg Config
+
+	// membersCache: the live members, for placement (cluster.go).
+	membersCache struct {
+		sync.Mutex
+		list []lakestream.Member
+		at   time.Time
+	}
 }
 
 // New returns a Broker over cfg.Catalog.

@@ -14,8 +14,12 @@
 //	topics.go    topics and partitions in the catalog: Resolve (a name to
 //	             its stream and log, auto-creating a missing topic when
 //	             allowed), Partitions, TopicsOfNamespace
-//	ownership.go Own: a topic's ownership taken before it is served (in a
-//	             cluster; docs/cluster.md)
+//	ownership.go Own: a topic's ownership taken before it is served
+//	             (every node is a cluster member; docs/cluster.md)
+//	cluster.go   the cluster side of serving topics: the member list
+//	             (cached), Placement (rendezvous hashing), units taken and
+//	             released, StreamUnits, a drain's Successors, RunRebalance
+//	             (the hand-over itself is the caller's HandOver)
 //	schema.go    the schema registry: versions kept as stream properties,
 //	             deletion markers, Pulsar's compatibility strategies
 //	policies.go  policy resolution — topic, else namespace, else the node's
@@ -49,14 +53,16 @@
 //	             and tools read them.
 //
 // Still in gateway/, to move here: the topics served and their partition
-// and subscription actors (topic.go), hand-over and rebalancing
-// (cluster.go), the limits' effects on sessions and subscriptions
+// and subscription actors (topic.go), unloading them for a hand-over
+// (cluster.go: unloadUnit, Drain), the limits' effects on sessions and subscriptions
 // (limits.go: paused reads, the dispatch limiters) and non-persistent
 // topics (nonpersistent.go).
 //
-// Concurrency: a Broker holds no state of its own yet (its methods read
-// and write the catalog, with optimistic concurrency on stream
-// properties: schema registrations retry); a TopicCompaction runs at most
+// Concurrency: a Broker's only state is its cached member list (under
+// membersCache's lock, a leaf); its other methods read and write the
+// catalog, with optimistic concurrency on stream properties (schema
+// registrations retry); RunRebalance, like RunPolicies, runs in the
+// caller's goroutine; a TopicCompaction runs at most
 // one compaction at a time, in its own goroutine, ended by its topic's
 // unload or the node's shutdown (TopicCompactionOptions); TopicEnd's
 // watchers lock and TopicAdmission.mu are leaves; RateMeter and TokenBucket are

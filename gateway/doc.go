@@ -6,9 +6,9 @@
 // topic names, the schema registry, policy resolution, producer and
 // consumer admission, topic compaction, the end of topic, the limit types
 // and rate meters, the enforcement of retention, TTL and backlog quotas
-// live there, and the Server calls its Broker; the topics served,
-// hand-over and non-persistent topics are still here, to move there
-// (issue #26).
+// live there, and so do placement and rebalancing; the Server calls its
+// Broker. The topics served, their unloading and non-persistent topics are
+// still here, to move there (issue #26).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
@@ -27,9 +27,10 @@
 //	             referenced rather than copied (small ones copied into a
 //	             pooled buffer held only while writing); on TLS, a buffered
 //	             writer
-//	cluster.go   ownership (docs/cluster.md): LOOKUP answers, placement,
-//	             proxy relay, hand-over of topics (unload, Drain on SIGTERM,
-//	             rebalancing)
+//	cluster.go   ownership (docs/cluster.md): LOOKUP answers, proxy relay,
+//	             unloading topics for a hand-over (here or at their owner:
+//	             unloadUnit; Drain on SIGTERM); placement and rebalancing:
+//	             broker/cluster.go
 //	topic.go     the topics this node serves (taken, loaded, unloaded;
 //	             the broker resolves names to streams and partitions), a
 //	             topic as broker.PolicyTopic (the enforcement of its

@@ -233,12 +233,6 @@ type Server struct {
 	lim        serverLimits
 	httpClient *http.Client // forwarded admin requests
 
-	membersCache struct {
-		sync.Mutex
-		list []lakestream.Member
-		at   time.Time
-	}
-
 	mu struct {
 		sync.Mutex
 		topics map[string]*topic // by full topic name
@@ -319,7 +313,13 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	}
 	if cfg.RebalanceInterval > 0 {
 		s.wg.Add(1)
-		go s.rebalanceLoop()
+		go func() {
+			defer s.wg.Done()
+			s.brk.RunRebalance(s.ctx, broker.RebalanceOptions{ // broker/cluster.go
+				Interval: cfg.RebalanceInterval, Max: cfg.RebalanceMax,
+				Paused: s.draining.Load, HandOver: s.unloadUnit, // cluster.go
+			})
+		}()
 	}
 	if cfg.PolicyCheckInterval > 0 {
 		s.wg.Add(1)
