@@ -16,6 +16,10 @@
 //	             allowed), Partitions, TopicsOfNamespace
 //	ownership.go Own: a topic's ownership taken before it is served
 //	             (every node is a cluster member; docs/cluster.md)
+//	nonpersistent.go non-persistent topics: NPTopic, in-memory fan-out
+//	             on the owner, at most once, per subscription type, over
+//	             the session side's producers and consumers (NPProducer,
+//	             NPConsumer); their limits and ownership
 //	cluster.go   the cluster side of serving topics: the member list
 //	             (cached), Placement (rendezvous hashing), units taken and
 //	             released, StreamUnits, a drain's Successors, RunRebalance
@@ -54,15 +58,16 @@
 //
 // Still in gateway/, to move here: the topics served and their partition
 // and subscription actors (topic.go), unloading them for a hand-over
-// (cluster.go: unloadUnit, Drain), the limits' effects on sessions and subscriptions
-// (limits.go: paused reads, the dispatch limiters) and non-persistent
-// topics (nonpersistent.go).
+// (cluster.go: unloadUnit, Drain), the registry of the non-persistent
+// topics served (nonpersistent.go), and the limits' effects on sessions and
+// subscriptions (limits.go: paused reads, the dispatch limiters).
 //
 // Concurrency: a Broker's only state is its cached member list (under
 // membersCache's lock, a leaf); its other methods read and write the
 // catalog, with optimistic concurrency on stream properties (schema
 // registrations retry); RunRebalance, like RunPolicies, runs in the
-// caller's goroutine; a TopicCompaction runs at most
+// caller's goroutine; an NPTopic's lock comes after its registry's and
+// its consumers' DeliverNP is called under it (they must not wait); a TopicCompaction runs at most
 // one compaction at a time, in its own goroutine, ended by its topic's
 // unload or the node's shutdown (TopicCompactionOptions); TopicEnd's
 // watchers lock and TopicAdmission.mu are leaves; RateMeter and TokenBucket are

@@ -320,7 +320,7 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		if t != nil {
 			s.unloadTopic(t, true, assigned)
 		} else {
-			npt.close(assigned)
+			npt.Close(assigned)
 		}
 		if dest != "" {
 			// Hand the unit over: the destination takes it now, so that
@@ -448,7 +448,7 @@ func (s *Server) Drain(ctx context.Context) {
 		}
 	}
 	for _, t := range s.npTopicsServed() {
-		t.close(successor(t.name.String()))
+		t.Close(successor(t.name.String()))
 	}
 	s.brk.ReleaseAllOwned(ctx) // looked up here, never loaded
 }

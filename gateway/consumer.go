@@ -446,7 +446,7 @@ func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) 
 // consumers is closed. Reader goroutine only.
 func (c *consumer) close() {
 	if c.np != nil {
-		c.np.t.removeConsumer(c)
+		c.np.t.RemoveConsumer(c)
 		return
 	}
 	c.t.end.RemoveWatcher(c)

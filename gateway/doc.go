@@ -7,8 +7,8 @@
 // consumer admission, topic compaction, the end of topic, the limit types
 // and rate meters, the enforcement of retention, TTL and backlog quotas
 // live there, and so do placement and rebalancing; the Server calls its
-// Broker. The topics served, their unloading and non-persistent topics are
-// still here, to move there (issue #26).
+// Broker, as do non-persistent topics' fan-out. The topics served and
+// their unloading are still here, to move there (issue #26).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
@@ -44,9 +44,10 @@
 //	             compatibility rules: broker/schema.go)
 //	end_of_topic.go  a consumer's side of the end of a terminated topic
 //	             (REACHED_END_OF_TOPIC; the topic's: broker/end_of_topic.go)
-//	nonpersistent.go non-persistent:// topics: in-memory fan-out on the owner,
-//	             at most once, nothing stored (admin_nonpersistent.go: their
-//	             admin routes)
+//	nonpersistent.go non-persistent:// topics, the sessions' side: the
+//	             topics served, PRODUCER/SEND/SUBSCRIBE, the MESSAGE offered,
+//	             stats (the topic: broker/nonpersistent.go;
+//	             admin_nonpersistent.go: their admin routes)
 //	txn.go       transactions unsupported: every transaction request answered
 //	             with NotAllowedError
 //	limits.go    the limits (docs/security.md, "Limits"): connections per node
@@ -85,7 +86,7 @@
 // messages, which only a session's reader waits on. docs/protocol.md,
 // "Connections: the handshake and slow peers".
 //
-// Lock order: Server.mu, then topic.mu (or npTopic.mu); a session's
+// Lock order: Server.mu, then topic.mu (or the broker.NPTopic's); a session's
 // outQueue.mu is a leaf (its waiters are called without it).
 // Input never panics the process: a session recovers, closes its connection
 // and leaves every other session alone.

@@ -449,7 +449,7 @@ func (s *Server) Close() error {
 		s.unloadTopic(t, false, "")
 	}
 	for _, t := range s.npTopicsServed() {
-		t.close("")
+		t.Close("")
 	}
 	if s.ownsRT {
 		s.rt.Shutdown()
