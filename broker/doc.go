@@ -16,6 +16,11 @@
 //	             allowed), Partitions, TopicsOfNamespace
 //	ownership.go Own: a topic's ownership taken before it is served
 //	             (every node is a cluster member; docs/cluster.md)
+//	topic_load.go LoadTopic: a topic-partition taken and loaded for
+//	             serving (ownership, log, deduplication and limits as they
+//	             apply, the partition state), its partition actor started
+//	             (StartPartition), its ownership watched (WatchOwnership)
+//	             and released on a graceful unload (ReleaseTopic)
 //	nonpersistent.go non-persistent topics: NPTopic, in-memory fan-out
 //	             on the owner, at most once, per subscription type, over
 //	             the session side's producers and consumers (NPProducer,
@@ -56,8 +61,9 @@
 //	             statuses. Their texts keep their "gateway:" prefix: clients
 //	             and tools read them.
 //
-// Still in gateway/, to move here: the topics served and their partition
-// and subscription actors (topic.go), unloading them for a hand-over
+// Still in gateway/, to move here: the registry of the topics served and
+// their subscription actors (topic.go: the admin REST reads the topic
+// struct's fields and defines methods on it), unloading them for a hand-over
 // (cluster.go: unloadUnit, Drain), the registry of the non-persistent
 // topics served (nonpersistent.go), and the limits' effects on sessions and
 // subscriptions (limits.go: paused reads, the dispatch limiters).
@@ -65,14 +71,14 @@
 // Concurrency: a Broker's only state is its cached member list (under
 // membersCache's lock, a leaf); its other methods read and write the
 // catalog, with optimistic concurrency on stream properties (schema
-// registrations retry); RunRebalance, like RunPolicies, runs in the
-// caller's goroutine; an NPTopic's lock comes after its registry's and
-// its consumers' DeliverNP is called under it (they must not wait); a TopicCompaction runs at most
+// registrations retry). RunRebalance and RunPolicies run in the caller's
+// goroutine until its context ends. WatchOwnership starts one goroutine
+// per topic served, ended by its unload or the loss of its ownership. An
+// NPTopic's lock comes after its registry's, and its consumers' DeliverNP
+// is called under it (they must not wait). A TopicCompaction runs at most
 // one compaction at a time, in its own goroutine, ended by its topic's
-// unload or the node's shutdown (TopicCompactionOptions); TopicEnd's
-// watchers lock and TopicAdmission.mu are leaves; RateMeter and TokenBucket are
-// safe for concurrent use (RateMeter.Add is lock-free; TokenBucket.mu is
-// a leaf lock). RunPolicies runs in the caller's goroutine (the gateway
-// starts one), one topic at a time, each round bounded by 30 s; it calls
-// the PolicyTopic's methods without holding a lock of its own.
+// unload or the node's shutdown (TopicCompactionOptions). TopicEnd's
+// watchers lock and TopicAdmission.mu are leaves; RateMeter and
+// TokenBucket are safe for concurrent use (RateMeter.Add is lock-free;
+// TokenBucket.mu is a leaf lock).
 package broker

@@ -31,8 +31,9 @@
 //	             unloading topics for a hand-over (here or at their owner:
 //	             unloadUnit; Drain on SIGTERM); placement and rebalancing:
 //	             broker/cluster.go
-//	topic.go     the topics this node serves (taken, loaded, unloaded;
-//	             the broker resolves names to streams and partitions), a
+//	topic.go     the topics this node serves (registered, unloaded; the
+//	             broker resolves names and takes and loads them:
+//	             broker/topic_load.go), a
 //	             topic as broker.PolicyTopic (the enforcement of its
 //	             policies: broker/enforcement.go), GET_TOPICS_OF_NAMESPACE
 //	producer.go  PRODUCER, SEND, CLOSE_PRODUCER: the producer is its partition

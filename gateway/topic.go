@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
@@ -75,13 +74,13 @@ type topic struct {
 }
 
 // guardOpts are the cursor options of writes only the owner may make.
-func (t *topic) guardOpts() []lakestream.CursorOption {
-	return []lakestream.CursorOption{lakestream.WithGuard(t.owner)}
-}
+func (t *topic) guardOpts() []lakestream.CursorOption { return broker.GuardOpts(t.owner) }
 
-// serveTopic returns the topic for a name, loading it — and taking its
-// ownership first — if it is not loaded. A topic owned by another member fails with broker.ErrServiceNotReady
-// (the client looks it up again and is sent to the owner).
+// serveTopic returns the topic for a name, loading it — taking its
+// ownership first (broker.LoadTopic) — if it is not loaded, and
+// registering it here. A topic owned by another member fails with
+// broker.ErrServiceNotReady (the client looks it up again and is sent to
+// the owner).
 func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*topic, error) {
 	if s.closed() {
 		return nil, broker.ErrServiceNotReady
@@ -93,82 +92,37 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if t, err := s.loadedTopic(ref.Unit()); t != nil || err != nil {
 		return t, err
 	}
-	owner, err := s.brk.Own(ctx, ref.Unit())
+	l, err := s.brk.LoadTopic(ctx, ref) // broker/topic_load.go: ownership, log, policies, state
 	if err != nil {
 		return nil, err
 	}
-	// One load of the stream gives both the log and the metadata.
-	st, err := s.cfg.Catalog.Stream(ctx, ref.Stream)
-	if err != nil {
-		return nil, err
-	}
-	log, err := st.Log(ctx, ref.Index)
-	if err != nil {
-		return nil, err
-	}
-	dedup, err := s.brk.DedupEnabled(ctx, st.Metadata()) // broker/policies.go
-	if err != nil {
-		return nil, err
-	}
-	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: log, partition: ref.Partition, owner: owner, unloaded: make(chan struct{})}
+	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: l.Log, partition: ref.Partition, owner: l.Owner, unloaded: make(chan struct{})}
 	t.lim.TopicAdmission = s.brk.NewTopicAdmission(ref.Unit(), func(label string) {
 		s.lim.metrics.refusals.WithLabelValues(label).Inc()
 	})
 	t.compaction = s.brk.NewTopicCompaction(broker.TopicCompactionOptions{
-		Name: ref.Unit(), Log: log, Guard: t.guardOpts(),
+		Name: ref.Unit(), Log: l.Log, Guard: t.guardOpts(),
 		Context: s.ctx, Unloaded: t.unloaded, Closing: t.closing.Load,
 	})
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
-	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // broker/policies.go
-	if err != nil {
-		return nil, err
-	}
-	t.applyLimits(lim)
-	lp, err := actors.LoadPartition(ctx, log, dedup, t.guardOpts()...)
-	if err != nil {
-		return nil, err
-	}
-	var end int64
-	if lp.State.Terminated {
-		if end, err = log.NextOffset(ctx); err != nil {
-			lp.Close(ctx)
-			return nil, err
-		}
-	}
+	t.applyLimits(l.Limits)
 	s.mu.Lock()
 	if old := s.mu.topics[ref.Unit()]; old != nil || s.mu.closed {
 		s.mu.Unlock()
-		lp.Close(ctx) // lost a race to load the topic
+		l.Close(ctx) // lost a race to load the topic
 		if old == nil {
 			return nil, broker.ErrServiceNotReady
 		}
 		return s.loadedTopic(ref.Unit())
 	}
-	t.part = actors.StartPartition(s.rt, actors.PartitionOptions{
-		Name:   ref.Unit(),
-		Log:    log,
-		Guard:  owner,
-		State:  lp,
-		Config: actors.PartitionConfig{Dedup: dedup},
-		OnLost: func(err error) { s.unloadTopic(t, false, "") },
-		Logger: s.cfg.Logger,
-	})
+	t.part = s.brk.StartPartition(s.rt, l, func(err error) { s.unloadTopic(t, false, "") })
 	s.mu.topics[ref.Unit()] = t
 	s.mu.Unlock()
-	if lp.State.Terminated {
-		t.end.MarkTerminated(end)
+	if l.Terminated {
+		t.end.MarkTerminated(l.End)
 	}
-	go func() {
-		select {
-		case <-owner.Lost():
-			if !t.closing.Load() { // not a release by the unload itself
-				s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.Unit())
-				s.unloadTopic(t, false, "")
-			}
-		case <-t.unloaded:
-		}
-	}()
+	s.brk.WatchOwnership(l, t.unloaded, t.closing.Load, func() { s.unloadTopic(t, false, "") })
 	return t, nil
 }
 
@@ -221,11 +175,7 @@ func (s *Server) unloadTopic(t *topic, graceful bool, assignedURL string) {
 		c.disconnect(assignedURL)
 	}
 	if graceful {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := t.owner.Release(ctx); err != nil {
-			s.cfg.Logger.Warn("unloading a topic: releasing its ownership failed (it expires with the session)", "topic", t.name.String(), "err", err)
-		}
-		cancel()
+		s.brk.ReleaseTopic(t.owner, t.name.String())
 	}
 	s.mu.Lock()
 	if s.mu.topics[t.name.String()] == t {
