@@ -2,13 +2,16 @@
 // Pulsar binary protocol (one session per connection), topic lookup and
 // ownership in a cluster, and the admin REST API. It sees storage only
 // through the lakestream interfaces and the actors package; it never
-// imports engine. Topic behaviour belongs to the broker layer (broker/):
-// topic names, the schema registry, policy resolution, producer and
-// consumer admission, topic compaction, the end of topic, the limit types
-// and rate meters, the enforcement of retention, TTL and backlog quotas
-// live there, and so do placement and rebalancing; the Server calls its
-// Broker, as do non-persistent topics' fan-out. The topics served and
-// their unloading are still here, to move there (issue #26).
+// imports engine. Topic behaviour belongs to the broker layer (broker/),
+// which the Server calls: topic names, the schema registry, policy
+// resolution and enforcement (retention, TTL, backlog quotas), producer
+// and consumer admission, topic compaction, the end of topic, the limit
+// types and rate meters, taking and loading a topic to serve it,
+// placement and rebalancing, non-persistent topics' fan-out. The registry
+// of the topics served (with their subscription actors) and their
+// unloading are still here, to move there (issue #26). The node is always
+// a cluster member (Config.Membership is required; standalone: the only
+// one).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
