@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
@@ -18,9 +20,9 @@ type Config struct {
 	// in bytes: a topic compaction reads the keys of entries up to four
 	// times that (batches). Default protocol.DefaultMaxMessageSize.
 	MaxMessageSize int
-	// Membership, when set, makes this node one member of a cluster: it
-	// serves only the topics it owns (Own; docs/cluster.md). Default nil:
-	// a node on its own serves every topic.
+	// Membership makes this node one member of a cluster: it serves only
+	// the topics it owns (Own; docs/cluster.md). Required: a node on its
+	// own is the one member of its cluster.
 	Membership lakestream.Membership
 	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
 	// Default false: unknown topics are created non-partitioned.
@@ -36,12 +38,22 @@ type Config struct {
 // without a socket. Safe for concurrent use.
 type Broker struct {
 	cfg Config
+
+	// membersCache: the live members, for placement (cluster.go).
+	membersCache struct {
+		sync.Mutex
+		list []lakestream.Member
+		at   time.Time
+	}
 }
 
 // New returns a Broker over cfg.Catalog.
 func New(cfg Config) (*Broker, error) {
 	if cfg.Catalog == nil {
 		return nil, errors.New("broker: Config.Catalog is required")
+	}
+	if cfg.Membership == nil {
+		return nil, errors.New("broker: Config.Membership is required (a node on its own is a one-member cluster)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lakegate/lakegate/broker"
+	"github.com/lakegate/lakegate/internal/testmember"
 	"github.com/lakegate/lakegate/lakestream"
 	_ "github.com/lakegate/lakegate/node" // lakegate:// catalogs
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -30,6 +31,8 @@ func newBroker(t *testing.T, cfg broker.Config) (*broker.Broker, lakestream.Stre
 		t.Fatal(err)
 	}
 	cfg.Catalog = cat
+	// A node on its own is the one member of its cluster.
+	cfg.Membership = testmember.New(lakestream.Member{ID: "test"})
 	b, err := broker.New(cfg)
 	if err != nil {
 		t.Fatal(err)

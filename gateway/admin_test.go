@@ -168,7 +168,7 @@ func adminCall(t *testing.T, h http.Handler, method, path, body string, out any)
 
 func TestAdminTenantsAreImplicitOrRecorded(t *testing.T) {
 	cat := &nsCatalog{nss: map[string]map[string]string{"public/default": {}}}
-	srv, err := Listen("127.0.0.1:0", Config{Catalog: cat})
+	srv, err := listenTest(t, Config{Catalog: cat})
 	if err != nil {
 		t.Fatal(err)
 	}

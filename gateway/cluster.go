@@ -20,6 +20,11 @@ package gateway
 // where to reconnect (CLOSE_PRODUCER/CLOSE_CONSUMER with the new owner's
 // URL). A member that loses a topic (session expired, a guarded write
 // refused) unloads it at once.
+//
+// Placement, the member list, the units taken and released, rebalancing
+// and a drain's successors are the broker's (broker/cluster.go); here:
+// LOOKUP, the relay, and unloading units — the topics served here, or at
+// their owner through its admin API.
 
 import (
 	"bytes"
@@ -28,13 +33,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/lakegate/lakegate/broker"
@@ -43,67 +46,25 @@ import (
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-// membersCacheAge bounds how stale the member list placement uses may be.
-const membersCacheAge = time.Second
-
 // forwardedHeader marks an admin request forwarded by another member: it is
 // served here and never forwarded again.
 const forwardedHeader = "X-Lakegate-Forwarded"
 
-// members returns the live members, cached for membersCacheAge.
-func (s *Server) members(ctx context.Context) ([]lakestream.Member, error) {
-	s.membersCache.Lock()
-	defer s.membersCache.Unlock()
-	if time.Since(s.membersCache.at) < membersCacheAge && s.membersCache.list != nil {
-		return s.membersCache.list, nil
-	}
-	ms, err := s.cfg.Membership.Members(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.membersCache.list, s.membersCache.at = ms, time.Now()
-	return ms, nil
-}
-
-// placement is the member a unit belongs on: the highest rendezvous score
-// of unit and member id among candidates (ok false when there are none).
-func placement(unit string, candidates []lakestream.Member) (lakestream.Member, bool) {
-	var (
-		best  lakestream.Member
-		score uint64
-		found bool
-	)
-	for _, m := range candidates {
-		h := fnv.New64a()
-		h.Write([]byte(unit))
-		h.Write([]byte{0})
-		h.Write([]byte(m.ID))
-		v := h.Sum64()
-		// Mix: FNV's low bits are weak for inputs that share a prefix.
-		v ^= v >> 33
-		v *= 0xff51afd7ed558ccd
-		v ^= v >> 33
-		if !found || v > score || (v == score && m.ID < best.ID) {
-			best, score, found = m, v, true
-		}
-	}
-	return best, found
-}
-
 // self is this node as a member (its advertised endpoints).
-func (s *Server) self() lakestream.Member {
-	if m := s.cfg.Membership; m != nil {
-		return m.Self()
-	}
-	ep := map[string]string{}
-	if u := s.ServiceURL(); u != "" {
-		ep["pulsar"] = u
-	}
-	if u := s.ServiceURLTLS(); u != "" {
-		ep["pulsar+ssl"] = u
-	}
-	return lakestream.Member{Endpoints: ep}
+func (s *Server) self() lakestream.Member { return s.brk.Self() }
+
+// members returns the live members, cached (broker/cluster.go).
+func (s *Server) members(ctx context.Context) ([]lakestream.Member, error) {
+	return s.brk.Members(ctx)
 }
+
+// placement is broker.Placement: the member a unit belongs on.
+func placement(unit string, candidates []lakestream.Member) (lakestream.Member, bool) {
+	return broker.Placement(unit, candidates)
+}
+
+// streamUnits is broker.StreamUnits: the units of a stream's partitions.
+func streamUnits(md lakestream.StreamMetadata) []string { return broker.StreamUnits(md) }
 
 // brokerURLs are the URLs LOOKUP names for member: its pulsar URL (its
 // pulsar+ssl one when it has no plain listener) and its pulsar+ssl URL.
@@ -126,9 +87,6 @@ func (s *Server) handleLookupTopic(ctx context.Context, c *pb.CommandLookupTopic
 		return fail(err)
 	}
 	m := s.cfg.Membership
-	if m == nil {
-		return s.connectTo(req, s.self())
-	}
 	owner, ok, err := m.Owner(ctx, unit)
 	if err != nil {
 		return fail(err)
@@ -200,9 +158,6 @@ func (s *Server) proxyTarget(ctx context.Context, to string) (*lakestream.Member
 	self := s.self()
 	if to == "" || sameHostPort(to, self.Endpoints["pulsar"]) || sameHostPort(to, self.Endpoints["pulsar+ssl"]) {
 		return nil, nil
-	}
-	if s.cfg.Membership == nil {
-		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node is not in a cluster", broker.ErrNotAllowed, to)
 	}
 	if !s.cfg.ProxyLookups {
 		return nil, fmt.Errorf("%w: proxy_to_broker_url %q names another broker, and this node relays no connection (cluster.proxyLookups is off)", broker.ErrNotAllowed, to)
@@ -338,20 +293,6 @@ func (s *Server) reloadStreams(ctx context.Context, ids []lakestream.StreamIdent
 	return errors.Join(errs...)
 }
 
-// streamUnits are the units (topic names) of a stream's partitions.
-func streamUnits(md lakestream.StreamMetadata) []string {
-	base := "persistent://" + md.ID.Namespace + "/" + md.ID.Name
-	n := md.Partitioning.NumPartitions
-	if n == 0 {
-		return []string{base}
-	}
-	out := make([]string, n)
-	for i := range n {
-		out[i] = base + broker.PartitionSuffix + strconv.Itoa(i)
-	}
-	return out
-}
-
 // unloadUnit unloads a unit gracefully where it is served: here (releasing
 // the ownership), or at its owner through the owner's admin API. A unit
 // nobody owns needs nothing. dest, when set, is the member id the unit
@@ -359,7 +300,7 @@ func streamUnits(md lakestream.StreamMetadata) []string {
 func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 	assigned := ""
 	var destMember lakestream.Member
-	if dest != "" && s.cfg.Membership != nil {
+	if dest != "" {
 		ms, err := s.members(ctx)
 		if err != nil {
 			return err
@@ -379,7 +320,7 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		if t != nil {
 			s.unloadTopic(t, true, assigned)
 		} else {
-			npt.close(assigned)
+			npt.Close(assigned)
 		}
 		if dest != "" {
 			// Hand the unit over: the destination takes it now, so that
@@ -391,24 +332,16 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		return nil
 	}
 	m := s.cfg.Membership
-	if m == nil {
-		return nil
-	}
 	owner, ok, err := m.Owner(ctx, unit)
 	if err != nil || !ok {
 		return err
 	}
 	if owner.ID == m.Self().ID {
 		// Owned (looked up) but never loaded: release it.
-		for _, o := range m.Owned() {
-			if o.Unit() == unit {
-				if err := o.Release(ctx); err != nil || dest == "" {
-					return err
-				}
-				return s.handOver(ctx, destMember, unit)
-			}
+		if ok, err := s.brk.ReleaseOwned(ctx, unit); !ok || err != nil || dest == "" {
+			return err
 		}
-		return nil
+		return s.handOver(ctx, destMember, unit)
 	}
 	return s.forwardUnload(ctx, owner, unit, dest)
 }
@@ -425,39 +358,22 @@ func (s *Server) unloadLocal(ctx context.Context, unit, dest string) error {
 	if npt != nil {
 		return s.unloadUnit(ctx, unit, dest)
 	}
-	if m := s.cfg.Membership; m != nil && dest != "" && dest == m.Self().ID {
+	if dest != "" && dest == s.self().ID {
 		// The previous owner hands the unit to this node (handOver).
-		return s.takeUnit(ctx, unit)
+		return s.brk.TakeUnit(ctx, unit)
 	}
-	if m := s.cfg.Membership; m != nil {
-		for _, o := range m.Owned() {
-			if o.Unit() == unit {
-				return o.Release(ctx)
-			}
-		}
-	}
-	return nil
+	_, err := s.brk.ReleaseOwned(ctx, unit)
+	return err
 }
 
 // handOver makes member dest the owner of unit, which this node has just
 // released: here directly, elsewhere through dest's admin API (a forwarded
 // unload naming dest as its destination).
 func (s *Server) handOver(ctx context.Context, dest lakestream.Member, unit string) error {
-	if dest.ID == s.cfg.Membership.Self().ID {
-		return s.takeUnit(ctx, unit)
+	if dest.ID == s.self().ID {
+		return s.brk.TakeUnit(ctx, unit)
 	}
 	return s.forwardUnload(ctx, dest, unit, dest.ID)
-}
-
-// takeUnit acquires the ownership of unit for this node; a unit another
-// member took first stays with it.
-func (s *Server) takeUnit(ctx context.Context, unit string) error {
-	_, err := s.cfg.Membership.Acquire(ctx, unit)
-	var owned *lakestream.OwnedError
-	if errors.As(err, &owned) {
-		return nil
-	}
-	return err
 }
 
 // forwardUnload asks the owner of unit to unload it (admin API, marked as
@@ -503,24 +419,17 @@ func (s *Server) forwardUnload(ctx context.Context, owner lakestream.Member, uni
 // Drain hands every topic this node serves over to the member placement
 // picks among the others (SIGTERM), releasing each ownership, so that
 // clients move with no acknowledged message redelivered. It returns when
-// every topic is unloaded or ctx ends. Without a cluster it only unloads.
+// every topic is unloaded or ctx ends. The only member of its cluster
+// only unloads.
 func (s *Server) Drain(ctx context.Context) {
-	var others []lakestream.Member
-	if m := s.cfg.Membership; m != nil {
-		if ms, err := s.members(ctx); err == nil {
-			others = slices.DeleteFunc(slices.Clone(ms), func(x lakestream.Member) bool { return x.ID == m.Self().ID })
-		}
-	}
+	successor := s.brk.Successors(ctx) // broker/cluster.go
 	s.draining.Store(true)
 	ts := s.loadedTopics()
 	slices.SortFunc(ts, func(a, b *topic) int { return cmp.Compare(a.name.String(), b.name.String()) })
 	sem := make(chan struct{}, drainParallel)
 	done := make(chan struct{}, len(ts))
 	for _, t := range ts {
-		assigned := ""
-		if target, ok := placement(t.name.String(), others); ok {
-			assigned = target.Endpoints["pulsar"]
-		}
+		assigned := successor(t.name.String())
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -539,65 +448,10 @@ func (s *Server) Drain(ctx context.Context) {
 		}
 	}
 	for _, t := range s.npTopicsServed() {
-		assigned := ""
-		if target, ok := placement(t.name.String(), others); ok {
-			assigned = target.Endpoints["pulsar"]
-		}
-		t.close(assigned)
+		t.Close(successor(t.name.String()))
 	}
-	if m := s.cfg.Membership; m != nil {
-		for _, o := range m.Owned() {
-			o.Release(ctx) // looked up here, never loaded
-		}
-	}
+	s.brk.ReleaseAllOwned(ctx) // looked up here, never loaded
 }
 
 // drainParallel bounds the topics unloaded at once by Drain.
 const drainParallel = 16
-
-// rebalanceLoop hands over, every RebalanceInterval, up to RebalanceMax of
-// the units this node owns that placement gives to another live member (a
-// member that joined takes its share gradually, never all at once).
-func (s *Server) rebalanceLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.RebalanceInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if s.draining.Load() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RebalanceInterval)
-		s.rebalanceOnce(ctx)
-		cancel()
-	}
-}
-
-func (s *Server) rebalanceOnce(ctx context.Context) {
-	m := s.cfg.Membership
-	ms, err := s.members(ctx)
-	if err != nil || len(ms) < 2 {
-		return
-	}
-	self := m.Self().ID
-	moved := 0
-	for _, o := range m.Owned() {
-		if moved >= s.cfg.RebalanceMax {
-			return
-		}
-		target, ok := placement(o.Unit(), ms)
-		if !ok || target.ID == self {
-			continue
-		}
-		s.cfg.Logger.Info("rebalancing: handing a topic over", "topic", o.Unit(), "to", target.ID)
-		if err := s.unloadUnit(ctx, o.Unit(), target.ID); err != nil {
-			s.cfg.Logger.Warn("rebalancing: hand-over failed", "topic", o.Unit(), "err", err)
-			continue
-		}
-		moved++
-	}
-}

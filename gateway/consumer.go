@@ -67,7 +67,7 @@ type consumer struct {
 // consumer tells its subscription (SinkReady), which resumes dispatching
 // to it.
 func (c *consumer) Deliver(d actors.Deliver) bool {
-	if o := c.t.owner; o != nil && !o.Held() {
+	if !c.t.owner.Held() {
 		// This node may no longer own the topic (its session outlived its
 		// renewals: a pause past the lease): another owner may be serving
 		// the subscription already. Nothing is sent; the topic unloads
@@ -446,7 +446,7 @@ func (s *session) handleRedeliver(c *pb.CommandRedeliverUnacknowledgedMessages) 
 // consumers is closed. Reader goroutine only.
 func (c *consumer) close() {
 	if c.np != nil {
-		c.np.t.removeConsumer(c)
+		c.np.t.RemoveConsumer(c)
 		return
 	}
 	c.t.end.RemoveWatcher(c)

@@ -18,6 +18,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -93,17 +94,24 @@ func testDedupFailedFlush(t *testing.T, restart bool) {
 		e    *engine.Engine
 		stop func()
 	}
+	starts := 0
 	start := func() node {
 		e, err := engine.New(store, ms, engine.Options{Linger: time.Millisecond, CommitTimeout: time.Second, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cat := catalog.New(ms, e, catalog.Options{})
-		srv, err := Listen("127.0.0.1:0", Config{Catalog: cat, Logger: quiet})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return node{srv: srv, e: e, stop: func() { srv.Close(); cat.Close(); e.Close() }}
+		starts++
+		m := engineMember(t, e, fmt.Sprint("node-", starts), ln, nil)
+		srv, err := Serve(ln, Config{Catalog: cat, Logger: quiet, Membership: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return node{srv: srv, e: e, stop: func() { srv.Close(); m.Close(context.Background()); cat.Close(); e.Close() }}
 	}
 	n1 := start()
 	{

@@ -2,12 +2,16 @@
 // Pulsar binary protocol (one session per connection), topic lookup and
 // ownership in a cluster, and the admin REST API. It sees storage only
 // through the lakestream interfaces and the actors package; it never
-// imports engine. Topic behaviour belongs to the broker layer (broker/):
-// topic names, the schema registry, policy resolution, producer and
-// consumer admission, topic compaction, the end of topic, the limit types
-// and rate meters live there, and the Server calls its Broker; the topics
-// served, ownership, policy enforcement and non-persistent topics are
-// still here, to move there (issue #26).
+// imports engine. Topic behaviour belongs to the broker layer (broker/),
+// which the Server calls: topic names, the schema registry, policy
+// resolution and enforcement (retention, TTL, backlog quotas), producer
+// and consumer admission, topic compaction, the end of topic, the limit
+// types and rate meters, taking and loading a topic to serve it,
+// placement and rebalancing, non-persistent topics' fan-out. The registry
+// of the topics served (with their subscription actors) and their
+// unloading are still here, to move there (issue #26). The node is always
+// a cluster member (Config.Membership is required; standalone: the only
+// one).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
@@ -26,12 +30,15 @@
 //	             referenced rather than copied (small ones copied into a
 //	             pooled buffer held only while writing); on TLS, a buffered
 //	             writer
-//	cluster.go   ownership (docs/cluster.md): LOOKUP answers, placement,
-//	             proxy relay, hand-over of topics (unload, Drain on SIGTERM,
-//	             rebalancing)
-//	topic.go     topic names ↔ streams and partitions, auto-creation, the
-//	             topics this node serves (taken, loaded, unloaded),
-//	             GET_TOPICS_OF_NAMESPACE
+//	cluster.go   ownership (docs/cluster.md): LOOKUP answers, proxy relay,
+//	             unloading topics for a hand-over (here or at their owner:
+//	             unloadUnit; Drain on SIGTERM); placement and rebalancing:
+//	             broker/cluster.go
+//	topic.go     the topics this node serves (registered, unloaded; the
+//	             broker resolves names and takes and loads them:
+//	             broker/topic_load.go), a
+//	             topic as broker.PolicyTopic (the enforcement of its
+//	             policies: broker/enforcement.go), GET_TOPICS_OF_NAMESPACE
 //	producer.go  PRODUCER, SEND, CLOSE_PRODUCER: the producer is its partition
 //	             actor's ProducerSink (the actor decides; docs/dedup.md)
 //	consumer.go  SUBSCRIBE, FLOW, ACK, REDELIVER, CLOSE_CONSUMER, UNSUBSCRIBE,
@@ -41,12 +48,10 @@
 //	             compatibility rules: broker/schema.go)
 //	end_of_topic.go  a consumer's side of the end of a terminated topic
 //	             (REACHED_END_OF_TOPIC; the topic's: broker/end_of_topic.go)
-//	policies.go  retention, message TTL and backlog quotas enforced on the
-//	             topics served (their values: broker/policies.go), and the
-//	             compaction threshold (compactions: broker/compaction.go)
-//	nonpersistent.go non-persistent:// topics: in-memory fan-out on the owner,
-//	             at most once, nothing stored (admin_nonpersistent.go: their
-//	             admin routes)
+//	nonpersistent.go non-persistent:// topics, the sessions' side: the
+//	             topics served, PRODUCER/SEND/SUBSCRIBE, the MESSAGE offered,
+//	             stats (the topic: broker/nonpersistent.go;
+//	             admin_nonpersistent.go: their admin routes)
 //	txn.go       transactions unsupported: every transaction request answered
 //	             with NotAllowedError
 //	limits.go    the limits (docs/security.md, "Limits"): connections per node
@@ -85,7 +90,7 @@
 // messages, which only a session's reader waits on. docs/protocol.md,
 // "Connections: the handshake and slow peers".
 //
-// Lock order: Server.mu, then topic.mu (or npTopic.mu); a session's
+// Lock order: Server.mu, then topic.mu (or the broker.NPTopic's); a session's
 // outQueue.mu is a leaf (its waiters are called without it).
 // Input never panics the process: a session recovers, closes its connection
 // and leaves every other session alone.

@@ -237,16 +237,6 @@ func (t *topic) checkSubscriptionLimitLocked(ctx context.Context, name string) e
 	return t.lim.AdmitSubscription(len(have))
 }
 
-// npLimit refuses a producer or consumer of a non-persistent topic beyond
-// the node's default limits (have: what the topic or subscription has).
-func (s *Server) npLimit(limit, have int, err error, what, label string) error {
-	if limit > 0 && have >= limit {
-		s.lim.metrics.refusals.WithLabelValues(label).Inc()
-		return fmt.Errorf("%w: %s has %d (limit %d)", err, what, have, limit)
-	}
-	return nil
-}
-
 // dispatchLimiter is a subscription's view of a dispatch rate bucket: the
 // topic's (shared), or its own following the topic's subscription rate
 // (spec).

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/internal/testmember"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -74,7 +75,7 @@ func TestAcceptSurvivesAFailedAccept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Serve(&failingListener{Listener: ln}, Config{Catalog: &fakeCatalog{}})
+	srv, err := Serve(&failingListener{Listener: ln}, Config{Catalog: &fakeCatalog{}, Membership: testmember.New(selfOf("test", ln, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

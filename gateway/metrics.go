@@ -35,7 +35,7 @@ type gatewayMetrics struct {
 	proxiedConnections prometheus.Counter
 	unloads            *prometheus.CounterVec // by reason: handover, lost
 	authFailures       *prometheus.CounterVec // by reason (auth.Reason, "unauthorized")
-	// Policies (policies.go).
+	// Policies (broker/enforcement.go).
 	policyActions *prometheus.CounterVec // by action
 	policyChecks  prometheus.Counter
 }

@@ -112,7 +112,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		err = t.refreshLimits(ctx) // limits.go
 	}
 	if err == nil {
-		err = t.checkBacklogQuota(ctx) // policies.go
+		err = s.srv.brk.CheckBacklogQuota(ctx, t) // broker/enforcement.go
 	}
 	if err != nil {
 		s.sendError(req, err)
@@ -298,7 +298,7 @@ func (p *producer) Closed(assignedURL string) {
 // Reader goroutine only.
 func (p *producer) close() {
 	if p.np != nil {
-		p.np.removeProducer(p)
+		p.np.RemoveProducer(p)
 		return
 	}
 	p.releasePublishes() // limits.go: the partition drops its outcomes
@@ -311,7 +311,7 @@ func (p *producer) close() {
 // forget drops the producer from its topic's list (stats).
 func (p *producer) forget() {
 	if p.np != nil {
-		p.np.removeProducer(p)
+		p.np.RemoveProducer(p)
 		return
 	}
 	p.t.forgetProducer(p)
@@ -333,7 +333,7 @@ func (s *session) handleCloseProducer(c *pb.CommandCloseProducer) {
 		return
 	}
 	if p.np != nil {
-		p.np.removeProducer(p)
+		p.np.RemoveProducer(p)
 		s.send(protocol.Success(c.GetRequestId()))
 		return
 	}

@@ -43,7 +43,7 @@ func startTLSGateway(t *testing.T, tlsLn net.Listener, tweak func(*Config)) *Ser
 		t.Fatal(err)
 	}
 	cat := catalog.New(ms, e, catalog.Options{})
-	cfg := Config{Catalog: cat, Logger: quiet, IdleTimeout: time.Minute}
+	cfg := Config{Catalog: cat, Logger: quiet, IdleTimeout: time.Minute, Membership: engineMember(t, e, "node", nil, tlsLn)}
 	tweak(&cfg)
 	srv, err := Serve(nil, cfg, tlsLn)
 	if err != nil {

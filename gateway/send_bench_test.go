@@ -43,11 +43,20 @@ func BenchmarkSend(b *testing.B) {
 	if _, err := cat.CreateNamespace(ctx, "public/default", nil); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := gateway.Listen("127.0.0.1:0", gateway.Config{Catalog: cat, Logger: slog.New(slog.DiscardHandler)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { srv.Close(); e.Close(); ms.Close(); st.Close() }()
+	// A node on its own is the one member of its cluster.
+	m, err := e.JoinCluster(ctx, engine.MembershipConfig{ID: "bench", Endpoints: map[string]string{"pulsar": "pulsar://" + ln.Addr().String()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := gateway.Serve(ln, gateway.Config{Catalog: cat, Logger: slog.New(slog.DiscardHandler), Membership: m})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { srv.Close(); m.Close(ctx); e.Close(); ms.Close(); st.Close() }()
 
 	conn, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {

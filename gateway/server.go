@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,11 +67,11 @@ type Config struct {
 	// lakegate_subscription_series_dropped. Default 1000.
 	MetricsSubscriptionsMax int
 
-	// Membership, when set, makes this node one member of a cluster: it
-	// serves only the topics it owns and answers LOOKUP with their owners
-	// (cluster.go, docs/cluster.md). Its Self endpoints must include
-	// "pulsar" (this server's URL) and "http" (the admin API's). Default
-	// nil: a node on its own serves every topic.
+	// Membership makes this node one member of a cluster: it serves only
+	// the topics it owns and answers LOOKUP with their owners (cluster.go,
+	// docs/cluster.md). Its Self endpoints must include "pulsar" (this
+	// server's URL) and "http" (the admin API's). Required: a node on its
+	// own is the one member of its cluster (node/assembly).
 	Membership lakestream.Membership
 	// ProxyLookups makes LOOKUP answers tell clients to connect through the
 	// address they dialled (proxy_through_service_url), and this node relays
@@ -84,7 +85,7 @@ type Config struct {
 	RebalanceMax int
 	// PolicyCheckInterval is how often the retention, message TTL and
 	// backlog quota policies of the served topics are enforced
-	// (policies.go). Default 30 s; negative: never.
+	// (broker/enforcement.go). Default 30 s; negative: never.
 	PolicyCheckInterval time.Duration
 
 	// Auth, when set, makes every connection and admin request
@@ -221,8 +222,8 @@ type Server struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // accept loop and sessions
 	nameSeq atomic.Uint64
-	// namePrefix starts the names given to unnamed producers: the member
-	// id, or a random one without a cluster.
+	// namePrefix starts the names given to unnamed producers
+	// (producerNamePrefix): unique per start.
 	namePrefix string
 	sessionID  atomic.Uint64
 	metrics    *gatewayMetrics
@@ -231,12 +232,6 @@ type Server struct {
 	// lim: connection counts, the publish buffer, limit metrics (limits.go).
 	lim        serverLimits
 	httpClient *http.Client // forwarded admin requests
-
-	membersCache struct {
-		sync.Mutex
-		list []lakestream.Member
-		at   time.Time
-	}
 
 	mu struct {
 		sync.Mutex
@@ -270,6 +265,9 @@ func Listen(addr string, cfg Config) (*Server, error) {
 func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) {
 	if cfg.Catalog == nil {
 		return nil, errors.New("gateway: Config.Catalog is required")
+	}
+	if cfg.Membership == nil {
+		return nil, errors.New("gateway: Config.Membership is required (a node on its own is a one-member cluster)")
 	}
 	cfg.defaults()
 	if ln == nil && len(tlsLn) == 0 {
@@ -305,10 +303,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		s.ownsRT = true
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.namePrefix = "lakegate-" + rand.Text()[:8]
-	if cfg.Membership != nil {
-		s.namePrefix = "lakegate-" + cfg.Membership.Self().ID
-	}
+	s.namePrefix = producerNamePrefix(cfg.Membership.Self().ID)
 	s.mu.topics = map[string]*topic{}
 	s.mu.npTopics = map[string]*npTopic{}
 	s.mu.sessions = map[*session]struct{}{}
@@ -316,15 +311,34 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		s.wg.Add(1)
 		go s.accept(l)
 	}
-	if cfg.Membership != nil && cfg.RebalanceInterval > 0 {
+	if cfg.RebalanceInterval > 0 {
 		s.wg.Add(1)
-		go s.rebalanceLoop()
+		go func() {
+			defer s.wg.Done()
+			s.brk.RunRebalance(s.ctx, broker.RebalanceOptions{ // broker/cluster.go
+				Interval: cfg.RebalanceInterval, Max: cfg.RebalanceMax,
+				Paused: s.draining.Load, HandOver: s.unloadUnit, // cluster.go
+			})
+		}()
 	}
 	if cfg.PolicyCheckInterval > 0 {
 		s.wg.Add(1)
-		go s.policyLoop()
+		go func() {
+			defer s.wg.Done()
+			s.brk.RunPolicies(s.ctx, cfg.PolicyCheckInterval, s.policyTopics, s.policyHooks())
+		}()
 	}
 	return s, nil
+}
+
+// producerNamePrefix starts the names this start of the server gives to
+// producers that name none: "lakegate-", the member id and a random part.
+// The random part keeps them unique across restarts, as Pulsar's are (it
+// numbers them per broker start and per cluster): the counter after the
+// prefix starts at 1 again, and with deduplication a reused name would
+// inherit the last sequence id of an earlier producer of that name.
+func producerNamePrefix(memberID string) string {
+	return "lakegate-" + memberID + "-" + strings.ToLower(rand.Text()[:6])
 }
 
 // advertisedOf is a listener's address, with localhost for a wildcard host.
@@ -435,7 +449,7 @@ func (s *Server) Close() error {
 		s.unloadTopic(t, false, "")
 	}
 	for _, t := range s.npTopicsServed() {
-		t.close("")
+		t.Close("")
 	}
 	if s.ownsRT {
 		s.rt.Shutdown()

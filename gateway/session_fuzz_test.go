@@ -61,7 +61,12 @@ func startMemGateway(tb testing.TB, tweaks ...func(*Config)) *Server {
 	for _, f := range tweaks {
 		f(&cfg)
 	}
-	srv, err := Listen("127.0.0.1:0", cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Membership = engineMember(tb, e, "fuzz", ln, nil)
+	srv, err := Serve(ln, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // A client that stops answering is pinged after IdleTimeout/2 of silence
 // and disconnected after IdleTimeout; one that answers PINGs stays.
 func TestIdleConnectionIsPingedThenClosed(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", Config{Catalog: &fakeCatalog{}, IdleTimeout: 300 * time.Millisecond})
+	srv, err := listenTest(t, Config{Catalog: &fakeCatalog{}, IdleTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestIdleConnectionIsPingedThenClosed(t *testing.T) {
 // which junk never extends), and a CONNECT just under the limit is
 // answered.
 func TestPreConnectInputIsBounded(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", Config{Catalog: &fakeCatalog{}})
+	srv, err := listenTest(t, Config{Catalog: &fakeCatalog{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestPreConnectInputIsBounded(t *testing.T) {
 // The handshake deadline runs from accept: a CONNECT trickled byte by byte
 // past it is not waited for.
 func TestHandshakeDeadlineFromAccept(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", Config{Catalog: &fakeCatalog{}, HandshakeTimeout: 300 * time.Millisecond})
+	srv, err := listenTest(t, Config{Catalog: &fakeCatalog{}, HandshakeTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +184,39 @@ func TestHandshakeDeadlineFromAccept(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Duration(len(b))*100*time.Millisecond {
 		t.Fatalf("closed after %v: the whole frame was waited for", took)
+	}
+}
+
+// The names given to unnamed producers differ from one start of a server
+// to the next (with deduplication a reused name would inherit an earlier
+// producer's last sequence id), and carry the member id.
+func TestProducerNamePrefixUniquePerStart(t *testing.T) {
+	seen := map[string]bool{}
+	for range 2 {
+		srv, err := listenTest(t, Config{Catalog: &fakeCatalog{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		p := srv.namePrefix
+		if !strings.HasPrefix(p, "lakegate-test-") || len(p) <= len("lakegate-test-") {
+			t.Fatalf("prefix %q: want lakegate-<member id>-<random>", p)
+		}
+		if seen[p] {
+			t.Fatalf("prefix %q repeated by a restart", p)
+		}
+		seen[p] = true
+	}
+}
+
+// A gateway is always a cluster member (standalone: the only one).
+func TestServeRequiresMembership(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := Serve(ln, Config{Catalog: &fakeCatalog{}}); err == nil || !strings.Contains(err.Error(), "Membership is required") {
+		t.Fatalf("Serve without a membership: %v", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
@@ -47,8 +46,7 @@ type topic struct {
 	stream    lakestream.StreamIdentifier
 	log       lakestream.Log
 	partition int32 // -1 for a non-partitioned topic
-	// owner is this node's ownership of the topic (nil without a cluster
-	// membership: a node on its own serves every topic).
+	// owner is this node's ownership of the topic.
 	owner lakestream.Ownership
 	part  *actors.PartitionActor
 	// end: the end offset of a terminated topic and the consumers told
@@ -76,17 +74,13 @@ type topic struct {
 }
 
 // guardOpts are the cursor options of writes only the owner may make.
-func (t *topic) guardOpts() []lakestream.CursorOption {
-	if t.owner == nil {
-		return nil
-	}
-	return []lakestream.CursorOption{lakestream.WithGuard(t.owner)}
-}
+func (t *topic) guardOpts() []lakestream.CursorOption { return broker.GuardOpts(t.owner) }
 
-// serveTopic returns the topic for a name, loading it — and taking its
-// ownership first, when this node is a cluster member — if it is not
-// loaded. A topic owned by another member fails with broker.ErrServiceNotReady
-// (the client looks it up again and is sent to the owner).
+// serveTopic returns the topic for a name, loading it — taking its
+// ownership first (broker.LoadTopic) — if it is not loaded, and
+// registering it here. A topic owned by another member fails with
+// broker.ErrServiceNotReady (the client looks it up again and is sent to
+// the owner).
 func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*topic, error) {
 	if s.closed() {
 		return nil, broker.ErrServiceNotReady
@@ -98,84 +92,37 @@ func (s *Server) serveTopic(ctx context.Context, name string, create bool) (*top
 	if t, err := s.loadedTopic(ref.Unit()); t != nil || err != nil {
 		return t, err
 	}
-	owner, err := s.brk.Own(ctx, ref.Unit())
+	l, err := s.brk.LoadTopic(ctx, ref) // broker/topic_load.go: ownership, log, policies, state
 	if err != nil {
 		return nil, err
 	}
-	// One load of the stream gives both the log and the metadata.
-	st, err := s.cfg.Catalog.Stream(ctx, ref.Stream)
-	if err != nil {
-		return nil, err
-	}
-	log, err := st.Log(ctx, ref.Index)
-	if err != nil {
-		return nil, err
-	}
-	dedup, err := s.brk.DedupEnabled(ctx, st.Metadata()) // broker/policies.go
-	if err != nil {
-		return nil, err
-	}
-	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: log, partition: ref.Partition, owner: owner, unloaded: make(chan struct{})}
+	t := &topic{srv: s, name: ref.Name, stream: ref.Stream, log: l.Log, partition: ref.Partition, owner: l.Owner, unloaded: make(chan struct{})}
 	t.lim.TopicAdmission = s.brk.NewTopicAdmission(ref.Unit(), func(label string) {
 		s.lim.metrics.refusals.WithLabelValues(label).Inc()
 	})
 	t.compaction = s.brk.NewTopicCompaction(broker.TopicCompactionOptions{
-		Name: ref.Unit(), Log: log, Guard: t.guardOpts(),
+		Name: ref.Unit(), Log: l.Log, Guard: t.guardOpts(),
 		Context: s.ctx, Unloaded: t.unloaded, Closing: t.closing.Load,
 	})
 	t.mu.producers = map[uint64]*producer{}
 	t.mu.subs = map[string]*actors.SubscriptionActor{}
-	lim, err := s.brk.LimitsOf(ctx, st.Metadata()) // broker/policies.go
-	if err != nil {
-		return nil, err
-	}
-	t.applyLimits(lim)
-	lp, err := actors.LoadPartition(ctx, log, dedup, t.guardOpts()...)
-	if err != nil {
-		return nil, err
-	}
-	var end int64
-	if lp.State.Terminated {
-		if end, err = log.NextOffset(ctx); err != nil {
-			lp.Close(ctx)
-			return nil, err
-		}
-	}
+	t.applyLimits(l.Limits)
 	s.mu.Lock()
 	if old := s.mu.topics[ref.Unit()]; old != nil || s.mu.closed {
 		s.mu.Unlock()
-		lp.Close(ctx) // lost a race to load the topic
+		l.Close(ctx) // lost a race to load the topic
 		if old == nil {
 			return nil, broker.ErrServiceNotReady
 		}
 		return s.loadedTopic(ref.Unit())
 	}
-	t.part = actors.StartPartition(s.rt, actors.PartitionOptions{
-		Name:   ref.Unit(),
-		Log:    log,
-		Guard:  owner,
-		State:  lp,
-		Config: actors.PartitionConfig{Dedup: dedup},
-		OnLost: func(err error) { s.unloadTopic(t, false, "") },
-		Logger: s.cfg.Logger,
-	})
+	t.part = s.brk.StartPartition(s.rt, l, func(err error) { s.unloadTopic(t, false, "") })
 	s.mu.topics[ref.Unit()] = t
 	s.mu.Unlock()
-	if lp.State.Terminated {
-		t.end.MarkTerminated(end)
+	if l.Terminated {
+		t.end.MarkTerminated(l.End)
 	}
-	if owner != nil {
-		go func() {
-			select {
-			case <-owner.Lost():
-				if !t.closing.Load() { // not a release by the unload itself
-					s.cfg.Logger.Warn("lost the ownership of a topic: unloading it", "topic", ref.Unit())
-					s.unloadTopic(t, false, "")
-				}
-			case <-t.unloaded:
-			}
-		}()
-	}
+	s.brk.WatchOwnership(l, t.unloaded, t.closing.Load, func() { s.unloadTopic(t, false, "") })
 	return t, nil
 }
 
@@ -227,12 +174,8 @@ func (s *Server) unloadTopic(t *topic, graceful bool, assignedURL string) {
 	for _, c := range t.end.Watchers("") {
 		c.disconnect(assignedURL)
 	}
-	if graceful && t.owner != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := t.owner.Release(ctx); err != nil {
-			s.cfg.Logger.Warn("unloading a topic: releasing its ownership failed (it expires with the session)", "topic", t.name.String(), "err", err)
-		}
-		cancel()
+	if graceful {
+		s.brk.ReleaseTopic(t.owner, t.name.String())
 	}
 	s.mu.Lock()
 	if s.mu.topics[t.name.String()] == t {
@@ -246,6 +189,101 @@ func (s *Server) loadedTopics() []*topic {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Collect(maps.Values(s.mu.topics))
+}
+
+// The topic as the broker's enforcement of policies sees it
+// (broker/enforcement.go).
+var _ broker.PolicyTopic = (*topic)(nil)
+
+// Name implements broker.PolicyTopic.
+func (t *topic) Name() string { return t.name.String() }
+
+// Stream implements broker.PolicyTopic.
+func (t *topic) Stream() lakestream.StreamIdentifier { return t.stream }
+
+// Log implements broker.PolicyTopic.
+func (t *topic) Log() lakestream.Log { return t.log }
+
+// Compaction implements broker.PolicyTopic.
+func (t *topic) Compaction() *broker.TopicCompaction { return t.compaction }
+
+// Closing implements broker.PolicyTopic.
+func (t *topic) Closing() bool { return t.closing.Load() }
+
+// ApplyLimits implements broker.PolicyTopic (limits.go).
+func (t *topic) ApplyLimits(l TopicLimits) { t.applyLimits(l) }
+
+// SubscriptionNames implements broker.PolicyTopic
+// (admin_subscriptions.go).
+func (t *topic) SubscriptionNames(ctx context.Context) ([]string, error) {
+	return t.subscriptionNames(ctx)
+}
+
+// LiveSubscription implements broker.PolicyTopic (admin_stats.go).
+func (t *topic) LiveSubscription(name string) *actors.SubscriptionActor { return t.liveSub(name) }
+
+// ExpireBelow implements broker.PolicyTopic: it acknowledges every record of subscription name below
+// offset before: through its actor when it runs, else in its stored
+// cursor (written under the topic's ownership).
+func (t *topic) ExpireBelow(ctx context.Context, name string, before int64) error {
+	t.mu.Lock()
+	if sub := t.liveSubLocked(name); sub != nil {
+		t.mu.Unlock()
+		return sub.Expire(before)
+	}
+	defer t.mu.Unlock() // no actor can open the cursor meanwhile
+	c, err := t.log.LoadCursor(ctx, name, t.guardOpts()...)
+	if errors.Is(err, lakestream.ErrNoSuchCursor) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if before-1 > c.MarkDeleteOffset() {
+		err = c.MarkDelete(ctx, before-1, c.Properties())
+	}
+	return errors.Join(err, c.Close(ctx))
+}
+
+// DisconnectProducers implements broker.PolicyTopic: it closes the topic's producers (CLOSE_PRODUCER: they
+// reconnect, and meet the backlog quota). Their SENDs in flight are still
+// answered. It returns how many it closed.
+func (t *topic) DisconnectProducers() int {
+	t.mu.Lock()
+	ps := make([]*producer, 0, len(t.mu.producers))
+	for _, p := range t.mu.producers {
+		ps = append(ps, p)
+	}
+	t.mu.Unlock()
+	n := 0
+	for _, p := range ps {
+		if !p.gone.CompareAndSwap(false, true) {
+			continue
+		}
+		t.part.CloseProducer(p.actorID)
+		p.sess.send(protocol.CloseProducer(p.id, 0))
+		n++
+	}
+	return n
+}
+
+// policyTopics are the loaded topics as the broker's enforcement of
+// policies sees them.
+func (s *Server) policyTopics() []broker.PolicyTopic {
+	ts := s.loadedTopics()
+	out := make([]broker.PolicyTopic, len(ts))
+	for i, t := range ts {
+		out[i] = t
+	}
+	return out
+}
+
+// policyHooks count the enforcement's actions and rounds.
+func (s *Server) policyHooks() broker.PolicyHooks {
+	return broker.PolicyHooks{
+		Action:  func(label string) { s.metrics.policyActions.WithLabelValues(label).Inc() },
+		Checked: s.metrics.policyChecks.Inc,
+	}
 }
 
 // handleGetTopicsOfNamespace lists the persistent topics of a namespace as
