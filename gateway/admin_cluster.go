@@ -66,9 +66,6 @@ func (a *admin) lookupTopic(r *http.Request) (any, error) {
 // placement picks (this node acquires the unit when that is itself).
 func (s *Server) ownerOrPlacement(ctx context.Context, unit string) (lakestream.Member, error) {
 	m := s.cfg.Membership
-	if m == nil {
-		return s.self(), nil
-	}
 	if owner, ok, err := m.Owner(ctx, unit); err != nil || ok {
 		return owner, err
 	}
@@ -94,14 +91,9 @@ func (a *admin) listBrokers(r *http.Request) (any, error) {
 	if c := r.PathValue("cluster"); c != adminClusterName {
 		return nil, fmt.Errorf("%w: cluster %q does not exist", errAdminNotFound, c)
 	}
-	var members []lakestream.Member
-	if a.srv.cfg.Membership == nil {
-		members = []lakestream.Member{a.srv.self()}
-	} else {
-		var err error
-		if members, err = a.srv.cfg.Membership.Members(r.Context()); err != nil {
-			return nil, err
-		}
+	members, err := a.srv.cfg.Membership.Members(r.Context())
+	if err != nil {
+		return nil, err
 	}
 	out := []string{}
 	for _, m := range members {

@@ -39,7 +39,7 @@ func (a *admin) listNPTopics(r *http.Request) (any, error) {
 		return nil, err
 	}
 	out := a.srv.npTopicsOf(tenant + "/" + ns)
-	if m := a.srv.cfg.Membership; m != nil && r.Header.Get(forwardedHeader) == "" {
+	if m := a.srv.cfg.Membership; r.Header.Get(forwardedHeader) == "" {
 		members, err := m.Members(r.Context())
 		if err != nil {
 			return nil, err

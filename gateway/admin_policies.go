@@ -75,9 +75,9 @@ func (a *admin) updateTopicProperty(r *http.Request, key string, update func(old
 	return nil, fmt.Errorf("%w: topic %s properties changed concurrently, retry", errAdminConflict, ref.name)
 }
 
-// Retention, message TTL and backlog quota policies (policies.go), as
-// Pulsar's admin API and pulsar-admin (`topicPolicies`, `namespaces`) set
-// them:
+// Retention, message TTL and backlog quota policies (enforced by
+// broker/enforcement.go), as Pulsar's admin API and pulsar-admin
+// (`topicPolicies`, `namespaces`) set them:
 //
 //	GET|POST|DELETE /admin/v2/persistent/{t}/{ns}/{topic}/retention          RetentionPolicies
 //	GET|POST|DELETE /admin/v2/persistent/{t}/{ns}/{topic}/messageTTL         POST ?messageTTL=<s> (or a body)

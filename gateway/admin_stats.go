@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
@@ -136,29 +137,6 @@ func orEmptyMap(m map[string]string) map[string]string {
 	return m
 }
 
-// bytesFrom is the payload bytes from the entry holding offset from to the
-// head, given the last entry's header.
-func (t *topic) bytesFrom(ctx context.Context, from int64, last lakestream.EntryHeader) (int64, error) {
-	if from >= last.End() {
-		return 0, nil
-	}
-	h, err := t.log.EntryHeader(ctx, from)
-	if errors.Is(err, lakestream.ErrOffsetTrimmed) {
-		first, ferr := t.log.FirstOffset(ctx)
-		if ferr != nil {
-			return 0, ferr
-		}
-		if first >= last.End() {
-			return 0, nil
-		}
-		h, err = t.log.EntryHeader(ctx, first)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return last.CumulativeSize - h.CumulativeSize + int64(h.Size), nil
-}
-
 // stats builds one topic's (or partition's) stats.
 func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, error) {
 	st := topicStatsJSON{
@@ -181,7 +159,7 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 		if last, err = t.log.EntryHeader(ctx, next-1); err != nil {
 			return st, err
 		}
-		if st.StorageSize, err = t.bytesFrom(ctx, first, last); err != nil {
+		if st.StorageSize, err = broker.BytesFrom(ctx, t.log, first, last); err != nil {
 			return st, err
 		}
 		st.MsgInCounter, st.BytesInCounter = next, last.CumulativeSize
@@ -287,7 +265,7 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 		return ss, false, err
 	}
 	if from := info.MarkDeleteOffset + 1; from < next {
-		if ss.BacklogSize, err = t.bytesFrom(ctx, from, last); err != nil {
+		if ss.BacklogSize, err = broker.BytesFrom(ctx, t.log, from, last); err != nil {
 			return ss, false, err
 		}
 	}
