@@ -43,9 +43,10 @@ type chunkResult struct {
 // sequencer calls done with its results once it applies it (rev 0: it
 // applied a void of the key, nothing committed).
 type pendingRecord struct {
-	rev  int64     // the commit's revision once known (0: not yet)
-	at   time.Time // when rev became known
-	done func(rev int64, results map[lakestream.LogID]chunkResult)
+	rev   int64     // the commit's revision once known (0: not yet)
+	at    time.Time // when rev became known
+	epoch int64     // commitLog.mu.epoch when it was expected
+	done  func(rev int64, results map[lakestream.LogID]chunkResult)
 }
 
 type commitLog struct {
@@ -414,8 +415,28 @@ func (c *commitLog) forgetIfFolded(ctx context.Context, key string) error {
 // expect registers a record this engine is about to commit.
 func (c *commitLog) expect(key string, pr *pendingRecord) {
 	c.mu.Lock()
+	pr.epoch = c.mu.epoch
 	c.mu.pending[key] = pr
 	c.mu.Unlock()
+}
+
+// watchedThrough waits until the watch has passed voidRev, the revision at
+// which this engine voided its record key after a lost reply
+// (writer.resolveRecord), and reports whether the watch ran unbroken since
+// the record was expected. The void finds the key absent both when the
+// record never applied and when it applied and was folded and deleted
+// before the void: an unbroken watch delivered the record's put before
+// the void's, so if the record applied it has been answered by now (the
+// pending record is gone); a resync may have skipped the put, and then
+// nobody can tell.
+func (c *commitLog) watchedThrough(ctx context.Context, key string, voidRev int64) (bool, error) {
+	if err := c.waitApplied(ctx, voidRev); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pr := c.mu.pending[key]
+	return pr == nil || pr.epoch == c.mu.epoch, nil
 }
 
 // unexpect forgets a record that will never apply (voided, or given up);

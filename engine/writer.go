@@ -630,9 +630,18 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 			}
 			ids = keep
 		default:
-			applied, rerr := w.resolveRecord(ctx, key)
+			applied, voidRev, rerr := w.resolveRecord(ctx, key)
+			unbroken := true
+			if rerr == nil && !applied {
+				// The void may have come after the record applied and
+				// was folded away: the watch tells (watchedThrough).
+				unbroken, rerr = w.e.clog.watchedThrough(ctx, key, voidRev)
+			}
 			switch {
-			case rerr != nil:
+			case rerr != nil || !unbroken:
+				if rerr == nil {
+					rerr = errors.New("the commit log was re-read meanwhile")
+				}
 				uerr := fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr)
 				if w.forget(key) {
 					w.partFailed(f, ids, uerr)
@@ -646,13 +655,14 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 				return // answered when the commit log applies it
 			default:
 				if !w.forget(key) {
-					// The watch applied our void first: it answers
-					// these appends as not committed, from its goroutine.
-					// Their chains break here, before the next flush
-					// commits (chain.go).
+					// The watch applied the record (it did commit,
+					// before the void) or our void: it answers these
+					// appends from its goroutine. Their chains break
+					// here, before the next flush commits (chain.go).
 					w.breakChains(f, ids, fmt.Errorf("%w: commit %s: %w (voided)", lakestream.ErrUnavailable, f.object, err))
 					return
 				}
+				// Never applied: the same chunks go again under a new key.
 			}
 		}
 	}
@@ -671,31 +681,33 @@ func (w *walWriter) forget(key string) bool {
 
 // resolveRecord finds out whether a commit transaction with a lost reply
 // applied: it voids the key if it is absent (so the lost request can never
-// apply later). applied = the key holds the record.
-func (w *walWriter) resolveRecord(ctx context.Context, key string) (bool, error) {
-	var err error
+// apply later). applied = the key holds the record; otherwise voidRev is
+// the revision of the void (the record may still have applied before it
+// and been folded away: commitLog.watchedThrough).
+func (w *walWriter) resolveRecord(ctx context.Context, key string) (applied bool, voidRev int64, err error) {
 	for attempt := 1; ; attempt++ {
 		var ok bool
-		ok, _, err = w.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, index.VoidRecord)})
+		var rev int64
+		ok, rev, err = w.e.meta.Txn(ctx, []meta.Cmp{{Key: key}}, []meta.Op{meta.Put(key, index.VoidRecord)})
 		if err == nil {
 			if ok {
-				return false, nil
+				return false, rev, nil
 			}
 			kv, found, gerr := w.e.meta.Get(ctx, key)
 			if gerr == nil {
 				if found && index.IsVoid(kv.Value) {
-					return false, nil // our own void of an earlier attempt
+					return false, kv.ModRevision, nil // our own void of an earlier attempt
 				}
 				if found {
 					w.e.clog.setRev(key, kv.ModRevision)
 				}
 				// Found, or folded and deleted already: it applied.
-				return true, nil
+				return true, 0, nil
 			}
 			err = gerr
 		}
 		if berr := backoff(ctx, attempt); berr != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
 }
