@@ -61,7 +61,7 @@ func (t topic) path(suffix string) string {
 	return "/admin/v2/persistent/" + url.PathEscape(t.tenant) + "/" + url.PathEscape(t.ns) + "/" + url.PathEscape(t.name) + suffix
 }
 
-// Client calls a node's admin REST (gateway/admin*.go) and prints the
+// Client calls a node's admin REST (package admin) and prints the
 // answers as the lakegate admin CLI shows them: aligned tables, or the
 // server's JSON with Options.JSON. Safe for concurrent use.
 type Client struct {
@@ -476,7 +476,7 @@ func (c *Client) SubscriptionsReset(ctx context.Context, o Options, name, sub st
 	return nil
 }
 
-// adminTableInfo is GET …/{topic}/table (gateway/admin_tables.go).
+// adminTableInfo is GET …/{topic}/table (admin/tables.go).
 type adminTableInfo struct {
 	Topic    string `json:"topic"`
 	Location string `json:"location"`

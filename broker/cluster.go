@@ -189,3 +189,36 @@ func (b *Broker) rebalanceOnce(ctx context.Context, o RebalanceOptions) {
 		moved++
 	}
 }
+
+// MemberHTTP is the admin base URL of member as listed to clients: its
+// http endpoint, else its https one. (Requests to members go to the
+// address a peer is reached at: the gateway's peerBase.)
+func MemberHTTP(member lakestream.Member) string {
+	if u := member.Endpoints["http"]; u != "" {
+		return u
+	}
+	return member.Endpoints["https"]
+}
+
+// OwnerOrPlacement is the member serving unit: its owner; else the member
+// placement picks (this node acquires the unit when that is itself).
+func (b *Broker) OwnerOrPlacement(ctx context.Context, unit string) (lakestream.Member, error) {
+	m := b.cfg.Membership
+	if owner, ok, err := m.Owner(ctx, unit); err != nil || ok {
+		return owner, err
+	}
+	ms, err := b.Members(ctx)
+	if err != nil {
+		return lakestream.Member{}, err
+	}
+	if target, ok := Placement(unit, ms); ok && target.ID != m.Self().ID {
+		return target, nil
+	}
+	if _, err := m.Acquire(ctx, unit); err != nil {
+		if owner, ok, oerr := m.Owner(ctx, unit); oerr == nil && ok {
+			return owner, nil // lost a race: the winner serves it
+		}
+		return lakestream.Member{}, err
+	}
+	return m.Self(), nil
+}

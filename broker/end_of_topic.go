@@ -2,7 +2,7 @@ package broker
 
 // End of a terminated topic (REACHED_END_OF_TOPIC).
 //
-// The admin terminate (gateway/admin_topics.go) fences the log and records
+// The admin terminate (admin/topics.go) fences the log and records
 // its end: the offset just past its last record. A subscription has
 // reached the end when it has dispatched or acknowledged every record
 // before it; then each consumer of that subscription on this node is sent

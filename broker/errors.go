@@ -26,6 +26,21 @@ var (
 	// ErrIncompatibleSchema: a producer's or consumer's schema cannot
 	// follow the topic's latest schema (IncompatibleSchema).
 	ErrIncompatibleSchema = errors.New("gateway: incompatible schema")
+	// ErrNotFound: an unknown tenant, namespace, topic or subscription
+	// (404 Not Found).
+	ErrNotFound = errors.New("gateway: admin: not found")
+	// ErrConflict: the object exists already, or its state forbids the
+	// change now (409 Conflict).
+	ErrConflict = errors.New("gateway: admin: conflict")
+	// ErrPrecondition: a change the topic's state does not allow, e.g.
+	// deleting a subscription with consumers connected (412).
+	ErrPrecondition = errors.New("gateway: admin: precondition failed")
+	// ErrAuthentication: missing, invalid or expired credentials
+	// (AuthenticationError; HTTP 401).
+	ErrAuthentication = errors.New("gateway: authentication failed")
+	// ErrAuthorization: the role may not do this (AuthorizationError;
+	// HTTP 403).
+	ErrAuthorization = errors.New("gateway: not authorized")
 )
 
 // Errors of the limits, surfacing as the ServerError named.

@@ -22,13 +22,15 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	"github.com/lakegate/lakegate/admin"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/node/assembly"
 )
 
 // admServer serves the gateway's admin REST on an httptest server.
 func admServer(t *testing.T, c *cluster) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(c.gw.AdminHandler())
+	srv := httptest.NewServer(admin.Handler(assembly.AdminConfig(c.gw)))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -26,11 +26,12 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lakegate/lakegate/broker"
 
 	"github.com/lakegate/lakegate/auth"
 	"github.com/lakegate/lakegate/protocol"
@@ -38,13 +39,11 @@ import (
 )
 
 // Errors of authentication and authorization, as clients see them.
+// (broker.ErrAuthentication and broker.ErrAuthorization: the admin REST
+// answers them too).
 var (
-	// ErrAuthentication: missing, invalid or expired credentials
-	// (AuthenticationError; HTTP 401).
-	ErrAuthentication = errors.New("gateway: authentication failed")
-	// ErrAuthorization: the role may not do this (AuthorizationError; HTTP
-	// 403).
-	ErrAuthorization = errors.New("gateway: not authorized")
+	ErrAuthentication = broker.ErrAuthentication
+	ErrAuthorization  = broker.ErrAuthorization
 )
 
 // sessionAuth is a session's authenticated identity and its refresh.

@@ -32,24 +32,14 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 )
 
-// Actions a grant can give.
+// The grant vocabulary is the broker's (broker/grants.go).
 const (
-	actionProduce = "produce"
-	actionConsume = "consume"
-	// actionLookup is either (not grantable itself).
-	actionLookup = "lookup"
+	actionProduce = broker.ActionProduce
+	actionConsume = broker.ActionConsume
+	actionLookup  = broker.ActionLookup
+	permPrefix    = broker.PermPrefix
+	subPermPrefix = broker.SubPermPrefix
 )
-
-// Property key prefixes of grants.
-const (
-	permPrefix    = "lakegate.perm."
-	subPermPrefix = "lakegate.subperm."
-)
-
-// grantableActions are the actions a grant may list (Pulsar's AuthAction
-// names; "functions", "sources", "sinks", "packages" are accepted and
-// stored, and give nothing here).
-var grantableActions = []string{actionProduce, actionConsume, "functions", "sources", "sinks", "packages"}
 
 // authzOn reports whether requests are checked against grants.
 func (s *Server) authzOn() bool { return s.cfg.Auth != nil && s.cfg.Authorization }
@@ -61,9 +51,8 @@ func (s *Server) isTenantAdmin(ctx context.Context, role, tenant string) (bool, 
 	if role == "" {
 		return false, nil
 	}
-	a := &admin{srv: s, cat: s.cfg.Catalog}
-	info, err := a.tenant(ctx, tenant)
-	if errors.Is(err, errAdminNotFound) {
+	info, err := s.brk.Tenant(ctx, tenant)
+	if errors.Is(err, broker.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

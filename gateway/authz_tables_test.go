@@ -17,7 +17,7 @@ import (
 
 func TestTableAccess(t *testing.T) {
 	srv, secret := startAuthGateway(t)
-	h := srv.AdminHandler()
+	h := adminHandler(srv)
 	tok, _ := auth.NewToken(auth.TokenSpec{Subject: "admin", Expiry: time.Hour}, secret, nil, "")
 	do := func(method, path, body string) {
 		t.Helper()

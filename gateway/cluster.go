@@ -48,7 +48,7 @@ import (
 
 // forwardedHeader marks an admin request forwarded by another member: it is
 // served here and never forwarded again.
-const forwardedHeader = "X-Lakegate-Forwarded"
+const forwardedHeader = broker.ForwardedHeader
 
 // self is this node as a member (its advertised endpoints).
 func (s *Server) self() lakestream.Member { return s.brk.Self() }
@@ -243,14 +243,9 @@ func (s *Server) clientTLS() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
-// memberHTTP is the admin base URL of member as listed to clients: its
-// http endpoint, else its https one. Requests to members use peerBase.
-func memberHTTP(member lakestream.Member) string {
-	if u := member.Endpoints["http"]; u != "" {
-		return u
-	}
-	return member.Endpoints["https"]
-}
+// memberHTTP is broker.MemberHTTP: the admin base URL of member as listed
+// to clients.
+func memberHTTP(member lakestream.Member) string { return broker.MemberHTTP(member) }
 
 // copyConn copies until EOF or an error, then closes dst's write side.
 func copyConn(dst, src net.Conn) (int64, error) {
@@ -307,7 +302,7 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		}
 		i := slices.IndexFunc(ms, func(m lakestream.Member) bool { return m.ID == dest })
 		if i < 0 {
-			return fmt.Errorf("%w: destination broker %q is not a live member", errAdminPrecondition, dest)
+			return fmt.Errorf("%w: destination broker %q is not a live member", broker.ErrPrecondition, dest)
 		}
 		destMember = ms[i]
 		assigned = destMember.Endpoints["pulsar"]

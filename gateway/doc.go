@@ -50,8 +50,8 @@
 //	             (REACHED_END_OF_TOPIC; the topic's: broker/end_of_topic.go)
 //	nonpersistent.go non-persistent:// topics, the sessions' side: the
 //	             topics served, PRODUCER/SEND/SUBSCRIBE, the MESSAGE offered,
-//	             stats (the topic: broker/nonpersistent.go;
-//	             admin_nonpersistent.go: their admin routes)
+//	             stats (the topic: broker/nonpersistent.go; their admin
+//	             routes: admin/nonpersistent.go)
 //	txn.go       transactions unsupported: every transaction request answered
 //	             with NotAllowedError
 //	limits.go    the limits (docs/security.md, "Limits"): connections per node
@@ -59,14 +59,17 @@
 //	             (admitted by broker/admission.go),
 //	             unacknowledged messages, pending publishes and the publish
 //	             buffer pausing a connection's reads, publish and dispatch
-//	             rates (broker/rate.go: token buckets); admin_limits.go:
-//	             their policies at Pulsar's admin paths (resolved by
+//	             rates (broker/rate.go: token buckets); their policies at
+//	             Pulsar's admin paths: admin/limits.go (resolved by
 //	             broker/policies.go)
 //	errors.go    THE mapping of errors (the broker's sentinels, the actors',
 //	             lakestream's) to Pulsar ServerError codes
-//	admin*.go    the admin REST API (admin.go: routing and THE error→status
-//	             mapping; admin_cluster.go: lookup, brokers, routing requests
-//	             to owners and fanning partitioned requests out)
+//	topic_stats.go, topic_subscriptions.go  the topics served as the
+//	             admin REST sees them (broker.ServedTopic): stats in Pulsar's
+//	             shape, subscriptions created, deleted, reset; CONSUMER_STATS
+//	admin_port.go what the admin REST (package admin) asks of this server:
+//	             its admin.Node port (topics served, unloading, peers,
+//	             authorization checks)
 //	metrics.go   the gateway's Prometheus collector
 //
 // Concurrency: a session's reader goroutine owns its producer and consumer

@@ -236,36 +236,36 @@ type npStatsJSON struct {
 	MsgInCounter    int64                              `json:"msgInCounter"`
 	BytesInCounter  int64                              `json:"bytesInCounter"`
 	MsgDropCount    int64                              `json:"msgDropCount"`
-	Publishers      []publisherStatsJSON               `json:"publishers"`
+	Publishers      []broker.PublisherStats            `json:"publishers"`
 	Subscriptions   map[string]npSubscriptionStatsJSON `json:"subscriptions"`
 	Replication     map[string]any                     `json:"replication"`
 }
 
 type npSubscriptionStatsJSON struct {
-	Type         string              `json:"type"`
-	MsgRateOut   float64             `json:"msgRateOut"`
-	MsgDropCount int64               `json:"msgDropCount"`
-	Consumers    []consumerStatsJSON `json:"consumers"`
+	Type         string                 `json:"type"`
+	MsgRateOut   float64                `json:"msgRateOut"`
+	MsgDropCount int64                  `json:"msgDropCount"`
+	Consumers    []broker.ConsumerStats `json:"consumers"`
 }
 
 func (t *npTopic) stats() npStatsJSON {
 	now := time.Now()
 	ts := t.State(now) // broker/nonpersistent.go
 	st := npStatsJSON{MsgRateIn: ts.MsgRateIn, MsgThroughputIn: ts.ByteRateIn, MsgInCounter: ts.MsgsIn, BytesInCounter: ts.BytesIn,
-		MsgDropCount: ts.Dropped, Publishers: []publisherStatsJSON{}, Subscriptions: map[string]npSubscriptionStatsJSON{},
+		MsgDropCount: ts.Dropped, Publishers: []broker.PublisherStats{}, Subscriptions: map[string]npSubscriptionStatsJSON{},
 		Replication: map[string]any{}}
 	for _, p := range ts.Producers {
 		r, br, _, _ := p.in.Rates(now)
-		st.Publishers = append(st.Publishers, publisherStatsJSON{AccessMode: "Shared", ProducerID: p.id, ProducerName: p.name,
+		st.Publishers = append(st.Publishers, broker.PublisherStats{AccessMode: "Shared", ProducerID: p.id, ProducerName: p.name,
 			MsgRateIn: r, MsgThroughputIn: br, Address: p.sess.conn.RemoteAddr().String(), ClientVersion: p.sess.clientVersion,
 			Metadata: orEmptyMap(p.meta)})
 	}
-	slices.SortFunc(st.Publishers, func(a, b publisherStatsJSON) int { return cmp.Compare(a.ProducerName, b.ProducerName) })
+	slices.SortFunc(st.Publishers, func(a, b broker.PublisherStats) int { return cmp.Compare(a.ProducerName, b.ProducerName) })
 	for _, sub := range ts.Subscriptions {
-		ss := npSubscriptionStatsJSON{Type: sub.Type.String(), MsgDropCount: sub.Dropped, Consumers: []consumerStatsJSON{}}
+		ss := npSubscriptionStatsJSON{Type: sub.Type.String(), MsgDropCount: sub.Dropped, Consumers: []broker.ConsumerStats{}}
 		for _, c := range sub.Consumers {
 			r, br, msgs, bytes := c.out.Rates(now)
-			ss.Consumers = append(ss.Consumers, consumerStatsJSON{ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(),
+			ss.Consumers = append(ss.Consumers, broker.ConsumerStats{ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(),
 				ClientVersion: c.sess.clientVersion, MsgOutCounter: msgs, BytesOutCounter: bytes, MsgRateOut: r, MsgThroughputOut: br,
 				AvailablePermits: int(max(c.np.permits.Load(), 0)), ConnectedSince: c.since.UTC().Format(time.RFC3339Nano),
 				Metadata: orEmptyMap(c.meta)})

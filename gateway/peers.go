@@ -129,3 +129,7 @@ func (s *session) relayConnect(connect *pb.CommandConnect) *pb.CommandConnect {
 	c.ProxyVersion = gproto.String(s.srv.cfg.ServerVersion)
 	return c
 }
+
+// peerRequestTimeout bounds one request to a peer (a forwarded admin
+// request, a hand-over).
+const peerRequestTimeout = 30 * time.Second

@@ -349,7 +349,7 @@ func TestAdminOriginalPrincipal(t *testing.T) {
 		permPrefix + "app": "produce,consume", permPrefix + "proxy": "produce,consume"}); err != nil {
 		t.Fatal(err)
 	}
-	h := srv.AdminHandler()
+	h := adminHandler(srv)
 	status := func(role, orig string) int {
 		tok, _ := auth.NewToken(auth.TokenSpec{Subject: role}, secret, nil, "")
 		req := httptest.NewRequest(http.MethodGet, "/admin/v2/namespaces/public/default/topics", nil)

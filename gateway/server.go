@@ -297,7 +297,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	}
 	s := &Server{cfg: cfg, brk: brk, lns: lns, rt: cfg.Runtime, metrics: newGatewayMetrics()}
 	s.initLimits()
-	s.httpClient = &http.Client{Timeout: adminRequestTimeout, Transport: s.peerTransport()}
+	s.httpClient = &http.Client{Timeout: peerRequestTimeout, Transport: s.peerTransport()}
 	if s.rt == nil {
 		s.rt = actors.NewRuntime(cfg.Logger.With("component", "actors"))
 		s.ownsRT = true

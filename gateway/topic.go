@@ -19,7 +19,7 @@ import (
 )
 
 // clientTopicName parses a topic name a client sent: broker.ParseTopicName, and
-// the tenant must not be the reserved one (adminHiddenTenant: the tenant
+// the tenant must not be the reserved one (broker.ReservedTenant: the tenant
 // records and compacted logs), which no client may look up, create,
 // produce to or subscribe to (broker.ErrNotAllowed).
 func clientTopicName(name string) (broker.TopicName, error) {
@@ -27,8 +27,8 @@ func clientTopicName(name string) (broker.TopicName, error) {
 	if err != nil {
 		return tn, err
 	}
-	if tn.Tenant == adminHiddenTenant {
-		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", broker.ErrNotAllowed, name, adminHiddenTenant)
+	if tn.Tenant == broker.ReservedTenant {
+		return tn, fmt.Errorf("%w: %s: tenant %s is reserved for lakegate's own bookkeeping", broker.ErrNotAllowed, name, broker.ReservedTenant)
 	}
 	return tn, nil
 }
@@ -214,12 +214,12 @@ func (t *topic) Closing() bool { return t.closing.Load() }
 func (t *topic) ApplyLimits(l TopicLimits) { t.applyLimits(l) }
 
 // SubscriptionNames implements broker.PolicyTopic
-// (admin_subscriptions.go).
+// (topic_subscriptions.go).
 func (t *topic) SubscriptionNames(ctx context.Context) ([]string, error) {
 	return t.subscriptionNames(ctx)
 }
 
-// LiveSubscription implements broker.PolicyTopic (admin_stats.go).
+// LiveSubscription implements broker.PolicyTopic (topic_stats.go).
 func (t *topic) LiveSubscription(name string) *actors.SubscriptionActor { return t.liveSub(name) }
 
 // ExpireBelow implements broker.PolicyTopic: it acknowledges every record of subscription name below

@@ -49,12 +49,16 @@ func TestLayers(t *testing.T) {
 		"meta":            {"engine", "objstore", "tables", "lakehouse"},
 		"lakehouse/delta": {"engine", "tables", "node"},
 		"lakehouse":       {"engine", "tables", "node"},
-		// Above the contract: lakestream only. The front door (gateway)
-		// calls the broker layer; the broker never calls a front door.
-		"gateway":  {"engine", "tables", "node", "meta", "objstore", "admin"},
+		// Above the contract: lakestream only. The front doors (gateway:
+		// the binary protocol; admin: the admin REST) call the broker
+		// layer; the broker never calls a front door, and neither front
+		// door calls the other (the admin REST reaches the topics the
+		// gateway serves through its own port, admin.Node).
+		"gateway":  {"engine", "tables", "node", "meta", "objstore", "admin", "nodehttp"},
+		"admin":    {"engine", "tables", "node", "meta", "objstore", "gateway", "nodehttp"},
 		"broker":   {"engine", "tables", "node", "meta", "objstore", "gateway", "admin", "nodehttp"},
 		"actors":   {"engine", "tables", "node", "meta", "objstore", "broker", "admin", "gateway"},
-		"nodehttp": {"engine", "tables", "node"},
+		"nodehttp": {"engine", "tables", "node", "gateway"},
 		// The contract implements nothing.
 		"lakestream": {"engine", "tables", "node", "gateway", "actors", "protocol", "lakehouse", "broker", "admin"},
 		// The cluster's Iceberg catalog and its REST API sit on the ground

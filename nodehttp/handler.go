@@ -10,17 +10,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/admin"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
 // readyTimeout bounds the metadata read of one /readyz.
 const readyTimeout = 2 * time.Second
 
+// Front is what the node's HTTP surface needs of its Pulsar front door
+// (the gateway): its metrics, and whether it is shutting down.
+type Front interface {
+	Collector() prometheus.Collector
+	Closing() bool
+}
+
 // Registry returns a registry with the Go runtime, process, the given
 // (the storage engine's: engine.Engine.Collector) and, when gw is not nil,
 // the gateway collectors.
-func Registry(gw *gateway.Server, storage ...prometheus.Collector) *prometheus.Registry {
+func Registry(gw Front, storage ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(storage...)
@@ -31,9 +38,9 @@ func Registry(gw *gateway.Server, storage ...prometheus.Collector) *prometheus.R
 }
 
 // Handler serves /metrics (the collectors of Registry), /healthz, /readyz
-// and, when gw is not nil, the admin REST under /admin/. cat, when not
-// nil, is read by /readyz.
-func Handler(gw *gateway.Server, cat lakestream.StreamCatalog, storage ...prometheus.Collector) http.Handler {
+// and, when gw is not nil, the admin REST (package admin, built from
+// adm) under /admin/ and /lookup/. cat, when not nil, is read by /readyz.
+func Handler(gw Front, adm admin.Config, cat lakestream.StreamCatalog, storage ...prometheus.Collector) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(Registry(gw, storage...), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -45,14 +52,14 @@ func Handler(gw *gateway.Server, cat lakestream.StreamCatalog, storage ...promet
 		w.Write([]byte("ready\n"))
 	})
 	if gw != nil {
-		admin := gw.AdminHandler()
-		mux.Handle("/admin/", admin)
-		mux.Handle("/lookup/", admin)
+		h := admin.Handler(adm)
+		mux.Handle("/admin/", h)
+		mux.Handle("/lookup/", h)
 	}
 	return mux
 }
 
-func ready(ctx context.Context, gw *gateway.Server, cat lakestream.StreamCatalog) error {
+func ready(ctx context.Context, gw Front, cat lakestream.StreamCatalog) error {
 	if gw != nil && gw.Closing() {
 		return fmt.Errorf("shutting down")
 	}

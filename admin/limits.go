@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Limit policies (limits.go, docs/policies.md "Limits"), at Pulsar's admin
 // paths (pulsar-admin topicPolicies / namespaces set-max-producers …, the
@@ -41,21 +41,21 @@ type limitPolicy struct {
 	// property's value.
 	valueOf func(*http.Request) (string, error)
 	// applied is the value that applies, from the resolved limits.
-	applied func(TopicLimits) any
+	applied func(broker.TopicLimits) any
 }
 
 var limitPolicies = []limitPolicy{
-	{broker.MaxProducersProperty, "maxProducers", "maxProducersPerTopic", countOf("maxProducers"), func(l TopicLimits) any { return l.MaxProducers }},
-	{broker.MaxConsumersProperty, "maxConsumers", "maxConsumersPerTopic", countOf("maxConsumers"), func(l TopicLimits) any { return l.MaxConsumers }},
-	{broker.MaxConsumersPerSubProperty, "maxConsumersPerSubscription", "maxConsumersPerSubscription", countOf("maxConsumersPerSubscription"), func(l TopicLimits) any { return l.MaxConsumersPerSubscription }},
-	{broker.MaxSubscriptionsProperty, "maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", countOf("maxSubscriptionsPerTopic"), func(l TopicLimits) any { return l.MaxSubscriptions }},
-	{broker.MaxUnackedPerConsumerProperty, "maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer", countOf("maxUnackedMessagesPerConsumer"), func(l TopicLimits) any { return l.MaxUnackedPerConsumer }},
-	{broker.MaxUnackedPerSubProperty, "maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription", countOf("maxUnackedMessagesPerSubscription"), func(l TopicLimits) any { return l.MaxUnackedPerSubscription }},
-	{broker.PublishRateProperty, "publishRate", "publishRate", publishRateOf, func(l TopicLimits) any {
+	{broker.MaxProducersProperty, "maxProducers", "maxProducersPerTopic", countOf("maxProducers"), func(l broker.TopicLimits) any { return l.MaxProducers }},
+	{broker.MaxConsumersProperty, "maxConsumers", "maxConsumersPerTopic", countOf("maxConsumers"), func(l broker.TopicLimits) any { return l.MaxConsumers }},
+	{broker.MaxConsumersPerSubProperty, "maxConsumersPerSubscription", "maxConsumersPerSubscription", countOf("maxConsumersPerSubscription"), func(l broker.TopicLimits) any { return l.MaxConsumersPerSubscription }},
+	{broker.MaxSubscriptionsProperty, "maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", countOf("maxSubscriptionsPerTopic"), func(l broker.TopicLimits) any { return l.MaxSubscriptions }},
+	{broker.MaxUnackedPerConsumerProperty, "maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer", countOf("maxUnackedMessagesPerConsumer"), func(l broker.TopicLimits) any { return l.MaxUnackedPerConsumer }},
+	{broker.MaxUnackedPerSubProperty, "maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription", countOf("maxUnackedMessagesPerSubscription"), func(l broker.TopicLimits) any { return l.MaxUnackedPerSubscription }},
+	{broker.PublishRateProperty, "publishRate", "publishRate", publishRateOf, func(l broker.TopicLimits) any {
 		return broker.PublishRateJSON{Msgs: l.PublishRate.Msgs, Bytes: l.PublishRate.Bytes}
 	}},
-	{broker.DispatchRateProperty, "dispatchRate", "dispatchRate", dispatchRateOf, func(l TopicLimits) any { return dispatchRateJSONOf(l.DispatchRate) }},
-	{broker.SubscriptionDispatchRateProperty, "subscriptionDispatchRate", "subscriptionDispatchRate", dispatchRateOf, func(l TopicLimits) any {
+	{broker.DispatchRateProperty, "dispatchRate", "dispatchRate", dispatchRateOf, func(l broker.TopicLimits) any { return dispatchRateJSONOf(l.DispatchRate) }},
+	{broker.SubscriptionDispatchRateProperty, "subscriptionDispatchRate", "subscriptionDispatchRate", dispatchRateOf, func(l broker.TopicLimits) any {
 		return dispatchRateJSONOf(l.SubscriptionDispatchRate)
 	}},
 }
@@ -69,7 +69,7 @@ func isLimitProperty(key string) bool {
 	return false
 }
 
-func dispatchRateJSONOf(r RateLimit) broker.DispatchRateJSON {
+func dispatchRateJSONOf(r broker.RateLimit) broker.DispatchRateJSON {
 	return broker.DispatchRateJSON{Msgs: r.Msgs, Bytes: r.Bytes, PeriodSeconds: int64(r.Per().Seconds())}
 }
 
@@ -133,7 +133,7 @@ func dispatchRateOf(r *http.Request) (string, error) {
 }
 
 // setTopicLimit and removeTopicLimit change a topic's limit (the routes:
-// limitRoutes, admin_routes.go).
+// limitRoutes, routes.go).
 func (a *admin) setTopicLimit(lp limitPolicy) handler {
 	return func(r *http.Request) (any, error) {
 		v, err := lp.valueOf(r)
@@ -159,7 +159,7 @@ func (a *admin) getTopicLimit(lp limitPolicy) handler {
 		if err != nil {
 			return nil, err
 		}
-		l, err := a.srv.brk.LimitsOf(r.Context(), ref.md)
+		l, err := a.brk.LimitsOf(r.Context(), ref.md)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +182,7 @@ func (a *admin) setNamespaceLimit(key string, valueOf func(*http.Request) (strin
 		if err != nil {
 			return nil, err
 		}
-		a.srv.refreshLimitsOf(r.Context(), lakestream.StreamIdentifier{Namespace: name})
+		a.node.RefreshLimitsOf(r.Context(), lakestream.StreamIdentifier{Namespace: name})
 		return nil, nil
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Admin REST of topic compaction (broker/compaction.go):
 //
@@ -23,7 +23,7 @@ import (
 
 // compactionTopic resolves the request's one partition (or
 // non-partitioned topic) to its loaded topic on this node (its owner).
-func (a *admin) compactionTopic(r *http.Request) (*topic, error) {
+func (a *admin) compactionTopic(r *http.Request) (broker.ServedTopic, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
 		return nil, err
@@ -44,12 +44,12 @@ func (a *admin) triggerCompaction(r *http.Request) (any, error) {
 		}
 		return combineWrites(rs, false)
 	}
-	var t *topic
+	var t broker.ServedTopic
 	if err == nil {
 		t, err = a.compactionTopic(r)
 	}
-	if err == nil && !t.compaction.Start() {
-		err = fmt.Errorf("%w: a compaction of %s is already running", errAdminConflict, t.name)
+	if err == nil && !t.Compaction().Start() {
+		err = fmt.Errorf("%w: a compaction of %s is already running", errAdminConflict, t.Name())
 	}
 	if err != nil {
 		return nil, err
@@ -69,14 +69,14 @@ func (a *admin) compactionStatus(r *http.Request) (any, error) {
 		err = fmt.Errorf("%w: %s is a partitioned topic: ask one of its partitions", errAdminMethodNotAllowed, ref.name)
 	}
 	var (
-		t                 *topic
+		t                 broker.ServedTopic
 		status, lastError string
 	)
 	if err == nil {
 		t, err = a.compactionTopic(r)
 	}
 	if err == nil {
-		status, lastError, _, err = t.compaction.Status(r.Context())
+		status, lastError, _, err = t.Compaction().Status(r.Context())
 	}
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (a *admin) getTopicCompactionThreshold(r *http.Request) (any, error) {
 		ref, err := a.refOf(r)
 		var n int64
 		if err == nil {
-			n, err = a.srv.brk.CompactionThreshold(r.Context(), ref.md)
+			n, err = a.brk.CompactionThreshold(r.Context(), ref.md)
 		}
 		if err != nil {
 			return nil, err

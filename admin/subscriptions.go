@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Admin REST: subscriptions. A durable subscription is a durable cursor of
 // the log, named like the subscription; while consumers (or a recent SEEK)
@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 )
@@ -48,68 +49,25 @@ func subscriptionName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// liveSubLocked returns the running actor of subscription name, or nil.
-// Needs t.mu.
-func (t *topic) liveSubLocked(name string) *actors.SubscriptionActor {
-	sub := t.mu.subs[name]
-	if sub == nil {
-		return nil
-	}
-	select {
-	case <-sub.Done():
-		delete(t.mu.subs, name)
-		return nil
-	default:
-		return sub
-	}
-}
-
-// subscriptionNames lists the durable cursors and running subscriptions of
-// a topic (readers' non-durable subscriptions included), sorted; the
-// gateway's internal cursors are not subscriptions.
-func (t *topic) subscriptionNames(ctx context.Context) ([]string, error) {
-	names, err := t.log.CursorNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	names = slices.DeleteFunc(names, actors.IsInternalCursor) // the gateway's own (dedup.go)
-	t.mu.Lock()
-	for name := range t.mu.subs {
-		if t.liveSubLocked(name) != nil && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	t.mu.Unlock()
-	slices.Sort(names)
-	return names, nil
-}
-
-func (t *topic) hasCursor(ctx context.Context, name string) (bool, error) {
-	names, err := t.log.CursorNames(ctx)
-	if err != nil {
-		return false, err
-	}
-	return slices.Contains(names, name), nil
-}
-
-// offsetOf is the first offset to deliver for a message id given over REST:
+// offsetOf is the first offset of t to deliver for a message id given over REST:
 // earliest → the first offset, latest → the head, else the entry the id
 // names (inclusive: its message is delivered again), clamped to the log.
-func (t *topic) offsetOf(ctx context.Context, m messageIDJSON) (int64, error) {
+func offsetOf(ctx context.Context, t broker.ServedTopic, m messageIDJSON) (int64, error) {
+	log := t.Log()
 	id := protocol.MessageID{LedgerID: m.LedgerID, EntryID: m.EntryID, BatchIndex: -1, Partition: m.PartitionIndex}
 	switch {
 	case m.sentinel() && !id.IsLatest():
-		return t.log.FirstOffset(ctx)
+		return log.FirstOffset(ctx)
 	case id.IsLatest():
-		return t.log.NextOffset(ctx)
-	case id.LedgerID != int64(t.log.ID()):
-		return 0, fmt.Errorf("%w: message id %d:%d is not of %s (its ledger is %d)", errAdminPrecondition, id.LedgerID, id.EntryID, t.name, t.log.ID())
+		return log.NextOffset(ctx)
+	case id.LedgerID != int64(log.ID()):
+		return 0, fmt.Errorf("%w: message id %d:%d is not of %s (its ledger is %d)", errAdminPrecondition, id.LedgerID, id.EntryID, t.Name(), log.ID())
 	}
-	first, err := t.log.FirstOffset(ctx)
+	first, err := log.FirstOffset(ctx)
 	if err != nil {
 		return 0, err
 	}
-	next, err := t.log.NextOffset(ctx)
+	next, err := log.NextOffset(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -168,7 +126,7 @@ func (a *admin) listSubscriptions(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if out, err = ts[0].subscriptionNames(ctx); err != nil {
+	if out, err = ts[0].SubscriptionNames(ctx); err != nil {
 		return nil, err
 	}
 	if out == nil {
@@ -184,12 +142,12 @@ func (a *admin) createSubscription(r *http.Request) (any, error) {
 	if err == nil {
 		ref, err = a.refOf(r)
 	}
-	if errors.Is(err, errAdminNotFound) && a.srv.autoCreate() {
+	if errors.Is(err, errAdminNotFound) && !a.cfg.DisableTopicAutoCreation {
 		// As Pulsar's broker: a subscription created on a topic that does
 		// not exist creates the topic (non-partitioned) when topics are
 		// auto-created.
 		if tn, perr := pathTopic(r); perr == nil {
-			if _, cerr := a.srv.brk.Resolve(ctx, tn.String(), true); cerr == nil {
+			if _, cerr := a.brk.Resolve(ctx, tn.String(), true); cerr == nil {
 				ref, err = a.refOf(r)
 			}
 		}
@@ -215,36 +173,11 @@ func (a *admin) createSubscription(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ts[0].createCursor(ctx, name, m); err != nil {
+	first := func(ctx context.Context) (int64, error) { return offsetOf(ctx, ts[0], m) }
+	if err := ts[0].CreateSubscription(ctx, name, first); err != nil {
 		return nil, err
 	}
 	return nil, nil
-}
-
-// createCursor creates the durable cursor of subscription name so that the
-// message m is the first delivered. 409 when the subscription exists.
-func (t *topic) createCursor(ctx context.Context, name string, m messageIDJSON) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	exists, err := t.hasCursor(ctx, name)
-	if err != nil {
-		return err
-	}
-	if exists || t.liveSubLocked(name) != nil {
-		return fmt.Errorf("%w: subscription %s already exists on %s", errAdminConflict, name, t.name)
-	}
-	if err := t.checkSubscriptionLimitLocked(ctx, name); err != nil { // limits.go
-		return err
-	}
-	target, err := t.offsetOf(ctx, m)
-	if err != nil {
-		return err
-	}
-	c, err := t.log.OpenCursor(ctx, name, target-1)
-	if err != nil {
-		return err
-	}
-	return c.Close(ctx)
 }
 
 func (a *admin) deleteSubscription(r *http.Request) (any, error) {
@@ -261,7 +194,7 @@ func (a *admin) deleteSubscription(r *http.Request) (any, error) {
 		}
 		return combineWrites(rs, true)
 	}
-	var ts []*topic
+	var ts []broker.ServedTopic
 	if err == nil {
 		ts, err = a.topics(ctx, ref)
 	}
@@ -270,7 +203,7 @@ func (a *admin) deleteSubscription(r *http.Request) (any, error) {
 	}
 	force, found := queryBool(r, "force"), false
 	for _, t := range ts {
-		ok, err := t.deleteSubscription(ctx, name, force)
+		ok, err := t.DeleteSubscription(ctx, name, force)
 		if err != nil {
 			return nil, err
 		}
@@ -280,47 +213,6 @@ func (a *admin) deleteSubscription(r *http.Request) (any, error) {
 		return nil, fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, ref.name)
 	}
 	return nil, nil
-}
-
-// deleteSubscription stops the subscription's actor and deletes its cursor;
-// it reports whether there was anything to delete. With consumers
-// connected it fails (412) unless force, which disconnects them first (they
-// may subscribe again, creating the subscription anew, as with Pulsar).
-func (t *topic) deleteSubscription(ctx context.Context, name string, force bool) (bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	found := false
-	if sub := t.liveSubLocked(name); sub != nil {
-		found = true
-		info, err := sub.Info()
-		if err == nil && info.Consumers > 0 {
-			if !force {
-				return true, fmt.Errorf("%w: subscription %s of %s has %d connected consumers (use ?force=true)", errAdminPrecondition, name, t.name, info.Consumers)
-			}
-			next, err := t.log.NextOffset(ctx)
-			if err != nil {
-				return true, err
-			}
-			if err := sub.ResetCursor(next); err != nil && !errors.Is(err, actors.ErrSubscriptionClosed) {
-				return true, err // disconnects every consumer
-			}
-		}
-		if err := sub.Close(); err != nil && !errors.Is(err, actors.ErrSubscriptionClosed) {
-			return true, err
-		}
-		delete(t.mu.subs, name)
-	}
-	exists, err := t.hasCursor(ctx, name)
-	if err != nil {
-		return found, err
-	}
-	if exists {
-		found = true
-		if err := t.log.DeleteCursor(ctx, name); err != nil && !errors.Is(err, lakestream.ErrNoSuchCursor) {
-			return true, err
-		}
-	}
-	return found, nil
 }
 
 func (a *admin) resetCursorByTime(r *http.Request) (any, error) {
@@ -344,8 +236,8 @@ func (a *admin) resetCursorByTime(r *http.Request) (any, error) {
 		}
 		return combineWrites(rs, true)
 	}
-	err = a.resetEveryPartition(ctx, ref, name, func(t *topic) (int64, error) {
-		return t.log.FindOffsetByTime(ctx, time.UnixMilli(ms))
+	err = a.resetEveryPartition(ctx, ref, name, func(t broker.ServedTopic) (int64, error) {
+		return t.Log().FindOffsetByTime(ctx, time.UnixMilli(ms))
 	})
 	if err != nil {
 		return nil, err
@@ -355,7 +247,7 @@ func (a *admin) resetCursorByTime(r *http.Request) (any, error) {
 
 // resetEveryPartition resets subscription name on every partition of ref to
 // the offset target picks per partition. Not found on any → errAdminNotFound.
-func (a *admin) resetEveryPartition(ctx context.Context, ref topicRef, name string, target func(*topic) (int64, error)) error {
+func (a *admin) resetEveryPartition(ctx context.Context, ref topicRef, name string, target func(broker.ServedTopic) (int64, error)) error {
 	ts, err := a.topics(ctx, ref)
 	if err != nil {
 		return err
@@ -366,7 +258,7 @@ func (a *admin) resetEveryPartition(ctx context.Context, ref topicRef, name stri
 		if err != nil {
 			return err
 		}
-		ok, err := t.resetCursor(ctx, name, off)
+		ok, err := t.ResetSubscription(ctx, name, off)
 		if err != nil {
 			return err
 		}
@@ -417,54 +309,18 @@ func (a *admin) resetCursorByID(r *http.Request) (any, error) {
 		return nil, err
 	}
 	t := ts[0]
-	target, err := t.offsetOf(ctx, m)
+	target, err := offsetOf(ctx, t, m)
 	if err != nil {
 		return nil, err
 	}
-	ok, err := t.resetCursor(ctx, name, target)
+	ok, err := t.ResetSubscription(ctx, name, target)
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, t.name)
+		err = fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, t.Name())
 	}
 	if err != nil {
 		return nil, err
 	}
 	return nil, nil
-}
-
-// resetCursor moves subscription name so that target is the next offset
-// delivered and nothing at or above it is acknowledged. It reports false
-// when the topic has no such subscription.
-func (t *topic) resetCursor(ctx context.Context, name string, target int64) (bool, error) {
-	for attempt := 0; ; attempt++ {
-		t.mu.Lock()
-		sub := t.liveSubLocked(name)
-		t.mu.Unlock()
-		if sub == nil {
-			break
-		}
-		err := sub.ResetCursor(target) // the SEEK path: consumers are disconnected
-		if errors.Is(err, actors.ErrSubscriptionClosed) && attempt < 3 {
-			continue // the actor stopped meanwhile: edit the cursor instead
-		}
-		return true, err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.liveSubLocked(name) != nil {
-		return true, fmt.Errorf("%w: subscription %s of %s was loaded during the reset: try again", errAdminConflict, name, t.name)
-	}
-	exists, err := t.hasCursor(ctx, name)
-	if err != nil || !exists {
-		return false, err
-	}
-	if err := t.log.DeleteCursor(ctx, name); err != nil && !errors.Is(err, lakestream.ErrNoSuchCursor) {
-		return true, err
-	}
-	c, err := t.log.OpenCursor(ctx, name, target-1)
-	if err != nil {
-		return true, err
-	}
-	return true, c.Close(ctx)
 }
 
 // peekScanEntriesMax bounds the entries one peek reads, in entries.
@@ -486,7 +342,7 @@ func (a *admin) peekMessage(r *http.Request) (any, error) {
 	if err == nil {
 		ref, err = a.refOf(r)
 	}
-	var ts []*topic
+	var ts []broker.ServedTopic
 	if err == nil {
 		ts, err = a.topics(ctx, ref)
 	}
@@ -497,16 +353,7 @@ func (a *admin) peekMessage(r *http.Request) (any, error) {
 		return nil, err
 	}
 	t := ts[0]
-	var info actors.SubscriptionInfo
-	if sub := t.liveSub(name); sub != nil {
-		info, err = sub.Info()
-	} else {
-		var c lakestream.LogCursor
-		if c, err = t.log.LoadCursor(ctx, name); err == nil {
-			info = actors.SubscriptionInfo{MarkDeleteOffset: c.MarkDeleteOffset(), AckedRanges: c.AckedRanges()}
-			c.Close(ctx)
-		}
-	}
+	info, err := t.SubscriptionInfo(ctx, name)
 	if errors.Is(err, lakestream.ErrNoSuchCursor) {
 		err = fmt.Errorf("%w: subscription %s of %s not found", errAdminNotFound, name, ref.name)
 	}
@@ -515,9 +362,9 @@ func (a *admin) peekMessage(r *http.Request) (any, error) {
 	}
 	from, seen := info.MarkDeleteOffset+1, 0
 	for read := 0; read < peekScanEntriesMax; {
-		es, err := t.log.ReadEntries(ctx, from, 100, 4<<20)
+		es, err := t.Log().ReadEntries(ctx, from, 100, 4<<20)
 		if errors.Is(err, lakestream.ErrOffsetTrimmed) {
-			if from, err = t.log.FirstOffset(ctx); err == nil {
+			if from, err = t.Log().FirstOffset(ctx); err == nil {
 				continue
 			}
 		}
@@ -533,7 +380,7 @@ func (a *admin) peekMessage(r *http.Request) (any, error) {
 				continue
 			}
 			if seen++; seen == n {
-				return entryPayload(int64(t.log.ID()), t.partition, e)
+				return entryPayload(int64(t.Log().ID()), t.Partition(), e)
 			}
 		}
 		from = es[len(es)-1].End()

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Admin REST of non-persistent topics (nonpersistent.go):
 //
@@ -38,8 +38,8 @@ func (a *admin) listNPTopics(r *http.Request) (any, error) {
 	if err := a.checkNamespace(r.Context(), tenant, ns); err != nil {
 		return nil, err
 	}
-	out := a.srv.npTopicsOf(tenant + "/" + ns)
-	if m := a.srv.cfg.Membership; r.Header.Get(forwardedHeader) == "" {
+	out := a.node.NPTopicsOf(tenant + "/" + ns)
+	if m := a.cfg.Membership; r.Header.Get(broker.ForwardedHeader) == "" {
 		members, err := m.Members(r.Context())
 		if err != nil {
 			return nil, err
@@ -65,10 +65,10 @@ func (a *admin) listNPTopics(r *http.Request) (any, error) {
 
 // memberNPTopics asks member for the non-persistent topics it serves.
 func (a *admin) memberNPTopics(r *http.Request, member lakestream.Member) ([]string, error) {
-	if memberHTTP(member) == "" {
+	if broker.MemberHTTP(member) == "" {
 		return nil, nil // a member without an admin API serves no clients' admin
 	}
-	base, err := a.srv.peerBase(member)
+	base, err := a.node.PeerBase(member)
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +76,11 @@ func (a *admin) memberNPTopics(r *http.Request, member lakestream.Member) ([]str
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(forwardedHeader, a.srv.self().ID)
-	if t := a.srv.cfg.BrokerClientToken; t != "" {
+	req.Header.Set(broker.ForwardedHeader, a.brk.Self().ID)
+	if t := a.cfg.BrokerClientToken; t != "" {
 		req.Header.Set("Authorization", "Bearer "+t)
 	}
-	resp, err := a.srv.httpClient.Do(req)
+	resp, err := a.node.PeerClient().Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: listing the non-persistent topics of %s: %w", broker.ErrServiceNotReady, member.ID, err)
 	}
@@ -113,12 +113,12 @@ func (a *admin) npPartitions(r *http.Request) (any, error) {
 // serving it, when that is another member.
 func (a *admin) npOwned(h http.Handler) writer {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		m := a.srv.cfg.Membership
+		m := a.cfg.Membership
 		tn, err := npPathTopic(r)
 		if err != nil {
 			return err
 		}
-		if m == nil || r.Header.Get(forwardedHeader) != "" {
+		if m == nil || r.Header.Get(broker.ForwardedHeader) != "" {
 			h.ServeHTTP(w, r)
 			return nil
 		}
@@ -134,33 +134,24 @@ func (a *admin) npOwned(h http.Handler) writer {
 	}
 }
 
-// servedNP returns the request's non-persistent topic if this node serves it.
-func (a *admin) servedNP(r *http.Request) (*npTopic, error) {
+// npStats answers the stats of the request's non-persistent topic if this
+// node serves it.
+func (a *admin) npStats(r *http.Request) (any, error) {
 	tn, err := npPathTopic(r)
 	if err != nil {
 		return nil, err
 	}
-	a.srv.mu.Lock()
-	t := a.srv.mu.npTopics[tn.String()]
-	a.srv.mu.Unlock()
-	if t == nil {
+	st, ok := a.node.NPTopicStats(tn.String())
+	if !ok {
 		return nil, fmt.Errorf("%w: topic %s not found (a non-persistent topic exists while it has producers or consumers)", errAdminNotFound, tn)
 	}
-	return t, nil
-}
-
-func (a *admin) npStats(r *http.Request) (any, error) {
-	t, err := a.servedNP(r)
-	if err != nil {
-		return nil, err
-	}
-	return t.stats(), nil
+	return st, nil
 }
 
 func (a *admin) npUnload(r *http.Request) (any, error) {
 	tn, err := npPathTopic(r)
 	if err == nil {
-		err = a.srv.unloadLocal(r.Context(), tn.String(), r.URL.Query().Get("destinationBroker"))
+		err = a.node.UnloadLocal(r.Context(), tn.String(), r.URL.Query().Get("destinationBroker"))
 	}
 	if err != nil {
 		return nil, err

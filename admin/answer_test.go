@@ -1,7 +1,7 @@
-package gateway
+package admin
 
-// Unit tests of how the admin REST writes answers (admin_answer.go) and of
-// its route table (admin_routes.go). Run: go test -run 'TestAdminAnswer|TestAdminRoutes' ./gateway/
+// Unit tests of how the admin REST writes answers (answer.go) and of
+// its route table (routes.go). Run: go test -run 'TestAdminAnswer|TestAdminRoutes' ./gateway/
 
 import (
 	"errors"
@@ -56,7 +56,7 @@ func TestAdminAnswerWrites(t *testing.T) {
 
 // TestAdminRoutes checks the route table's rows: each names a pattern, a
 // rule and what answers it, and no pattern is listed twice (http.ServeMux
-// would panic on a conflict; AdminHandler is built here to prove it does not).
+// would panic on a conflict; Handler is built here to prove it does not).
 func TestAdminRoutes(t *testing.T) {
 	a := &admin{}
 	seen := map[string]bool{}

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Topic and namespace policies kept as stream and namespace properties
 // (docs/policies.md): the shared read-modify-write of a topic's property.
@@ -62,12 +62,12 @@ func (a *admin) updateTopicProperty(r *http.Request, key string, update func(old
 		}
 		if ok {
 			if reload {
-				if err := a.srv.reloadStreams(ctx, []lakestream.StreamIdentifier{id}); err != nil {
+				if err := a.node.ReloadStreams(ctx, []lakestream.StreamIdentifier{id}); err != nil {
 					return nil, err
 				}
 			}
-			if isLimitProperty(key) { // admin_limits.go: applied here before the answer
-				a.srv.refreshLimitsOf(ctx, id)
+			if isLimitProperty(key) { // limits.go: applied here before the answer
+				a.node.RefreshLimitsOf(ctx, id)
 			}
 			return nil, nil
 		}
@@ -208,7 +208,7 @@ func (a *admin) appliedPolicies(r *http.Request) (broker.TopicPolicies, error) {
 	if err != nil {
 		return broker.TopicPolicies{}, err
 	}
-	return a.srv.brk.PoliciesOf(r.Context(), ref.md)
+	return a.brk.PoliciesOf(r.Context(), ref.md)
 }
 
 func (a *admin) getTopicRetention(r *http.Request) (any, error) {

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // The schemas admin REST (Pulsar's /admin/v2/schemas/...) over the schema
 // registry (broker/schema.go):
@@ -88,7 +88,7 @@ func (a *admin) schemaOf(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, v, err := a.srv.brk.GetSchema(r.Context(), ref.md.ID, version)
+	st, v, err := a.brk.GetSchema(r.Context(), ref.md.ID, version)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (a *admin) schemaStream(r *http.Request, create bool) (lakestream.StreamMet
 	if perr != nil {
 		return lakestream.StreamMetadata{}, perr
 	}
-	pr, rerr := a.srv.brk.Resolve(r.Context(), tn.String(), true)
+	pr, rerr := a.brk.Resolve(r.Context(), tn.String(), true)
 	if rerr != nil {
 		if errors.Is(rerr, lakestream.ErrNoSuchStream) {
 			return lakestream.StreamMetadata{}, err // auto-creation is off
@@ -184,7 +184,7 @@ func (a *admin) postSchema(r *http.Request) (any, error) {
 	}
 	var version []byte
 	if err == nil {
-		version, err = a.srv.brk.GetOrCreateSchema(r.Context(), md.ID, sc, true)
+		version, err = a.brk.GetOrCreateSchema(r.Context(), md.ID, sc, true)
 	}
 	if errors.Is(err, broker.ErrIncompatibleSchema) {
 		err = fmt.Errorf("%w: %w", errAdminConflict, err)
@@ -201,7 +201,7 @@ func (a *admin) deleteSchema(r *http.Request) (any, error) {
 	md, err := a.schemaStream(r, false)
 	var v int
 	if err == nil {
-		v, err = a.srv.brk.DeleteSchema(r.Context(), md.ID, queryBool(r, "force"))
+		v, err = a.brk.DeleteSchema(r.Context(), md.ID, queryBool(r, "force"))
 	}
 	if err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func (a *admin) testSchemaCompatibility(r *http.Request) (any, error) {
 	}
 	var strategy string
 	if err == nil {
-		strategy, err = a.srv.brk.SchemaStrategy(r.Context(), md)
+		strategy, err = a.brk.SchemaStrategy(r.Context(), md)
 	}
 	var list []broker.Schema
 	if err == nil {
@@ -290,7 +290,7 @@ func (a *admin) getTopicSchemaStrategy(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if queryBool(r, "applied") {
-		s, err := a.srv.brk.SchemaStrategy(r.Context(), ref.md)
+		s, err := a.brk.SchemaStrategy(r.Context(), ref.md)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package gateway
 
-// Admin REST: topic stats and partitioned stats, in Pulsar's JSON shape.
+// The stats of the topics this node serves, in Pulsar's shape
+// (broker.TopicStats), and CONSUMER_STATS.
 //
 // What is measured and what is not:
 //   - rates (msgRateIn/Out, throughput) are per second over the interval
@@ -28,10 +29,8 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
@@ -40,83 +39,6 @@ import (
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
-
-type publisherStatsJSON struct {
-	AccessMode      string            `json:"accessMode"`
-	ProducerID      uint64            `json:"producerId"`
-	ProducerName    string            `json:"producerName"`
-	MsgRateIn       float64           `json:"msgRateIn"`
-	MsgThroughputIn float64           `json:"msgThroughputIn"`
-	AverageMsgSize  float64           `json:"averageMsgSize"`
-	Address         string            `json:"address"`
-	ClientVersion   string            `json:"clientVersion"`
-	Metadata        map[string]string `json:"metadata"`
-}
-
-type consumerStatsJSON struct {
-	ConsumerName     string  `json:"consumerName"`
-	Address          string  `json:"address"`
-	ClientVersion    string  `json:"clientVersion"`
-	MsgOutCounter    int64   `json:"msgOutCounter"`
-	BytesOutCounter  int64   `json:"bytesOutCounter"`
-	MsgRateOut       float64 `json:"msgRateOut"`
-	MsgThroughputOut float64 `json:"msgThroughputOut"`
-	AvailablePermits int     `json:"availablePermits"`
-	UnackedMessages  int     `json:"unackedMessages"`
-	// BlockedOnUnacked: maxUnackedMessagesPerConsumer holds dispatch back.
-	BlockedOnUnacked bool              `json:"blockedConsumerOnUnackedMsgs"`
-	ConnectedSince   string            `json:"connectedSince"`
-	Metadata         map[string]string `json:"metadata"`
-}
-
-type subscriptionStatsJSON struct {
-	MsgRateOut       float64 `json:"msgRateOut"`
-	MsgThroughputOut float64 `json:"msgThroughputOut"`
-	MsgBacklog       int64   `json:"msgBacklog"`
-	BacklogSize      int64   `json:"backlogSize"`
-	MsgDelayed       int64   `json:"msgDelayed"`
-	UnackedMessages  int64   `json:"unackedMessages"`
-	// BlockedOnUnacked: maxUnackedMessagesPerSubscription holds dispatch back.
-	BlockedOnUnacked bool                `json:"blockedSubscriptionOnUnackedMsgs"`
-	Type             string              `json:"type"`
-	IsDurable        bool                `json:"isDurable"`
-	Consumers        []consumerStatsJSON `json:"consumers"`
-}
-
-type topicStatsJSON struct {
-	MsgRateIn              float64                          `json:"msgRateIn"`
-	MsgRateOut             float64                          `json:"msgRateOut"`
-	MsgThroughputIn        float64                          `json:"msgThroughputIn"`
-	MsgThroughputOut       float64                          `json:"msgThroughputOut"`
-	MsgInCounter           int64                            `json:"msgInCounter"`
-	BytesInCounter         int64                            `json:"bytesInCounter"`
-	MsgOutCounter          int64                            `json:"msgOutCounter"`
-	AverageMsgSize         float64                          `json:"averageMsgSize"`
-	StorageSize            int64                            `json:"storageSize"`
-	BacklogSize            int64                            `json:"backlogSize"`
-	Publishers             []publisherStatsJSON             `json:"publishers"`
-	Subscriptions          map[string]subscriptionStatsJSON `json:"subscriptions"`
-	Replication            map[string]any                   `json:"replication"`
-	DeduplicationStatus    string                           `json:"deduplicationStatus"`
-	TopicCreationTimeStamp int64                            `json:"topicCreationTimeStamp,omitempty"`
-	LastPublishTimestamp   int64                            `json:"lastPublishTimestamp,omitempty"`
-	Compaction             compactionStatsJSON              `json:"compaction"`
-}
-
-// compactionStatsJSON is Pulsar's CompactionStats, from the topic's
-// compaction record (whichever node ran the compactions).
-type compactionStatsJSON struct {
-	LastCompactionRemovedEventCount   int64 `json:"lastCompactionRemovedEventCount"`
-	LastCompactionSucceedTimestamp    int64 `json:"lastCompactionSucceedTimestamp"`
-	LastCompactionFailedTimestamp     int64 `json:"lastCompactionFailedTimestamp"`
-	LastCompactionDurationTimeInMills int64 `json:"lastCompactionDurationTimeInMills"`
-}
-
-type partitionedStatsJSON struct {
-	topicStatsJSON
-	Metadata   partitionedMetadata       `json:"metadata"`
-	Partitions map[string]topicStatsJSON `json:"partitions"`
-}
 
 // keyValues turns a Pulsar key-value list into a map (nil when empty).
 func keyValues(kvs []*pb.KeyValue) map[string]string {
@@ -137,15 +59,9 @@ func orEmptyMap(m map[string]string) map[string]string {
 	return m
 }
 
-// stats builds one topic's (or partition's) stats.
-func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, error) {
-	st := topicStatsJSON{
-		Publishers:             []publisherStatsJSON{},
-		Subscriptions:          map[string]subscriptionStatsJSON{},
-		Replication:            map[string]any{},
-		DeduplicationStatus:    "Disabled",
-		TopicCreationTimeStamp: createdMs,
-	}
+// Stats (broker.ServedTopic) builds one topic's (or partition's) stats.
+func (t *topic) Stats(ctx context.Context, createdMs int64) (broker.TopicStats, error) {
+	st := broker.NewTopicStats(createdMs)
 	first, err := t.log.FirstOffset(ctx)
 	if err != nil {
 		return st, err
@@ -171,14 +87,14 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 	if err != nil {
 		return st, err
 	}
-	st.Compaction = compactionStatsJSON{LastCompactionRemovedEventCount: rec.Removed, LastCompactionSucceedTimestamp: rec.SucceededMs,
+	st.Compaction = broker.CompactionStats{LastCompactionRemovedEventCount: rec.Removed, LastCompactionSucceedTimestamp: rec.SucceededMs,
 		LastCompactionFailedTimestamp: rec.FailedMs, LastCompactionDurationTimeInMills: rec.DurationMs}
 
 	now := time.Now()
 	t.mu.Lock()
 	for _, p := range t.mu.producers {
 		msgRate, byteRate, msgs, bytes := p.in.Rates(now)
-		ps := publisherStatsJSON{
+		ps := broker.PublisherStats{
 			AccessMode:      p.mode.String(),
 			ProducerID:      p.id,
 			ProducerName:    p.name,
@@ -217,8 +133,8 @@ func (t *topic) stats(ctx context.Context, createdMs int64) (topicStatsJSON, err
 
 // subscriptionStats reports one subscription; ok is false when it vanished
 // meanwhile.
-func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, last lakestream.EntryHeader) (subscriptionStatsJSON, bool, error) {
-	ss := subscriptionStatsJSON{Consumers: []consumerStatsJSON{}, IsDurable: true}
+func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, last lakestream.EntryHeader) (broker.SubscriptionStats, bool, error) {
+	ss := broker.SubscriptionStats{Consumers: []broker.ConsumerStats{}, IsDurable: true}
 	t.mu.Lock()
 	sub := t.liveSubLocked(name)
 	t.mu.Unlock()
@@ -249,7 +165,7 @@ func (t *topic) subscriptionStats(ctx context.Context, name string, next int64, 
 	for _, c := range t.end.Watchers(name) {
 		msgRate, byteRate, msgs, bytes := c.out.Rates(now)
 		counts := info.ConsumerCounts[c.subID]
-		ss.Consumers = append(ss.Consumers, consumerStatsJSON{
+		ss.Consumers = append(ss.Consumers, broker.ConsumerStats{
 			ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(), ClientVersion: c.sess.clientVersion,
 			MsgRateOut: msgRate, MsgThroughputOut: byteRate, MsgOutCounter: msgs, BytesOutCounter: bytes,
 			AvailablePermits: int(counts.Permits), UnackedMessages: int(counts.UnackedRecords), BlockedOnUnacked: counts.Blocked,
@@ -314,93 +230,6 @@ func (t *topic) backlogOf(ctx context.Context, info actors.SubscriptionInfo, nex
 		return 0, err
 	}
 	return info.UnackedRecords(next-n, next), nil
-}
-
-func (a *admin) topicStats(r *http.Request) (any, error) {
-	ref, err := a.refOf(r)
-	if err == nil && ref.partitioned() {
-		err = fmt.Errorf("%w: %s is a partitioned topic: use partitioned-stats, or the stats of a partition", errAdminNotFound, ref.name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ts, err := a.topics(r.Context(), ref)
-	if err != nil {
-		return nil, err
-	}
-	st, err := ts[0].stats(r.Context(), ref.md.CreatedAtMs)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-func (a *admin) partitionedStats(r *http.Request) (any, error) {
-	ref, err := a.refOf(r)
-	if err == nil && !ref.partitioned() {
-		err = fmt.Errorf("%w: partitioned topic %s not found (it is not partitioned: use stats)", errAdminNotFound, ref.name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	rs, err := a.fanOut(r, ref, "/stats") // each partition's stats, from its owner
-	if err != nil {
-		return nil, err
-	}
-	perPartition := r.URL.Query().Get("perPartition") != "false"
-	out := partitionedStatsJSON{
-		topicStatsJSON: topicStatsJSON{
-			Publishers:             []publisherStatsJSON{},
-			Subscriptions:          map[string]subscriptionStatsJSON{},
-			Replication:            map[string]any{},
-			DeduplicationStatus:    "Disabled",
-			TopicCreationTimeStamp: ref.md.CreatedAtMs,
-		},
-		Metadata:   partitionedMetadata{Partitions: ref.md.Partitioning.NumPartitions},
-		Partitions: map[string]topicStatsJSON{},
-	}
-	for _, res := range rs {
-		if !res.ok() {
-			return nil, res.err()
-		}
-		var st topicStatsJSON
-		if err := json.Unmarshal(res.body.Bytes(), &st); err != nil {
-			return nil, fmt.Errorf("stats of partition %d: %w", res.partition, err)
-		}
-		if perPartition {
-			out.Partitions[partitionName(ref.name, res.partition)] = st
-		}
-		agg := &out.topicStatsJSON
-		agg.MsgInCounter += st.MsgInCounter
-		agg.BytesInCounter += st.BytesInCounter
-		agg.StorageSize += st.StorageSize
-		agg.MsgRateIn += st.MsgRateIn
-		agg.MsgRateOut += st.MsgRateOut
-		agg.MsgThroughputIn += st.MsgThroughputIn
-		agg.MsgThroughputOut += st.MsgThroughputOut
-		agg.BacklogSize += st.BacklogSize
-		agg.LastPublishTimestamp = max(agg.LastPublishTimestamp, st.LastPublishTimestamp)
-		agg.Publishers = append(agg.Publishers, st.Publishers...)
-		for name, ss := range st.Subscriptions {
-			sum, ok := agg.Subscriptions[name]
-			if !ok {
-				sum = subscriptionStatsJSON{Consumers: []consumerStatsJSON{}, IsDurable: ss.IsDurable}
-			}
-			sum.MsgBacklog += ss.MsgBacklog
-			sum.BacklogSize += ss.BacklogSize
-			sum.MsgRateOut += ss.MsgRateOut
-			sum.MsgThroughputOut += ss.MsgThroughputOut
-			sum.Consumers = append(sum.Consumers, ss.Consumers...)
-			if sum.Type == "" {
-				sum.Type = ss.Type
-			}
-			agg.Subscriptions[name] = sum
-		}
-	}
-	if out.MsgInCounter > 0 {
-		out.AverageMsgSize = float64(out.BytesInCounter) / float64(out.MsgInCounter)
-	}
-	return out, nil
 }
 
 // consumerStatsTimeout bounds a CONSUMER_STATS answer (the subscription

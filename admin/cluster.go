@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Admin REST: the cluster (cluster.go, docs/cluster.md).
 //
@@ -6,11 +6,10 @@ package gateway
 //	GET /admin/v2/brokers/{cluster}                         the live members' admin addresses
 //	PUT /admin/v2/namespaces/{tenant}/{ns}/unload           unload every topic of a namespace
 //
-// Topic unload is in admin_topics.go.
+// Topic unload is in topics.go.
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,38 +50,15 @@ func (a *admin) lookupTopic(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	unit, err := a.srv.lookupUnit(ctx, tn.String())
+	unit, err := a.node.LookupUnit(ctx, tn.String())
 	if err != nil {
 		return nil, err
 	}
-	owner, err := a.srv.ownerOrPlacement(ctx, unit)
+	owner, err := a.brk.OwnerOrPlacement(ctx, unit)
 	if err != nil {
 		return nil, err
 	}
 	return lookupData(owner), nil
-}
-
-// ownerOrPlacement is the member serving unit: its owner; else the member
-// placement picks (this node acquires the unit when that is itself).
-func (s *Server) ownerOrPlacement(ctx context.Context, unit string) (lakestream.Member, error) {
-	m := s.cfg.Membership
-	if owner, ok, err := m.Owner(ctx, unit); err != nil || ok {
-		return owner, err
-	}
-	ms, err := s.members(ctx)
-	if err != nil {
-		return lakestream.Member{}, err
-	}
-	if target, ok := placement(unit, ms); ok && target.ID != m.Self().ID {
-		return target, nil
-	}
-	if _, err := m.Acquire(ctx, unit); err != nil {
-		if owner, ok, oerr := m.Owner(ctx, unit); oerr == nil && ok {
-			return owner, nil // lost a race: the winner serves it
-		}
-		return lakestream.Member{}, err
-	}
-	return m.Self(), nil
 }
 
 // listBrokers lists the live members by their admin address (host:port),
@@ -91,13 +67,13 @@ func (a *admin) listBrokers(r *http.Request) (any, error) {
 	if c := r.PathValue("cluster"); c != adminClusterName {
 		return nil, fmt.Errorf("%w: cluster %q does not exist", errAdminNotFound, c)
 	}
-	members, err := a.srv.cfg.Membership.Members(r.Context())
+	members, err := a.cfg.Membership.Members(r.Context())
 	if err != nil {
 		return nil, err
 	}
 	out := []string{}
 	for _, m := range members {
-		if u, err := url.Parse(memberHTTP(m)); err == nil && u.Host != "" {
+		if u, err := url.Parse(broker.MemberHTTP(m)); err == nil && u.Host != "" {
 			out = append(out, u.Host)
 		}
 	}
@@ -110,7 +86,7 @@ func (a *admin) listBrokers(r *http.Request) (any, error) {
 // clusterName from it): the broker settings lakegate has an equivalent of,
 // by Pulsar's names. No setting is dynamic (GET …/configuration is []).
 func (a *admin) runtimeConfiguration(r *http.Request) (any, error) {
-	cfg := a.srv.cfg
+	cfg := a.cfg
 	return map[string]string{
 		"clusterName":                adminClusterName,
 		"allowAutoTopicCreation":     strconv.FormatBool(!cfg.DisableTopicAutoCreation),
@@ -132,7 +108,7 @@ func (a *admin) unloadNamespace(r *http.Request) (any, error) {
 		ids, err = a.cat.ListStreams(r.Context(), name)
 	}
 	if err == nil {
-		err = a.srv.reloadStreams(r.Context(), ids)
+		err = a.node.ReloadStreams(r.Context(), ids)
 	}
 	if err != nil {
 		return nil, err
@@ -148,15 +124,15 @@ func (a *admin) unloadNamespace(r *http.Request) (any, error) {
 // the partition, and serves it otherwise (taking the partition when nobody
 // owns it). Requests about a partitioned topic as a whole are fanned out to
 // its partitions (fanOut), each routed the same way, and their answers
-// combined. A forwarded request carries forwardedHeader and is never
+// combined. A forwarded request carries broker.ForwardedHeader and is never
 // forwarded again.
 
 // owned wraps a handler of a per-topic route: a request for one partition
 // (or a non-partitioned topic) owned by another member is forwarded to it.
 func (a *admin) owned(h http.Handler) writer {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		m := a.srv.cfg.Membership
-		if m == nil || r.Header.Get(forwardedHeader) != "" {
+		m := a.cfg.Membership
+		if m == nil || r.Header.Get(broker.ForwardedHeader) != "" {
 			h.ServeHTTP(w, r)
 			return nil
 		}
@@ -180,7 +156,7 @@ func (a *admin) owned(h http.Handler) writer {
 // forward relays r to member and copies the answer back; it writes
 // nothing when it fails before the member answers.
 func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestream.Member) error {
-	base, err := a.srv.peerBase(member)
+	base, err := a.node.PeerBase(member)
 	if err != nil {
 		return err
 	}
@@ -193,12 +169,12 @@ func (a *admin) forward(w http.ResponseWriter, r *http.Request, member lakestrea
 		return err
 	}
 	req.Header = r.Header.Clone()
-	req.Header.Set(forwardedHeader, a.srv.self().ID)
-	if t := a.srv.cfg.BrokerClientToken; t != "" {
+	req.Header.Set(broker.ForwardedHeader, a.brk.Self().ID)
+	if t := a.cfg.BrokerClientToken; t != "" {
 		req.Header.Set("Authorization", "Bearer "+t) // this node speaks for the client it authorized
 		req.Header.Del(originalPrincipalHeader)      // (a proxy's client included)
 	}
-	resp, err := a.srv.httpClient.Do(req)
+	resp, err := a.node.PeerClient().Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: forwarding to %s, which serves the topic: %w", broker.ErrServiceNotReady, member.ID, err)
 	}
@@ -287,7 +263,7 @@ func (a *admin) fanOut(r *http.Request, ref topicRef, suffix string, only ...int
 		req.URL = &u
 		req.RequestURI = u.RequestURI()
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.Header.Del(forwardedHeader)
+		req.Header.Del(broker.ForwardedHeader)
 		res := &partResult{partition: i, status: http.StatusOK, header: http.Header{}}
 		out[k] = res
 		wg.Add(1)

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Admin REST: how a handler's answer reaches the wire. A handler returns a
 // value and an error; one adapter writes the value as JSON and one function
@@ -96,12 +96,12 @@ type reply struct {
 // its comment (see adminStatus).
 var (
 	// errAdminNotFound: an unknown tenant, namespace, topic or subscription (404).
-	errAdminNotFound = errors.New("gateway: admin: not found")
+	errAdminNotFound = broker.ErrNotFound
 	// errAdminConflict: the object exists already, or its state forbids the
 	// change (409).
-	errAdminConflict = errors.New("gateway: admin: conflict")
+	errAdminConflict = broker.ErrConflict
 	// errAdminPrecondition: a request the current state does not allow (412).
-	errAdminPrecondition = errors.New("gateway: admin: precondition failed")
+	errAdminPrecondition = broker.ErrPrecondition
 	// errAdminBadRequest: a malformed body or parameter (400).
 	errAdminBadRequest = errors.New("gateway: admin: bad request")
 	// errAdminNotImplemented: an operation lakegate does not support (501).
@@ -124,9 +124,9 @@ func adminStatus(err error) int {
 		var se *statusError
 		errors.As(err, &se)
 		return se.status
-	case errors.Is(err, ErrAuthentication):
+	case errors.Is(err, broker.ErrAuthentication):
 		return http.StatusUnauthorized
-	case errors.Is(err, ErrAuthorization):
+	case errors.Is(err, broker.ErrAuthorization):
 		return http.StatusForbidden
 	case errors.Is(err, errAdminNotFound):
 		return http.StatusNotFound

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Admin REST: topics. A partitioned topic t with N partitions is one
 // lakestream stream tenant/ns/t with Partitioning.NumPartitions = N; its
@@ -10,9 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,20 +80,20 @@ func (a *admin) lookup(ctx context.Context, tn broker.TopicName) (topicRef, erro
 // topics returns the live topics of a ref: every partition of a
 // partitioned topic, else the one topic. Opening them does not create
 // anything.
-func (a *admin) topics(ctx context.Context, ref topicRef) ([]*topic, error) {
-	if a.srv.closed() {
+func (a *admin) topics(ctx context.Context, ref topicRef) ([]broker.ServedTopic, error) {
+	if a.node.Closing() {
 		return nil, broker.ErrServiceNotReady
 	}
 	if !ref.partitioned() {
-		t, err := a.srv.serveTopic(ctx, ref.name.String(), false)
+		t, err := a.node.ServedTopic(ctx, ref.name.String())
 		if err != nil {
 			return nil, err
 		}
-		return []*topic{t}, nil
+		return []broker.ServedTopic{t}, nil
 	}
-	out := make([]*topic, 0, ref.md.Partitioning.NumPartitions)
+	out := make([]broker.ServedTopic, 0, ref.md.Partitioning.NumPartitions)
 	for i := range ref.md.Partitioning.NumPartitions {
-		t, err := a.srv.serveTopic(ctx, partitionName(ref.name, i), false)
+		t, err := a.node.ServedTopic(ctx, partitionName(ref.name, i))
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +120,7 @@ func (a *admin) topicNames(ctx context.Context, tenant, ns string, partitioned b
 	if err := a.checkNamespace(ctx, tenant, ns); err != nil {
 		return nil, err
 	}
-	out, err := a.srv.brk.TopicsOfNamespace(ctx, tenant+"/"+ns, partitioned)
+	out, err := a.brk.TopicsOfNamespace(ctx, tenant+"/"+ns, partitioned)
 	if out == nil {
 		out = []string{}
 	}
@@ -312,7 +310,6 @@ func (a *admin) deleteTopic(r *http.Request) (any, error) {
 // force it refuses (412) while producers or consumers are attached; with
 // force they stay attached to a deleted log and fail on their next use.
 func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, force bool) error {
-	s := a.srv
 	md, err := a.cat.LoadStream(ctx, id)
 	if errors.Is(err, lakestream.ErrNoSuchStream) {
 		return fmt.Errorf("%w: topic %s/%s not found", errAdminNotFound, id.Namespace, id.Name)
@@ -321,33 +318,28 @@ func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, 
 		return err
 	}
 	if !force {
-		for _, t := range s.loadedTopics() {
-			if t.stream != id {
+		for _, t := range a.node.LoadedTopics() {
+			if t.Stream() != id {
 				continue
 			}
-			t.mu.Lock()
-			producers := len(t.mu.producers)
-			subs := slices.Collect(maps.Values(t.mu.subs))
-			t.mu.Unlock()
+			producers, consumers := t.Attached()
 			if producers > 0 {
-				return fmt.Errorf("%w: topic %s has %d connected producers (use ?force=true)", errAdminPrecondition, t.name, producers)
+				return fmt.Errorf("%w: topic %s has %d connected producers (use ?force=true)", errAdminPrecondition, t.Name(), producers)
 			}
-			for _, sub := range subs {
-				if info, err := sub.Info(); err == nil && info.Consumers > 0 {
-					return fmt.Errorf("%w: topic %s has connected consumers (use ?force=true)", errAdminPrecondition, t.name)
-				}
+			if consumers {
+				return fmt.Errorf("%w: topic %s has connected consumers (use ?force=true)", errAdminPrecondition, t.Name())
 			}
 		}
 	}
 	// Stop serving it everywhere first: its clients are told to reconnect
 	// and then find it gone.
-	for _, unit := range streamUnits(md) {
-		if err := s.unloadUnit(ctx, unit, ""); err != nil {
+	for _, unit := range broker.StreamUnits(md) {
+		if err := a.node.UnloadUnit(ctx, unit, ""); err != nil {
 			return err
 		}
 	}
-	if err := s.brk.DropCompactedLogs(ctx, md); err != nil {
-		s.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", id.String(), "err", err)
+	if err := a.brk.DropCompactedLogs(ctx, md); err != nil {
+		a.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", id.String(), "err", err)
 	}
 	err = a.cat.DropStream(ctx, id, true)
 	if errors.Is(err, lakestream.ErrNoSuchStream) {
@@ -376,7 +368,7 @@ func toMessageIDJSON(id protocol.MessageID) messageIDJSON {
 
 // refTopics resolves a request's topic and its live topics (the partitions
 // of a partitioned topic as a whole).
-func (a *admin) refTopics(r *http.Request) (topicRef, []*topic, error) {
+func (a *admin) refTopics(r *http.Request) (topicRef, []broker.ServedTopic, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
 		return ref, nil, err
@@ -387,7 +379,7 @@ func (a *admin) refTopics(r *http.Request) (topicRef, []*topic, error) {
 
 // singleTopic returns the one live topic of a request; partitioned topics as
 // a whole answer 405 with what.
-func (a *admin) singleTopic(r *http.Request, what string) (*topic, error) {
+func (a *admin) singleTopic(r *http.Request, what string) (broker.ServedTopic, error) {
 	ref, err := a.refOf(r)
 	if err != nil {
 		return nil, err
@@ -407,7 +399,7 @@ func (a *admin) lastMessageID(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := t.lastMessageID(r.Context())
+	id, err := t.LastMessageID(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -420,16 +412,12 @@ func (a *admin) lastMessageID(r *http.Request) (any, error) {
 func (a *admin) terminate(r *http.Request) (any, error) {
 	t, err := a.singleTopic(r, "terminate")
 	if err == nil {
-		err = t.log.Fence(r.Context())
+		err = t.Terminate(r.Context())
 	}
 	if err != nil {
 		return nil, err
 	}
-	t.part.Terminate() // new producers are refused at once
-	if end, err := t.log.NextOffset(r.Context()); err == nil {
-		t.end.MarkTerminated(end) // consumers that read everything are told now
-	}
-	id, err := t.lastMessageID(r.Context())
+	id, err := t.LastMessageID(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -448,14 +436,14 @@ func (a *admin) unload(r *http.Request) (any, error) {
 	dest := r.URL.Query().Get("destinationBroker")
 	units := []string{ref.name.String()}
 	if ref.partitioned() {
-		units = streamUnits(ref.md)
+		units = broker.StreamUnits(ref.md)
 	}
 	var errs []error
 	for _, u := range units {
-		if r.Header.Get(forwardedHeader) != "" {
-			errs = append(errs, a.srv.unloadLocal(r.Context(), u, dest))
+		if r.Header.Get(broker.ForwardedHeader) != "" {
+			errs = append(errs, a.node.UnloadLocal(r.Context(), u, dest))
 		} else {
-			errs = append(errs, a.srv.unloadUnit(r.Context(), u, dest))
+			errs = append(errs, a.node.UnloadUnit(r.Context(), u, dest))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

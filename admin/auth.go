@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Admin REST: authentication, authorization and grants (docs/security.md).
 //
@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/lakegate/lakegate/auth"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -38,22 +39,22 @@ var (
 	// ruleAny: any authenticated role.
 	ruleAny authRule = func(*admin, *http.Request, string) error { return nil }
 	// ruleSuper: superusers.
-	ruleSuper authRule = func(a *admin, r *http.Request, role string) error { return a.srv.checkSuperUser(role) }
+	ruleSuper authRule = func(a *admin, r *http.Request, role string) error { return a.node.CheckSuperUser(role) }
 	// ruleTenant: superusers and the admins of the path's tenant.
 	ruleTenant authRule = func(a *admin, r *http.Request, role string) error {
-		return a.srv.checkSuperOrTenantAdmin(r.Context(), role, r.PathValue("tenant"))
+		return a.node.CheckSuperOrTenantAdmin(r.Context(), role, r.PathValue("tenant"))
 	}
 	// ruleNamespaceLookup: listing a namespace's topics.
 	ruleNamespaceLookup authRule = func(a *admin, r *http.Request, role string) error {
-		return a.srv.checkNamespaceLookup(r.Context(), role, r.PathValue("tenant")+"/"+r.PathValue("ns"))
+		return a.node.CheckNamespaceLookup(r.Context(), role, r.PathValue("tenant")+"/"+r.PathValue("ns"))
 	}
 	// ruleLookup: reading a topic's state (produce or consume).
 	ruleLookup authRule = func(a *admin, r *http.Request, role string) error {
-		return a.checkPathTopic(r, role, actionLookup)
+		return a.checkPathTopic(r, role, broker.ActionLookup)
 	}
 	// ruleConsume: reading a topic's messages.
 	ruleConsume authRule = func(a *admin, r *http.Request, role string) error {
-		return a.checkPathTopic(r, role, actionConsume)
+		return a.checkPathTopic(r, role, broker.ActionConsume)
 	}
 	// ruleSubscription: changing the path's subscription (consume, and the
 	// namespace's restriction of that subscription).
@@ -62,7 +63,7 @@ var (
 		if err != nil {
 			return nil // the handler answers the bad path
 		}
-		return a.srv.checkSubscription(r.Context(), role, tn, r.PathValue("sub"))
+		return a.node.CheckSubscription(r.Context(), role, tn, r.PathValue("sub"))
 	}
 )
 
@@ -71,7 +72,7 @@ func (a *admin) checkPathTopic(r *http.Request, role, action string) error {
 	if err != nil {
 		return nil // the handler answers the bad path
 	}
-	return a.srv.checkTopic(r.Context(), role, tn, action)
+	return a.node.CheckTopic(r.Context(), role, tn, action)
 }
 
 // roleKey carries the authenticated role in a request's context.
@@ -86,18 +87,18 @@ func requestRole(r *http.Request) string {
 // guarded authenticates a request and checks rule before h.
 func (a *admin) guarded(rule authRule, h http.Handler) writer {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		au := a.srv.cfg.Auth
+		au := a.cfg.Auth
 		if au == nil {
 			h.ServeHTTP(w, r)
 			return nil
 		}
 		id, err := au.AuthenticateHTTP(r)
 		if err != nil {
-			a.srv.metrics.authFailures.WithLabelValues(auth.Reason(err)).Inc()
-			return fmt.Errorf("%w: %w", ErrAuthentication, err)
+			a.node.CountAuthFailure(auth.Reason(err))
+			return fmt.Errorf("%w: %w", broker.ErrAuthentication, err)
 		}
 		roles, err := a.httpRoles(r, id.Role)
-		if err == nil && a.srv.authzOn() {
+		if err == nil && a.node.AuthzOn() {
 			for _, role := range roles {
 				if err = rule(a, r, role); err != nil {
 					break
@@ -105,8 +106,8 @@ func (a *admin) guarded(rule authRule, h http.Handler) writer {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, ErrAuthorization) {
-				a.srv.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+			if errors.Is(err, broker.ErrAuthorization) {
+				a.node.CountAuthFailure("unauthorized")
 			}
 			return err
 		}
@@ -130,12 +131,12 @@ func (a *admin) httpRoles(r *http.Request, role string) ([]string, error) {
 	if orig == "" || orig == role {
 		return []string{role}, nil
 	}
-	proxyRoles := a.srv.cfg.ProxyRoles
+	proxyRoles := a.cfg.ProxyRoles
 	switch {
 	case !auth.IsProxyRole(role, proxyRoles):
-		return nil, fmt.Errorf("%w: role %q is not a proxy role (auth.proxyRoles) and may not name %s", ErrAuthorization, role, originalPrincipalHeader)
+		return nil, fmt.Errorf("%w: role %q is not a proxy role (auth.proxyRoles) and may not name %s", broker.ErrAuthorization, role, originalPrincipalHeader)
 	case auth.IsProxyRole(orig, proxyRoles):
-		return nil, fmt.Errorf("%w: the original principal %q is a proxy role", ErrAuthorization, orig)
+		return nil, fmt.Errorf("%w: the original principal %q is a proxy role", broker.ErrAuthorization, orig)
 	}
 	return []string{role, orig}, nil
 }
@@ -148,7 +149,7 @@ type permissionsJSON map[string][]string
 func grantsOf(props map[string]string) permissionsJSON {
 	out := permissionsJSON{}
 	for k, v := range props {
-		if role, ok := strings.CutPrefix(k, permPrefix); ok && v != "" {
+		if role, ok := strings.CutPrefix(k, broker.PermPrefix); ok && v != "" {
 			out[role] = strings.Split(v, ",")
 		}
 	}
@@ -163,11 +164,11 @@ func readActions(r *http.Request) (string, error) {
 	}
 	var actions []string
 	if b == nil || json.Unmarshal(b, &actions) != nil {
-		return "", fmt.Errorf("%w: the body must be a JSON list of actions (%s)", errAdminBadRequest, strings.Join(grantableActions, ", "))
+		return "", fmt.Errorf("%w: the body must be a JSON list of actions (%s)", errAdminBadRequest, strings.Join(broker.GrantableActions, ", "))
 	}
 	for _, act := range actions {
-		if !slices.Contains(grantableActions, act) {
-			return "", fmt.Errorf("%w: unknown action %q (want %s)", errAdminBadRequest, act, strings.Join(grantableActions, ", "))
+		if !slices.Contains(broker.GrantableActions, act) {
+			return "", fmt.Errorf("%w: unknown action %q (want %s)", errAdminBadRequest, act, strings.Join(broker.GrantableActions, ", "))
 		}
 	}
 	slices.Sort(actions)
@@ -203,7 +204,7 @@ func (a *admin) grantNamespacePermission(r *http.Request) (any, error) {
 		actions, err = readActions(r)
 	}
 	if err = errors.Join(err, rerr); err == nil {
-		err = a.cat.SetNamespaceProperties(r.Context(), name, map[string]string{permPrefix + role: actions})
+		err = a.cat.SetNamespaceProperties(r.Context(), name, map[string]string{broker.PermPrefix + role: actions})
 	}
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func (a *admin) revokeNamespacePermission(r *http.Request) (any, error) {
 	name, err := a.namespaceOf(r)
 	role, rerr := roleOf(r)
 	if err = errors.Join(err, rerr); err == nil {
-		err = a.cat.RemoveNamespaceProperties(r.Context(), name, []string{permPrefix + role})
+		err = a.cat.RemoveNamespaceProperties(r.Context(), name, []string{broker.PermPrefix + role})
 	}
 	if err != nil {
 		return nil, err
@@ -234,7 +235,7 @@ func (a *admin) getSubscriptionPermissions(r *http.Request) (any, error) {
 	}
 	out := map[string][]string{}
 	for k, v := range ns.Properties {
-		if sub, ok := strings.CutPrefix(k, subPermPrefix); ok && v != "" {
+		if sub, ok := strings.CutPrefix(k, broker.SubPermPrefix); ok && v != "" {
 			out[sub] = strings.Split(v, ",")
 		}
 	}
@@ -261,7 +262,7 @@ func (a *admin) grantSubscriptionPermission(r *http.Request) (any, error) {
 	if err == nil {
 		var ns lakestream.Namespace
 		if ns, err = a.cat.LoadNamespace(r.Context(), name); err == nil {
-			have := strings.Split(ns.Properties[subPermPrefix+sub], ",")
+			have := strings.Split(ns.Properties[broker.SubPermPrefix+sub], ",")
 			all := slices.Compact(slices.Sorted(func(yield func(string) bool) {
 				for _, x := range append(have, roles...) {
 					if x != "" && !yield(x) {
@@ -269,7 +270,7 @@ func (a *admin) grantSubscriptionPermission(r *http.Request) (any, error) {
 					}
 				}
 			}))
-			err = a.cat.SetNamespaceProperties(r.Context(), name, map[string]string{subPermPrefix + sub: strings.Join(all, ",")})
+			err = a.cat.SetNamespaceProperties(r.Context(), name, map[string]string{broker.SubPermPrefix + sub: strings.Join(all, ",")})
 		}
 	}
 	if err != nil {
@@ -284,11 +285,11 @@ func (a *admin) revokeSubscriptionPermission(r *http.Request) (any, error) {
 	if err == nil {
 		var ns lakestream.Namespace
 		if ns, err = a.cat.LoadNamespace(r.Context(), name); err == nil {
-			roles := slices.DeleteFunc(strings.Split(ns.Properties[subPermPrefix+sub], ","), func(x string) bool { return x == role || x == "" })
+			roles := slices.DeleteFunc(strings.Split(ns.Properties[broker.SubPermPrefix+sub], ","), func(x string) bool { return x == role || x == "" })
 			if len(roles) == 0 {
-				err = a.cat.RemoveNamespaceProperties(r.Context(), name, []string{subPermPrefix + sub})
+				err = a.cat.RemoveNamespaceProperties(r.Context(), name, []string{broker.SubPermPrefix + sub})
 			} else {
-				err = a.cat.SetNamespaceProperties(r.Context(), name, map[string]string{subPermPrefix + sub: strings.Join(roles, ",")})
+				err = a.cat.SetNamespaceProperties(r.Context(), name, map[string]string{broker.SubPermPrefix + sub: strings.Join(roles, ",")})
 			}
 		}
 	}
@@ -340,9 +341,9 @@ func (a *admin) changeTopicPermission(r *http.Request, grant bool) (any, error) 
 			props = map[string]string{}
 		}
 		if grant {
-			props[permPrefix+role] = actions
+			props[broker.PermPrefix+role] = actions
 		} else {
-			delete(props, permPrefix+role)
+			delete(props, broker.PermPrefix+role)
 		}
 		var ok bool
 		if md, ok, err = a.cat.ReplaceStreamProperties(r.Context(), md.ID, props, md.MetadataVersion); err != nil {

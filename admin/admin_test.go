@@ -1,9 +1,9 @@
-package gateway
+package admin
 
 // Unit tests of the admin REST that need no storage engine: the error →
 // status mapping, body parsing, and tenants/namespaces over an in-memory
 // namespace catalog. Topic endpoints run against a real node in
-// e2e/admin_test.go. Run: go test -race -run Admin ./gateway/
+// e2e/test.go. Run: go test -race -run Admin ./gateway/
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
+	"github.com/lakegate/lakegate/internal/testmember"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -168,12 +169,11 @@ func adminCall(t *testing.T, h http.Handler, method, path, body string, out any)
 
 func TestAdminTenantsAreImplicitOrRecorded(t *testing.T) {
 	cat := &nsCatalog{nss: map[string]map[string]string{"public/default": {}}}
-	srv, err := listenTest(t, Config{Catalog: cat})
+	brk, err := broker.New(broker.Config{Catalog: cat, Membership: testmember.New(lakestream.Member{ID: "test"})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	h := srv.AdminHandler()
+	h := Handler(Config{Node: noTopics{}, Broker: brk, Catalog: cat})
 
 	var list []string
 	if adminCall(t, h, "GET", "/admin/v2/tenants", "", &list); !slices.Equal(list, []string{"public"}) {
@@ -225,3 +225,10 @@ func TestAdminTenantsAreImplicitOrRecorded(t *testing.T) {
 		t.Fatalf("unknown endpoint: %d %q", code, e.Reason)
 	}
 }
+
+// noTopics is a node that serves no topic: the admin REST's tenants and
+// namespaces are the catalog's and the broker's alone (authorization off).
+type noTopics struct{ Node }
+
+func (noTopics) Closing() bool { return false }
+func (noTopics) AuthzOn() bool { return false }

@@ -1,49 +1,10 @@
-package gateway
+package admin
 
-// Pulsar admin REST v2 (the subset pulsar-admin and the Go pulsaradmin
-// package call), served by the same Server that speaks the binary protocol so
-// that stats, subscription changes and cursor resets see the live producers
-// and subscription actors.
+// Clusters, tenants and namespaces, and the request helpers.
 //
-// Files:
-//
-//	admin.go               clusters, tenants, namespaces, request helpers
-//	admin_routes.go        THE route table (method, path, who may call, handler)
-//	                       and AdminHandler, which builds the mux from it
-//	admin_answer.go        handler/writer, the adapter that writes answers, THE
-//	                       error→status mapping and error body
-//	admin_auth.go          authentication, authorization rules, grants
-//	admin_cluster.go       lookup, brokers, forwarding to owners, fan-out
-//	admin_topics.go        topic create/grow/list/delete, lastMessageId,
-//	                       terminate, unload, raw entry
-//	admin_subscriptions.go subscriptions list/create/delete/reset cursor, peek
-//	admin_stats.go         stats and partitioned-stats
-//	admin_policies.go      retention, message TTL, backlog quotas
-//	admin_limits.go        producer/consumer/unacked limits, rates
-//	admin_dedup.go         deduplication
-//	admin_compaction.go    topic compaction
-//	admin_schemas.go       schemas and compatibility strategies
-//	admin_tables.go        lakegate's table extensions
-//	admin_nonpersistent.go non-persistent topics
-//
-// Handlers return (value, error) (admin_answer.go): none writes an error
-// itself.
-//
-// Tenants. lakestream has no tenant object: a Pulsar namespace "t/ns" is the
-// lakestream namespace "t/ns". A tenant exists when it has an explicit record
-// (PUT /admin/v2/tenants/{t}) or when at least one namespace "t/…" exists (so
-// "public" exists as soon as "public/default" does). Explicit records are
-// properties of the reserved namespace adminTenantsNamespace ("__lakegate/tenants"):
-// key = tenant name, value = the TenantInfo JSON. That namespace and its
-// tenant are hidden from every listing. Tenant create is check-then-set, not
-// one transaction: two concurrent PUTs of the same tenant may both succeed.
-//
-// Deleted topics. lakestream tombstones a dropped stream's name: a topic name
-// that was deleted cannot be created again (409 with a reason).
-//
-// Non-persistent topics (admin_nonpersistent.go): listed (the ones served
-// by every member), stats and unload through their owner; other calls
-// answer 501.
+// Tenants are the broker's (broker/tenants.go). Tenant create is
+// check-then-set, not one transaction: two concurrent PUTs of the same
+// tenant may both succeed.
 
 import (
 	"context"
@@ -65,17 +26,19 @@ import (
 // comment); adminHiddenTenant is its tenant, hidden from listings.
 const (
 	adminHiddenTenant     = broker.ReservedTenant
-	adminTenantsNamespace = adminHiddenTenant + "/tenants"
-	adminClusterName      = "standalone"
+	adminTenantsNamespace = broker.TenantsNamespace
+	adminClusterName      = broker.ClusterName
 	// adminRequestTimeout bounds one admin request's storage calls.
 	adminRequestTimeout = 30 * time.Second
 )
 
-// admin serves the REST API of one Server.
+// admin serves the REST API of one node.
 type admin struct {
-	srv *Server
-	cat lakestream.StreamCatalog
-	mux *http.ServeMux // fanned-out partition requests re-enter here
+	cfg  Config
+	node Node
+	brk  *broker.Broker
+	cat  lakestream.StreamCatalog
+	mux  *http.ServeMux // fanned-out partition requests re-enter here
 }
 
 // readBody reads the (bounded) body; empty bodies return nil.
@@ -110,88 +73,31 @@ func (a *admin) getCluster(r *http.Request) (any, error) {
 	}
 	return map[string]string{
 		"serviceUrl":       "http://" + r.Host,
-		"brokerServiceUrl": a.srv.ServiceURL(),
+		"brokerServiceUrl": a.node.ServiceURL(),
 	}, nil
 }
 
 // --- tenants ---
 
 // tenantInfo is Pulsar's TenantInfo.
-type tenantInfo struct {
-	AdminRoles      []string `json:"adminRoles"`
-	AllowedClusters []string `json:"allowedClusters"`
-}
+type tenantInfo = broker.TenantInfo
 
-func defaultTenantInfo() tenantInfo {
-	return tenantInfo{AdminRoles: []string{}, AllowedClusters: []string{adminClusterName}}
-}
+func defaultTenantInfo() tenantInfo { return broker.DefaultTenantInfo() }
 
-// tenantRecords returns the explicit tenant records (tenant → TenantInfo JSON).
 func (a *admin) tenantRecords(ctx context.Context) (map[string]string, error) {
-	ns, err := a.cat.LoadNamespace(ctx, adminTenantsNamespace)
-	if errors.Is(err, lakestream.ErrNoSuchNamespace) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return ns.Properties, nil
+	return a.brk.TenantRecords(ctx)
 }
 
-// namespacesOf lists the namespaces of tenant ("t/ns"), sorted; every
-// namespace when tenant is "".
 func (a *admin) namespacesOf(ctx context.Context, tenant string) ([]string, error) {
-	all, err := a.cat.ListNamespaces(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, ns := range all {
-		t, _, ok := strings.Cut(ns, "/")
-		if !ok || t == adminHiddenTenant || (tenant != "" && t != tenant) {
-			continue
-		}
-		out = append(out, ns)
-	}
-	slices.Sort(out)
-	return out, nil
+	return a.brk.NamespacesOf(ctx, tenant)
 }
 
-// tenants returns every tenant: explicit records and namespace prefixes.
 func (a *admin) tenants(ctx context.Context) (map[string]tenantInfo, error) {
-	recs, err := a.tenantRecords(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]tenantInfo{}
-	for name, raw := range recs {
-		info := defaultTenantInfo()
-		json.Unmarshal([]byte(raw), &info) // a record we wrote; defaults on damage
-		out[name] = info
-	}
-	nss, err := a.namespacesOf(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	for _, ns := range nss {
-		t, _, _ := strings.Cut(ns, "/")
-		if _, ok := out[t]; !ok {
-			out[t] = defaultTenantInfo()
-		}
-	}
-	return out, nil
+	return a.brk.Tenants(ctx)
 }
 
 func (a *admin) tenant(ctx context.Context, name string) (tenantInfo, error) {
-	all, err := a.tenants(ctx)
-	if err != nil {
-		return tenantInfo{}, err
-	}
-	info, ok := all[name]
-	if !ok || name == adminHiddenTenant {
-		return tenantInfo{}, fmt.Errorf("%w: tenant %q does not exist", errAdminNotFound, name)
-	}
-	return info, nil
+	return a.brk.Tenant(ctx, name)
 }
 
 func validName(kind, s string) error {
@@ -398,7 +304,7 @@ func (a *admin) getNamespace(r *http.Request) (any, error) {
 		broker.MaxConsumersPerSubProperty: "max_consumers_per_subscription", broker.MaxSubscriptionsProperty: "max_subscriptions_per_topic",
 		broker.MaxUnackedPerConsumerProperty: "max_unacked_messages_per_consumer", broker.MaxUnackedPerSubProperty: "max_unacked_messages_per_subscription"} {
 		if n, err := strconv.ParseInt(props[key], 10, 64); err == nil {
-			pol[field] = n // admin_limits.go
+			pol[field] = n // limits.go
 		}
 	}
 	return pol, nil

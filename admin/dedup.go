@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 // Topic deduplication policy through the admin REST API, the way Pulsar's
 // `pulsar-admin topics set-deduplication` and the client admin libraries
@@ -40,7 +40,7 @@ func (a *admin) getDeduplication(r *http.Request) (any, error) {
 	case v == "true" || v == "false":
 		return v == "true", nil
 	case queryBool(r, "applied"): // the effective value: the namespace's, else off
-		on, err := a.srv.brk.DedupEnabled(r.Context(), ref.md)
+		on, err := a.brk.DedupEnabled(r.Context(), ref.md)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +156,7 @@ func (a *admin) changeNamespaceDeduplication(r *http.Request, value string) (any
 	if err == nil {
 		var ids []lakestream.StreamIdentifier
 		if ids, err = a.cat.ListStreams(ctx, name); err == nil {
-			err = a.srv.reloadStreams(ctx, ids)
+			err = a.node.ReloadStreams(ctx, ids)
 		}
 	}
 	if err != nil {

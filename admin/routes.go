@@ -1,30 +1,41 @@
-package gateway
+package admin
 
 // Admin REST: the route table. Every route is one row — method and path
 // pattern (http.ServeMux's syntax), who may call it (authRule,
-// admin_auth.go) and what answers it — and AdminHandler builds the mux
+// auth.go) and what answers it — and Handler builds the mux
 // from the rows.
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/lakegate/lakegate/broker"
 )
 
+// DefaultMaxRequestBytes bounds a request body when Config.MaxRequestBytes
+// is not set.
+const DefaultMaxRequestBytes = 1 << 20
+
 // route is one row of the route table.
 type route struct {
 	pattern string       // "METHOD /path/{wildcard}", as http.ServeMux reads it
 	rule    authRule     // who may call it (checked with authorization on)
-	serve   http.Handler // a handler, or a writer (admin_answer.go)
+	serve   http.Handler // a handler, or a writer (answer.go)
 }
 
-// AdminHandler returns the Pulsar admin REST v2 handler (paths under
+// Handler returns the Pulsar admin REST v2 handler (paths under
 // /admin/v2/ and /lookup/v2/). Mount it on the node's HTTP server.
-func (s *Server) AdminHandler() http.Handler {
+func Handler(cfg Config) http.Handler {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	mux := http.NewServeMux()
-	a := &admin{srv: s, cat: s.cfg.Catalog, mux: mux}
+	a := &admin{cfg: cfg, node: cfg.Node, brk: cfg.Broker, cat: cfg.Catalog, mux: mux}
 	for _, rt := range a.routes() {
 		mux.Handle(rt.pattern, a.guarded(rt.rule, rt.serve))
 	}
@@ -34,12 +45,12 @@ func (s *Server) AdminHandler() http.Handler {
 		// Pulsar's httpMaxRequestSize: a body announced larger is refused
 		// before it is read; one that turns out larger fails its read
 		// (readBody: 413 too).
-		if limit := s.cfg.AdminMaxRequestBytes; r.ContentLength > limit {
-			s.lim.metrics.refusals.WithLabelValues("http_max_request_size").Inc()
+		if limit := cfg.MaxRequestBytes; r.ContentLength > limit {
+			a.node.CountRefusal("http_max_request_size")
 			w.Header().Set("Connection", "close")
 			return fmt.Errorf("%w: %d bytes, over the limit of %d (http.maxRequestSize)", errAdminTooLarge, r.ContentLength, limit)
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.AdminMaxRequestBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, cfg.MaxRequestBytes)
 		mux.ServeHTTP(w, r.WithContext(ctx))
 		return nil
 	})
@@ -60,12 +71,12 @@ func (a *admin) routes() []route {
 	rs := []route{
 		{"GET /admin/v2/clusters", ruleAny, handler(a.listClusters)},
 		{"GET /admin/v2/clusters/{cluster}", ruleAny, handler(a.getCluster)},
-		{"GET /admin/v2/brokers/{cluster}", ruleAny, handler(a.listBrokers)}, // admin_cluster.go
+		{"GET /admin/v2/brokers/{cluster}", ruleAny, handler(a.listBrokers)}, // cluster.go
 		{"GET /admin/v2/brokers/configuration/runtime", ruleAny, handler(a.runtimeConfiguration)},
 		{"GET /admin/v2/brokers/configuration", ruleAny, handler(noDynamicConfiguration)},
 		{"GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", ruleLookup, handler(a.lookupTopic)},
 		{"PUT /admin/v2/namespaces/{tenant}/{ns}/unload", ruleTenant, handler(a.unloadNamespace)},
-		// Grants (admin_auth.go).
+		// Grants (auth.go).
 		{"GET " + nsp, ruleTenant, handler(a.getNamespacePermissions)},
 		{"POST " + nsp + "/{role}", ruleTenant, handler(a.grantNamespacePermission)},
 		{"DELETE " + nsp + "/{role}", ruleTenant, handler(a.revokeNamespacePermission)},
@@ -114,7 +125,7 @@ func (a *admin) routes() []route {
 		{"GET /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, handler(a.getNamespaceDeduplication)},
 		{"POST /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, handler(a.setNamespaceDeduplication)},
 		{"DELETE /admin/v2/namespaces/{tenant}/{ns}/deduplication", ruleTenant, handler(a.removeNamespaceDeduplication)},
-		// Retention, message TTL, backlog quotas (admin_policies.go).
+		// Retention, message TTL, backlog quotas (policies.go).
 		{"GET " + p + "/{topic}/retention", ruleLookup, handler(a.getTopicRetention)},
 		{"POST " + p + "/{topic}/retention", ruleTenant, handler(a.setTopicRetention)},
 		{"DELETE " + p + "/{topic}/retention", ruleTenant, handler(a.removeTopicRetention)},
@@ -133,8 +144,8 @@ func (a *admin) routes() []route {
 		{"GET " + nsPol + "/backlogQuotaMap", ruleTenant, handler(a.getNamespaceQuotas)},
 		{"POST " + nsPol + "/backlogQuota", ruleTenant, handler(a.setNamespaceQuota)},
 		{"DELETE " + nsPol + "/backlogQuota", ruleTenant, handler(a.removeNamespaceQuota)},
-		// Limit policies: limitRoutes (admin_limits.go), below.
-		// Topic compaction (admin_compaction.go).
+		// Limit policies: limitRoutes (limits.go), below.
+		// Topic compaction (compaction.go).
 		{"PUT " + p + "/{topic}/compaction", ruleTenant, a.owned(handler(a.triggerCompaction))},
 		{"GET " + p + "/{topic}/compaction", ruleLookup, a.owned(handler(a.compactionStatus))},
 		{"GET " + p + "/{topic}/compactionThreshold", ruleLookup, handler(a.getTopicCompactionThreshold)},
@@ -143,14 +154,14 @@ func (a *admin) routes() []route {
 		{"GET " + nsPol + "/compactionThreshold", ruleTenant, handler(a.getNamespaceProperty(broker.CompactionThresholdProperty))},
 		{"PUT " + nsPol + "/compactionThreshold", ruleTenant, handler(a.setNamespacePolicy(broker.CompactionThresholdProperty, thresholdOf))},
 		{"DELETE " + nsPol + "/compactionThreshold", ruleTenant, handler(a.setNamespacePolicy(broker.CompactionThresholdProperty, nil))},
-		{"GET " + p + "/{topic}/table", ruleLookup, handler(a.tableInfo)}, // lakegate extensions: tables (admin_tables.go)
+		{"GET " + p + "/{topic}/table", ruleLookup, handler(a.tableInfo)}, // lakegate extensions: tables (tables.go)
 		{"GET " + p + "/{topic}/tablePolicy", ruleLookup, handler(a.getTopicTablePolicy)},
 		{"POST " + p + "/{topic}/tablePolicy", ruleTenant, handler(a.setTopicTablePolicy)},
 		{"DELETE " + p + "/{topic}/tablePolicy", ruleTenant, handler(a.removeTopicTablePolicy)},
 		{"GET /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", ruleTenant, handler(a.getNamespaceTablePolicy)},
 		{"POST /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", ruleTenant, handler(a.setNamespaceTablePolicy)},
 		{"DELETE /admin/v2/namespaces/{tenant}/{ns}/tablePolicy", ruleTenant, handler(a.removeNamespaceTablePolicy)},
-		// Schemas (admin_schemas.go).
+		// Schemas (schemas.go).
 		{"GET " + sp + "/schema", ruleLookup, handler(a.schemaOf)},
 		{"GET " + sp + "/schema/{version}", ruleLookup, handler(a.schemaOf)},
 		{"GET " + sp + "/schemas", ruleLookup, handler(a.allSchemas)},
@@ -164,7 +175,7 @@ func (a *admin) routes() []route {
 		{"GET /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, handler(a.getNamespaceSchemaStrategy)},
 		{"PUT /admin/v2/namespaces/{tenant}/{ns}/schemaCompatibilityStrategy", ruleTenant, handler(a.setNamespaceSchemaStrategy)},
 
-		// Non-persistent topics (admin_nonpersistent.go).
+		// Non-persistent topics (nonpersistent.go).
 		{"GET " + np, ruleNamespaceLookup, handler(a.listNPTopics)},
 		{"GET " + np + "/partitioned", ruleNamespaceLookup, handler(a.listNPPartitioned)},
 		{"GET " + np + "/{topic}/partitions", ruleLookup, handler(a.npPartitions)},
@@ -178,7 +189,7 @@ func (a *admin) routes() []route {
 }
 
 // noDynamicConfiguration answers GET /admin/v2/brokers/configuration: no
-// setting is dynamic (admin_cluster.go, runtimeConfiguration).
+// setting is dynamic (cluster.go, runtimeConfiguration).
 func noDynamicConfiguration(*http.Request) (any, error) { return []string{}, nil }
 
 func npNotImplemented(r *http.Request) (any, error) {
@@ -189,7 +200,7 @@ func notAnEndpoint(r *http.Request) (any, error) {
 	return nil, fmt.Errorf("%w: %s %s is not an admin endpoint lakegate serves", errAdminNotFound, r.Method, r.URL.Path)
 }
 
-// limitRoutes are the limit policies' rows (admin_limits.go): one set of
+// limitRoutes are the limit policies' rows (limits.go): one set of
 // six per limitPolicy.
 func (a *admin) limitRoutes() []route {
 	const p = "/admin/v2/persistent/{tenant}/{ns}/{topic}/"
