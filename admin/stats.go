@@ -1,8 +1,8 @@
 package admin
 
 // Admin REST: topic stats and partitioned stats, in Pulsar's JSON shape
-// (broker.TopicStats, built by the node serving the topic: the gateway's
-// topic_stats.go says what is measured).
+// (broker.TopicStats, built by the node serving the topic: broker/topic.go
+// says what is measured).
 
 import (
 	"encoding/json"

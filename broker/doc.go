@@ -21,6 +21,19 @@
 //	             apply, the partition state), its partition actor started
 //	             (StartPartition), its ownership watched (WatchOwnership)
 //	             and released on a graceful unload (ReleaseTopic)
+//	registry.go  the topics this node serves: Topics (Serve: loaded once,
+//	             registered; Unload: graceful or not), Topic (its state:
+//	             log, ownership, partition actor, subscription actors,
+//	             limits, end, compaction) over a front door's attached
+//	             producers and consumers (AttachedProducer, AttachedConsumer)
+//	topic.go     a served topic's operations: stats, subscriptions (start,
+//	             create, delete, reset), limits, terminate, SEEK targets,
+//	             the policies' view (PolicyTopic)
+//	served.go    ServedTopic, the admin REST's view of a served topic, and
+//	             the stats types (Pulsar's TopicStats and its parts)
+//	tenants.go   tenants: explicit records and namespace prefixes
+//	grants.go    the grant vocabulary (actions, property prefixes) and the
+//	             forwarded-request header
 //	nonpersistent.go non-persistent topics: NPTopic, in-memory fan-out
 //	             on the owner, at most once, per subscription type, over
 //	             the session side's producers and consumers (NPProducer,

@@ -307,8 +307,8 @@ func (s *Server) unloadUnit(ctx context.Context, unit, dest string) error {
 		destMember = ms[i]
 		assigned = destMember.Endpoints["pulsar"]
 	}
+	t := s.topics.Get(unit)
 	s.mu.Lock()
-	t := s.mu.topics[unit]
 	npt := s.mu.npTopics[unit]
 	s.mu.Unlock()
 	if t != nil || npt != nil {
@@ -420,11 +420,11 @@ func (s *Server) Drain(ctx context.Context) {
 	successor := s.brk.Successors(ctx) // broker/cluster.go
 	s.draining.Store(true)
 	ts := s.loadedTopics()
-	slices.SortFunc(ts, func(a, b *topic) int { return cmp.Compare(a.name.String(), b.name.String()) })
+	slices.SortFunc(ts, func(a, b *topic) int { return cmp.Compare(a.Name(), b.Name()) })
 	sem := make(chan struct{}, drainParallel)
 	done := make(chan struct{}, len(ts))
 	for _, t := range ts {
-		assigned := successor(t.name.String())
+		assigned := successor(t.Name())
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():

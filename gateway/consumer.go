@@ -1,17 +1,14 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
-	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
@@ -67,14 +64,14 @@ type consumer struct {
 // consumer tells its subscription (SinkReady), which resumes dispatching
 // to it.
 func (c *consumer) Deliver(d actors.Deliver) bool {
-	if !c.t.owner.Held() {
+	if !c.t.Owner().Held() {
 		// This node may no longer own the topic (its session outlived its
 		// renewals: a pause past the lease): another owner may be serving
 		// the subscription already. Nothing is sent; the topic unloads
 		// when Lost closes, and the owner redelivers from the cursor.
 		return true
 	}
-	id := protocol.NewMessageID(int64(c.t.log.ID()), d.Entry.Offset, -1, c.t.partition)
+	id := protocol.NewMessageID(int64(c.t.Log().ID()), d.Entry.Offset, -1, c.t.Partition())
 	f := protocol.Frame{
 		Cmd:   protocol.Message(c.id, id, d.RedeliveryCount, d.AckSet),
 		Entry: d.Entry.Payload,
@@ -148,7 +145,7 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	req := c.GetRequestId()
 	if old := s.consumers[c.GetConsumerId()]; old != nil && old.detached.Load() {
 		if old.np == nil {
-			old.t.end.RemoveWatcher(old)
+			old.t.End().RemoveWatcher(old)
 			old.releaseCounted() // limits.go
 		}
 		delete(s.consumers, old.id) // dropped by a seek or an unload: subscribing again
@@ -187,14 +184,14 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	create := c.ForceTopicCreation == nil || c.GetForceTopicCreation()
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), create)
 	if err == nil {
-		err = t.refreshLimits(ctx) // limits.go
+		err = t.RefreshLimits(ctx) // limits.go
 	}
 	if err != nil {
 		s.sendError(req, err)
 		return
 	}
 	if broker.RegistrableSchema(c.GetSchema()) {
-		if _, err := s.srv.brk.GetOrCreateSchema(ctx, t.stream, c.GetSchema(), false); err != nil {
+		if _, err := s.srv.brk.GetOrCreateSchema(ctx, t.Stream(), c.GetSchema(), false); err != nil {
 			s.sendError(req, err)
 			return
 		}
@@ -214,13 +211,13 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 	}
 	// maxConsumersPerTopic, maxConsumersPerSubscription (limits.go): a
 	// place is taken now, given back if the consumer is not attached.
-	if err := t.reserveConsumer(cons.subName); err != nil {
+	if err := t.ReserveConsumer(cons.subName); err != nil {
 		s.sendError(req, err)
 		return
 	}
 	cons.counted.Store(true)
 	for attempt := 0; ; attempt++ {
-		sub, err := t.subscription(ctx, s.srv, c, durable)
+		sub, err := t.Subscription(ctx, c, durable, s.srv.dispatchLimiters(t)) // limits.go
 		if err != nil {
 			s.sendError(req, err)
 			return
@@ -243,10 +240,10 @@ func (s *session) handleSubscribe(c *pb.CommandSubscribe) {
 		break
 	}
 	s.consumers[cons.id] = cons
-	t.end.AddWatcher(cons)
+	t.End().AddWatcher(cons)
 	s.send(protocol.Success(req))
-	if end, ok := t.end.Offset(); ok && cons.ReachedEnd(end) {
-		t.end.Notify(cons.subName)
+	if end, ok := t.End().Offset(); ok && cons.ReachedEnd(end) {
+		t.End().Notify(cons.subName)
 	}
 }
 
@@ -267,111 +264,6 @@ func keySharedPolicy(m *pb.KeySharedMeta) (actors.KeySharedPolicy, error) {
 		return p, fmt.Errorf("%w: sticky key_shared consumer without hash ranges", actors.ErrConsumerAssign)
 	}
 	return p, nil
-}
-
-// subscription returns the running subscription actor of name, starting it
-// (and opening or creating its cursor) if needed.
-func (t *topic) subscription(ctx context.Context, srv *Server, c *pb.CommandSubscribe, durable bool) (*actors.SubscriptionActor, error) {
-	name := c.GetSubscription()
-	if name == "" || strings.ContainsAny(name, "\x00") || actors.IsInternalCursor(name) {
-		return nil, fmt.Errorf("%w: subscription name %q", lakestream.ErrInvalidArgument, name)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if sub := t.mu.subs[name]; sub != nil {
-		select {
-		case <-sub.Done():
-			delete(t.mu.subs, name)
-		default:
-			return sub, nil
-		}
-	}
-	if err := t.checkSubscriptionLimitLocked(ctx, name); err != nil { // limits.go
-		return nil, err
-	}
-	var (
-		cursor   lakestream.LogCursor
-		readFrom int64
-		err      error
-	)
-	latest := c.GetInitialPosition() == pb.CommandSubscribe_Latest
-	if durable {
-		initial := int64(-1)
-		if latest {
-			if initial, err = t.log.LastOffset(ctx); err != nil {
-				return nil, err
-			}
-		} else {
-			first, err := t.log.FirstOffset(ctx)
-			if err != nil {
-				return nil, err
-			}
-			initial = first - 1
-		}
-		if cursor, err = t.log.OpenCursor(ctx, name, initial); err != nil {
-			return nil, err
-		}
-		readFrom = cursor.MarkDeleteOffset() + 1
-	} else {
-		start, err := t.readerStart(ctx, c.GetStartMessageId(), latest)
-		if err != nil {
-			return nil, err
-		}
-		if cursor, err = t.log.OpenEphemeralCursor(ctx, name, start); err != nil {
-			return nil, err
-		}
-		readFrom = start
-	}
-	opts := actors.SubscriptionOptions{
-		Name:           t.name.String() + "/" + name,
-		Type:           actors.SubType(c.GetSubType()),
-		PartitionIndex: t.partition,
-		Log:            t.log,
-		Cursor:         cursor,
-		ReadFrom:       readFrom,
-		Logger:         srv.cfg.Logger,
-	}
-	if c.GetReadCompacted() {
-		// The subscription's mode is its first consumer's (broker/compaction.go).
-		opts.Compacted = t.compaction.View()
-	}
-	t.subscriptionLimits(&opts) // limits.go
-	sub := actors.StartSubscription(srv.rt, opts)
-	t.mu.subs[name] = sub
-	return sub, nil
-}
-
-// readerStart is where a non-durable subscription starts reading: the
-// first offset for earliest, the head for latest, else the entry the id
-// names, whole entry or batch index alike. As with Pulsar's broker (which
-// steps its non-durable cursor one entry back), the client filters: the
-// Java, C++ and Go clients drop the start entry itself unless the reader
-// is startMessageIdInclusive, and batch indexes before the start.
-func (t *topic) readerStart(ctx context.Context, m *pb.MessageIdData, latest bool) (int64, error) {
-	if m == nil {
-		if latest {
-			return t.log.NextOffset(ctx)
-		}
-		return t.log.FirstOffset(ctx)
-	}
-	id := protocol.MessageIDFromPB(m)
-	switch {
-	case id.IsEarliest() || id.EntryID < 0:
-		return t.log.FirstOffset(ctx)
-	case id.IsLatest():
-		return t.log.NextOffset(ctx)
-	}
-	h, err := t.log.EntryHeader(ctx, id.EntryID)
-	if errors.Is(err, lakestream.ErrOffsetOutOfRange) {
-		return t.log.NextOffset(ctx)
-	}
-	if errors.Is(err, lakestream.ErrOffsetTrimmed) {
-		return t.log.FirstOffset(ctx)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return h.Offset, nil
 }
 
 func (s *session) handleFlow(c *pb.CommandFlow) {
@@ -402,8 +294,8 @@ func (s *session) handleAck(c *pb.CommandAck) {
 	ids := make([]actors.AckID, 0, len(c.GetMessageId()))
 	var invalid error // answered when the client asked for a response
 	for _, m := range c.GetMessageId() {
-		if int64(m.GetLedgerId()) != int64(cons.t.log.ID()) {
-			invalid = fmt.Errorf("%w: message id %d:%d is not of %s", broker.ErrNotAllowed, m.GetLedgerId(), m.GetEntryId(), cons.t.name)
+		if int64(m.GetLedgerId()) != int64(cons.t.Log().ID()) {
+			invalid = fmt.Errorf("%w: message id %d:%d is not of %s", broker.ErrNotAllowed, m.GetLedgerId(), m.GetEntryId(), cons.t.TopicName())
 			continue // not an id of this log
 		}
 		// batch_size is the client's hint; the subscription takes record
@@ -449,7 +341,7 @@ func (c *consumer) close() {
 		c.np.t.RemoveConsumer(c)
 		return
 	}
-	c.t.end.RemoveWatcher(c)
+	c.t.End().RemoveWatcher(c)
 	c.releaseCounted() // limits.go
 	c.sub.RemoveConsumer(c.subID)
 	if c.durable {
@@ -459,11 +351,7 @@ func (c *consumer) close() {
 	if err != nil || info.Consumers > 0 {
 		return
 	}
-	c.t.mu.Lock()
-	if c.t.mu.subs[c.subName] == c.sub {
-		delete(c.t.mu.subs, c.subName)
-	}
-	c.t.mu.Unlock()
+	c.t.ForgetSubscription(c.subName, c.sub)
 	c.sub.Close()
 }
 
@@ -491,12 +379,8 @@ func (s *session) handleUnsubscribe(c *pb.CommandUnsubscribe) {
 		s.sendError(c.GetRequestId(), err)
 		return
 	}
-	cons.t.mu.Lock()
-	if cons.t.mu.subs[cons.subName] == cons.sub {
-		delete(cons.t.mu.subs, cons.subName)
-	}
-	cons.t.mu.Unlock()
-	cons.t.end.RemoveWatcher(cons)
+	cons.t.ForgetSubscription(cons.subName, cons.sub)
+	cons.t.End().RemoveWatcher(cons)
 	cons.releaseCounted() // limits.go
 	delete(s.consumers, cons.id)
 	s.send(protocol.Success(c.GetRequestId()))
@@ -514,39 +398,12 @@ func (s *session) handleGetLastMessageID(c *pb.CommandGetLastMessageId) {
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	id, err := cons.t.lastMessageID(ctx)
+	id, err := cons.t.LastMessageID(ctx)
 	if err != nil {
 		s.sendError(c.GetRequestId(), err)
 		return
 	}
 	s.send(protocol.GetLastMessageIDResponse(c.GetRequestId(), id, nil))
-}
-
-// lastMessageID is the id of the last message of the log: its last entry
-// with batch index = size-1 when the entry is a batch, entry -1 when empty.
-func (t *topic) lastMessageID(ctx context.Context) (protocol.MessageID, error) {
-	ledger := int64(t.log.ID())
-	last, err := t.log.LastOffset(ctx)
-	if err != nil {
-		return protocol.MessageID{}, err
-	}
-	if last < 0 {
-		return protocol.NewMessageID(ledger, -1, -1, t.partition), nil
-	}
-	e, err := t.log.ReadEntry(ctx, last)
-	if errors.Is(err, lakestream.ErrOffsetTrimmed) {
-		return protocol.NewMessageID(ledger, -1, -1, t.partition), nil
-	}
-	if err != nil {
-		return protocol.MessageID{}, err
-	}
-	batch := int32(-1)
-	if meta, _, err := protocol.SplitEntry(e.Payload); err == nil {
-		if md, err := protocol.ParseMetadata(meta); err == nil && md.NumMessagesInBatch != nil {
-			batch = e.Records - 1
-		}
-	}
-	return protocol.NewMessageID(ledger, e.Offset, batch, t.partition), nil
 }
 
 // handleSeek resets the consumer's subscription to a message id (inclusive:
@@ -565,7 +422,7 @@ func (s *session) handleSeek(c *pb.CommandSeek) {
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	target, err := cons.t.seekTarget(ctx, c)
+	target, err := cons.t.SeekTarget(ctx, c)
 	if err != nil {
 		s.sendError(c.GetRequestId(), err)
 		return
@@ -575,26 +432,4 @@ func (s *session) handleSeek(c *pb.CommandSeek) {
 		return
 	}
 	s.send(protocol.Success(c.GetRequestId()))
-}
-
-// seekTarget is the offset a SEEK resets to.
-func (t *topic) seekTarget(ctx context.Context, c *pb.CommandSeek) (int64, error) {
-	if c.MessagePublishTime != nil {
-		return t.log.FindOffsetByTime(ctx, time.UnixMilli(int64(c.GetMessagePublishTime())))
-	}
-	if c.MessageId == nil {
-		return 0, fmt.Errorf("%w: SEEK without message id or publish time", broker.ErrNotAllowed)
-	}
-	id := protocol.MessageIDFromPB(c.GetMessageId())
-	switch {
-	case id.IsEarliest():
-		return t.log.FirstOffset(ctx)
-	case id.IsLatest():
-		return t.log.NextOffset(ctx)
-	case id.LedgerID != int64(t.log.ID()):
-		return 0, fmt.Errorf("%w: message id %v is not of %s (ledger %d)", broker.ErrNotAllowed, id, t.name, t.log.ID())
-	}
-	// The entry that holds the message; the client drops the messages of a
-	// batch before the one it sought.
-	return max(id.EntryID, 0), nil
 }

@@ -1,17 +1,18 @@
 // Package gateway is lakegate's front door: the TCP listener speaking the
 // Pulsar binary protocol (one session per connection), topic lookup and
-// ownership in a cluster, and the admin REST API. It sees storage only
+// ownership in a cluster; the admin REST (package admin) reaches it
+// through admin.Node (admin_port.go). It sees storage only
 // through the lakestream interfaces and the actors package; it never
 // imports engine. Topic behaviour belongs to the broker layer (broker/),
 // which the Server calls: topic names, the schema registry, policy
 // resolution and enforcement (retention, TTL, backlog quotas), producer
 // and consumer admission, topic compaction, the end of topic, the limit
 // types and rate meters, taking and loading a topic to serve it,
-// placement and rebalancing, non-persistent topics' fan-out. The registry
-// of the topics served (with their subscription actors) and their
-// unloading are still here, to move there (issue #26). The node is always
-// a cluster member (Config.Membership is required; standalone: the only
-// one).
+// placement and rebalancing, non-persistent topics' fan-out, and the
+// topics served here (broker.Topics: loaded, their subscription actors
+// started, their unloading), to which this front door attaches its
+// sessions' producers and consumers. The node is always a cluster member
+// (Config.Membership is required; standalone: the only one).
 // Authentication and authorization: auth*.go, docs/security.md.
 //
 // Files:
@@ -34,11 +35,10 @@
 //	             unloading topics for a hand-over (here or at their owner:
 //	             unloadUnit; Drain on SIGTERM); placement and rebalancing:
 //	             broker/cluster.go
-//	topic.go     the topics this node serves (registered, unloaded; the
-//	             broker resolves names and takes and loads them:
-//	             broker/topic_load.go), a
-//	             topic as broker.PolicyTopic (the enforcement of its
-//	             policies: broker/enforcement.go), GET_TOPICS_OF_NAMESPACE
+//	topic.go     the topics this node serves: broker.Topic with this
+//	             front door's producers and consumers (the registry, the
+//	             loading and unloading: broker/registry.go), the policies'
+//	             hooks, GET_TOPICS_OF_NAMESPACE
 //	producer.go  PRODUCER, SEND, CLOSE_PRODUCER: the producer is its partition
 //	             actor's ProducerSink (the actor decides; docs/dedup.md)
 //	consumer.go  SUBSCRIBE, FLOW, ACK, REDELIVER, CLOSE_CONSUMER, UNSUBSCRIBE,
@@ -64,9 +64,9 @@
 //	             broker/policies.go)
 //	errors.go    THE mapping of errors (the broker's sentinels, the actors',
 //	             lakestream's) to Pulsar ServerError codes
-//	topic_stats.go, topic_subscriptions.go  the topics served as the
-//	             admin REST sees them (broker.ServedTopic): stats in Pulsar's
-//	             shape, subscriptions created, deleted, reset; CONSUMER_STATS
+//	stats.go     the producers' and consumers' entries in their topics'
+//	             stats (broker.AttachedProducer, AttachedConsumer);
+//	             CONSUMER_STATS
 //	admin_port.go what the admin REST (package admin) asks of this server:
 //	             its admin.Node port (topics served, unloading, peers,
 //	             authorization checks)
@@ -93,7 +93,8 @@
 // messages, which only a session's reader waits on. docs/protocol.md,
 // "Connections: the handshake and slow peers".
 //
-// Lock order: Server.mu, then topic.mu (or the broker.NPTopic's); a session's
+// Lock order: Server.mu, then broker.Topics' and broker.Topic's (or the
+// broker.NPTopic's); a session's
 // outQueue.mu is a leaf (its waiters are called without it).
 // Input never panics the process: a session recovers, closes its connection
 // and leaves every other session alone.

@@ -46,7 +46,7 @@ func (c *consumer) delivered(offset int64, records int32) {
 	if e := offset + int64(records); e > c.end.deliveredEnd.Load() {
 		c.end.deliveredEnd.Store(e)
 	}
-	if end, ok := c.t.end.Offset(); ok && c.end.deliveredEnd.Load() >= end {
-		c.t.end.Notify(c.subName)
+	if end, ok := c.t.End().Offset(); ok && c.end.deliveredEnd.Load() >= end {
+		c.t.End().Notify(c.subName)
 	}
 }

@@ -31,7 +31,7 @@ package gateway
 // every PRODUCER and SUBSCRIBE, at every policy check and when they are
 // changed through this node's admin API.
 //
-// Lock order: topic.lim.applying, then Server.mu, then topic.mu, then
+// Lock order: the topic's limits (broker.Topic), then Server.mu, then
 // broker.TopicAdmission.mu; gate.mu and broker.TokenBucket.mu are leaves.
 
 import (
@@ -119,122 +119,25 @@ type topicLimitState struct {
 	*broker.TopicAdmission
 }
 
-// limits returns the topic's current limits.
-func (t *topic) limits() TopicLimits { return t.lim.Limits() }
-
-// refreshLimits rereads the topic's limits and applies them.
-func (t *topic) refreshLimits(ctx context.Context) error {
-	md, err := t.srv.cfg.Catalog.LoadStream(ctx, t.stream)
-	if err != nil {
-		return err
-	}
-	l, err := t.srv.brk.LimitsOf(ctx, md)
-	if err != nil {
-		return err
-	}
-	t.applyLimits(l)
-	return nil
-}
-
-// applyLimits makes l the topic's limits: the rates at once, the
-// unacknowledged limits by telling the running subscriptions.
-func (t *topic) applyLimits(l TopicLimits) {
-	t.lim.applying.Lock()
-	defer t.lim.applying.Unlock()
-	old := t.lim.Apply(l)
-	if old != nil && old.MaxUnackedPerConsumer == l.MaxUnackedPerConsumer && old.MaxUnackedPerSubscription == l.MaxUnackedPerSubscription {
-		return
-	}
-	t.mu.Lock()
-	subs := make([]*actors.SubscriptionActor, 0, len(t.mu.subs))
-	for _, sub := range t.mu.subs {
-		subs = append(subs, sub)
-	}
-	t.mu.Unlock()
-	for _, sub := range subs {
-		sub.SetUnackedLimits(l.MaxUnackedPerConsumer, l.MaxUnackedPerSubscription)
-	}
-}
-
 // refreshLimitsOf applies changed limit policies at once to the topics of
 // stream id (or, with id.Name empty, of namespace id.Namespace) served
 // here; other members apply them at their next check.
 func (s *Server) refreshLimitsOf(ctx context.Context, id lakestream.StreamIdentifier) {
 	for _, t := range s.loadedTopics() {
-		if t.stream.Namespace != id.Namespace || (id.Name != "" && t.stream.Name != id.Name) || t.closing.Load() {
+		if t.Stream().Namespace != id.Namespace || (id.Name != "" && t.Stream().Name != id.Name) || t.Closing() {
 			continue
 		}
-		if err := t.refreshLimits(ctx); err != nil {
-			s.cfg.Logger.Warn("applying changed limits", "topic", t.name.String(), "err", err)
+		if err := t.RefreshLimits(ctx); err != nil {
+			s.cfg.Logger.Warn("applying changed limits", "topic", t.Name(), "err", err)
 		}
 	}
 }
-
-// subscriptionLimits are the options a new subscription actor of t gets:
-// its unacknowledged limits and dispatch limiters (topic, subscription).
-func (t *topic) subscriptionLimits(opts *actors.SubscriptionOptions) {
-	l := t.limits()
-	opts.MaxUnackedPerConsumer, opts.MaxUnackedPerSubscription = l.MaxUnackedPerConsumer, l.MaxUnackedPerSubscription
-	m := t.srv.lim.metrics
-	opts.DispatchLimiters = []actors.DispatchLimiter{
-		&dispatchLimiter{b: t.lim.Dispatch(), throttled: m.dispatchThrottled.WithLabelValues("topic")},
-		&dispatchLimiter{b: &broker.TokenBucket{}, spec: t.lim.SubscriptionDispatch(), throttled: m.dispatchThrottled.WithLabelValues("subscription")},
-	}
-}
-
-// addProducerLimited is addProducer refusing a producer beyond
-// MaxProducers (t.mu.producers holds the producers attached through this
-// node, the owner's).
-func (t *topic) addProducerLimited(p *producer) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.lim.AdmitProducer(len(t.mu.producers)); err != nil {
-		return err
-	}
-	t.mu.producers[p.actorID] = p
-	return nil
-}
-
-// reserveConsumer and releaseConsumer: broker.TopicAdmission's
-// ReserveConsumer and ReleaseConsumer.
-func (t *topic) reserveConsumer(sub string) error { return t.lim.ReserveConsumer(sub) }
-
-func (t *topic) releaseConsumer(sub string) { t.lim.ReleaseConsumer(sub) }
 
 // releaseCounted gives c's place back, once.
 func (c *consumer) releaseCounted() {
 	if c.t != nil && c.counted.CompareAndSwap(true, false) {
-		c.t.releaseConsumer(c.subName)
+		c.t.ReleaseConsumer(c.subName)
 	}
-}
-
-// checkSubscriptionLimitLocked refuses subscription name when it is new and
-// the topic has MaxSubscriptions already (durable cursors and running
-// subscriptions count). t.mu held (no subscription starts meanwhile).
-func (t *topic) checkSubscriptionLimitLocked(ctx context.Context, name string) error {
-	n := t.limits().MaxSubscriptions
-	if n <= 0 || t.liveSubLocked(name) != nil {
-		return nil
-	}
-	names, err := t.log.CursorNames(ctx)
-	if err != nil {
-		return err
-	}
-	have := map[string]bool{}
-	for _, c := range names {
-		if !actors.IsInternalCursor(c) {
-			have[c] = true
-		}
-	}
-	if have[name] {
-		return nil
-	}
-	for s := range t.mu.subs {
-		if t.liveSubLocked(s) != nil {
-			have[s] = true
-		}
-	}
-	return t.lim.AdmitSubscription(len(have))
 }
 
 // dispatchLimiter is a subscription's view of a dispatch rate bucket: the
@@ -466,7 +369,7 @@ func (s *session) sendRead(p *producer, records, n int) {
 		s.srv.lim.publishBuffer.add(int64(n))
 	}
 	p.pub.Unlock()
-	if d := p.t.lim.Publish().Take(time.Now(), records, n); d > 0 {
+	if d := p.t.Admission().Publish().Take(time.Now(), records, n); d > 0 {
 		s.lim.rateUntil = time.Now().Add(d)
 	}
 }
@@ -599,4 +502,15 @@ func newLimitMetrics() limitMetrics {
 func (s *Server) limitCollectors() []prometheus.Collector {
 	m := &s.lim.metrics
 	return []prometheus.Collector{m.refusals, m.pauses, m.paused, m.throttled, m.throttledGlobal, m.publishBuffer, m.publishBufferLimit, m.dispatchThrottled}
+}
+
+// dispatchLimiters are a new subscription's dispatch limiters on t: the
+// topic's and the subscription's dispatch rates, counted when they throttle.
+func (s *Server) dispatchLimiters(t *topic) []actors.DispatchLimiter {
+	m := s.lim.metrics
+	adm := t.Admission()
+	return []actors.DispatchLimiter{
+		&dispatchLimiter{b: adm.Dispatch(), throttled: m.dispatchThrottled.WithLabelValues("topic")},
+		&dispatchLimiter{b: &broker.TokenBucket{}, spec: adm.SubscriptionDispatch(), throttled: m.dispatchThrottled.WithLabelValues("subscription")},
+	}
 }

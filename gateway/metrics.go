@@ -183,42 +183,36 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	s.mu.Lock()
 	conns := len(s.mu.sessions)
-	topics := make([]*topic, 0, len(s.mu.topics))
-	for _, t := range s.mu.topics {
-		topics = append(topics, t)
-	}
 	s.mu.Unlock()
+	topics := s.loadedTopics()
 	// A stable choice of series under the cap: by topic, then name.
-	sort.Slice(topics, func(i, j int) bool { return topics[i].name.String() < topics[j].name.String() })
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Name() < topics[j].Name() })
 
 	ctx, cancel := context.WithTimeout(s.ctx, metricsScrapeTimeout)
 	defer cancel()
 	var producers, consumers, series, dropped, blockedConsumers, blockedSubs int
 	for _, t := range topics {
-		t.mu.Lock()
-		producers += len(t.mu.producers)
-		t.mu.Unlock()
+		n, _ := t.Counts()
+		producers += n
 		if ctx.Err() != nil {
 			continue // out of time: the rest are not exported
 		}
 		// Every subscription of the topic, with consumers or not: a
 		// subscription's backlog is exported before its first consumer
 		// connects (its cursor is read as the admin stats read it).
-		names, err := t.subscriptionNames(ctx)
+		names, err := t.SubscriptionNames(ctx)
 		if err != nil {
-			s.cfg.Logger.Warn("metrics: listing subscriptions", "topic", t.name.String(), "err", err)
+			s.cfg.Logger.Warn("metrics: listing subscriptions", "topic", t.Name(), "err", err)
 			continue
 		}
 		next := int64(-1)
-		topicName := t.name.String()
+		topicName := t.Name()
 		for _, name := range names {
 			if ctx.Err() != nil {
 				dropped++
 				continue
 			}
-			t.mu.Lock()
-			sub := t.liveSubLocked(name)
-			t.mu.Unlock()
+			sub := t.LiveSubscription(name)
 			var info actors.SubscriptionInfo
 			if sub != nil {
 				if info, err = subscriptionInfo(ctx, sub); err != nil {
@@ -240,7 +234,7 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			var backlog int64
 			if sub == nil {
-				b, ok, err := t.idleBacklog(ctx, name)
+				b, ok, err := t.IdleBacklog(ctx, name)
 				if err != nil {
 					s.cfg.Logger.Warn("metrics: counting a backlog", "topic", topicName, "subscription", name, "err", err)
 				}
@@ -250,12 +244,12 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 				backlog = b.Records
 			} else {
 				if next < 0 {
-					if next, err = t.log.NextOffset(ctx); err != nil {
+					if next, err = t.Log().NextOffset(ctx); err != nil {
 						s.cfg.Logger.Warn("metrics: reading a log head", "topic", topicName, "err", err)
 						continue
 					}
 				}
-				if backlog, err = t.backlogOf(ctx, info, next); err != nil {
+				if backlog, err = t.Backlog(ctx, info, next); err != nil {
 					s.cfg.Logger.Warn("metrics: counting a backlog", "topic", topicName, "subscription", name, "err", err)
 					continue
 				}

@@ -109,7 +109,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	}
 	t, err := s.srv.serveTopic(ctx, c.GetTopic(), true)
 	if err == nil {
-		err = t.refreshLimits(ctx) // limits.go
+		err = t.RefreshLimits(ctx) // limits.go
 	}
 	if err == nil {
 		err = s.srv.brk.CheckBacklogQuota(ctx, t) // broker/enforcement.go
@@ -120,7 +120,7 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 	}
 	var schemaVersion []byte
 	if broker.RegistrableSchema(c.GetSchema()) {
-		if schemaVersion, err = s.srv.brk.GetOrCreateSchema(ctx, t.stream, c.GetSchema(), true); err != nil {
+		if schemaVersion, err = s.srv.brk.GetOrCreateSchema(ctx, t.Stream(), c.GetSchema(), true); err != nil {
 			s.sendError(req, err)
 			return
 		}
@@ -142,13 +142,13 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 		e := c.GetTopicEpoch()
 		spec.Epoch = &e
 	}
-	if err := t.addProducerLimited(p); err != nil { // limits.go: maxProducersPerTopic
+	if err := t.AddProducer(p.actorID, p); err != nil { // limits.go: maxProducersPerTopic
 		s.sendError(req, err)
 		return
 	}
-	ans := t.part.AddProducer(spec, p)
+	ans := t.Actor().AddProducer(spec, p)
 	if ans.Err != nil {
-		t.forgetProducer(p)
+		t.ForgetProducer(p.actorID)
 		s.sendError(req, ans.Err)
 		return
 	}
@@ -206,7 +206,7 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 	p.starts <- sendStart{at: time.Now(), bytes: len(f.Entry)} // never blocks: as many places as slots
 	s.sendRead(p, records, len(f.Entry))                       // limits.go
 	// f.Entry is owned: ReadFrame allocates a fresh buffer per frame.
-	p.t.part.Send(p.actorID, actors.SendRequest{
+	p.t.Actor().Send(p.actorID, actors.SendRequest{
 		Seq: c.GetSequenceId(), Highest: c.GetHighestSequenceId(),
 		Records: int32(records), PublishMs: int64(md.GetPublishTime()), Payload: f.Entry,
 	})
@@ -229,7 +229,7 @@ func (p *producer) Receipt(r actors.SendReceipt) {
 		p.sess.send(protocol.SendReceipt(p.id, r.Seq, r.Highest, protocol.NewMessageID(-1, -1, -1, -1)))
 		return
 	}
-	id := protocol.NewMessageID(int64(p.t.log.ID()), r.Header.Offset, -1, p.t.partition)
+	id := protocol.NewMessageID(int64(p.t.Log().ID()), r.Header.Offset, -1, p.t.Partition())
 	p.sess.send(protocol.SendReceipt(p.id, r.Seq, r.Highest, id))
 	m := p.sess.srv.metrics
 	m.publishLatency.Observe(time.Since(start).Seconds())
@@ -245,9 +245,9 @@ func (p *producer) SendFailed(seq uint64, err error) {
 		return // the partition is unloading: the client resends after CLOSE_PRODUCER
 	}
 	if errors.Is(err, lakestream.ErrFenced) {
-		p.t.end.MarkTerminatedUnknownEnd(p.t.srv.ctx, p.t.log)
+		p.t.End().MarkTerminatedUnknownEnd(p.sess.srv.ctx, p.t.Log())
 	}
-	p.sess.log.Warn("append failed", "topic", p.t.name.String(), "producer", p.name, "seq", seq, "err", err)
+	p.sess.log.Warn("append failed", "topic", p.t.Name(), "producer", p.name, "seq", seq, "err", err)
 	p.sess.send(protocol.SendError(p.id, seq, serverError(err), err.Error()))
 	p.sess.srv.metrics.publishErrors.Inc()
 }
@@ -265,7 +265,7 @@ func (p *producer) Promoted(epoch uint64, lastSequence int64) {
 func (p *producer) FencedOut(waiting bool) {
 	p.gone.Store(true)
 	p.releasePublishes() // limits.go
-	p.t.forgetProducer(p)
+	p.t.ForgetProducer(p.actorID)
 	if waiting {
 		p.sess.sendError(p.requestID, fmt.Errorf("%w: fenced out by an ExclusiveWithFencing producer", broker.ErrProducerFenced))
 		return
@@ -277,7 +277,7 @@ func (p *producer) FencedOut(waiting bool) {
 // after the receipts of every SEND accepted before it, like Pulsar's broker,
 // so a client closing with sends in flight learns their outcome.
 func (p *producer) CloseDone() {
-	p.t.forgetProducer(p)
+	p.t.ForgetProducer(p.actorID)
 	if req := p.closeRequestID.Load(); req != nil {
 		p.sess.send(protocol.Success(*req))
 	}
@@ -289,7 +289,7 @@ func (p *producer) Closed(assignedURL string) {
 	p.gone.Store(true)
 	p.releasePublishes() // limits.go: outcomes still in flight may be dropped
 	if p.t != nil {      // a non-persistent topic forgets its producers itself
-		p.t.forgetProducer(p)
+		p.t.ForgetProducer(p.actorID)
 	}
 	p.sess.send(protocol.CloseProducerAssigned(p.id, assignedURL))
 }
@@ -302,9 +302,9 @@ func (p *producer) close() {
 		return
 	}
 	p.releasePublishes() // limits.go: the partition drops its outcomes
-	p.t.forgetProducer(p)
+	p.t.ForgetProducer(p.actorID)
 	if !p.gone.Load() {
-		p.t.part.RemoveProducer(p.actorID)
+		p.t.Actor().RemoveProducer(p.actorID)
 	}
 }
 
@@ -314,7 +314,7 @@ func (p *producer) forget() {
 		p.np.RemoveProducer(p)
 		return
 	}
-	p.t.forgetProducer(p)
+	p.t.ForgetProducer(p.actorID)
 }
 
 // topicName is the full name of the producer's topic.
@@ -322,7 +322,7 @@ func (p *producer) topicName() string {
 	if p.np != nil {
 		return p.np.name.String()
 	}
-	return p.t.name.String()
+	return p.t.Name()
 }
 
 func (s *session) handleCloseProducer(c *pb.CommandCloseProducer) {
@@ -339,13 +339,5 @@ func (s *session) handleCloseProducer(c *pb.CommandCloseProducer) {
 	}
 	reqID := c.GetRequestId()
 	p.closeRequestID.Store(&reqID)
-	p.t.part.CloseProducer(p.actorID)
-}
-
-// addProducerLimited (limits.go) and forgetProducer keep the topic's list
-// of attached producers (stats, maxProducersPerTopic).
-func (t *topic) forgetProducer(p *producer) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.mu.producers, p.actorID)
+	p.t.Actor().CloseProducer(p.actorID)
 }

@@ -233,9 +233,11 @@ type Server struct {
 	lim        serverLimits
 	httpClient *http.Client // forwarded admin requests
 
+	// topics: the topic-partitions served here (broker/registry.go).
+	topics *broker.Topics[*producer, *consumer]
+
 	mu struct {
 		sync.Mutex
-		topics map[string]*topic // by full topic name
 		// npTopics are the non-persistent topics served here, by full name
 		// (nonpersistent.go).
 		npTopics map[string]*npTopic
@@ -304,7 +306,11 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.namePrefix = producerNamePrefix(cfg.Membership.Self().ID)
-	s.mu.topics = map[string]*topic{}
+	s.topics = broker.NewTopics[*producer, *consumer](brk, broker.TopicsOptions{
+		Runtime: s.rt, Context: s.ctx,
+		Refused:  func(label string) { s.lim.metrics.refusals.WithLabelValues(label).Inc() },
+		Unloaded: func(reason string) { s.metrics.unloads.WithLabelValues(reason).Inc() },
+	})
 	s.mu.npTopics = map[string]*npTopic{}
 	s.mu.sessions = map[*session]struct{}{}
 	for _, l := range lns {
@@ -429,6 +435,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.mu.closed = true
+	s.topics.Close() // no topic is loaded from now on
 	sessions := make([]*session, 0, len(s.mu.sessions))
 	for sess := range s.mu.sessions {
 		sessions = append(sessions, sess)
