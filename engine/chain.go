@@ -26,10 +26,8 @@ import (
 // decided at apply time are a fenced or deleted log (every later chunk of
 // the log is void too) and a record applied whose offsets were lost
 // (ErrIndeterminate: it did commit), so they keep the promise as well. A
-// void that the commit log applies before the writer's resolution
-// returns (resolveRecord) is answered from the watch too, but its chains
-// are broken by the commit loop before it moves on (commitRecord), as a
-// later flush would otherwise commit behind a failed append.
+// void of a record key answers nothing from the watch: the commit loop
+// settles it (commitRecord, watchedThrough) before it moves on.
 type appendChain struct {
 	e   *Engine // the engine whose writer orders it
 	log lakestream.LogID

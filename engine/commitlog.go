@@ -40,8 +40,8 @@ type chunkResult struct {
 }
 
 // pendingRecord is a record this engine committed (or is committing): the
-// sequencer calls done with its results once it applies it (rev 0: it
-// applied a void of the key, nothing committed).
+// commit log calls done with its results once it applies it (a void of its
+// key answers nothing: the writer settles it).
 type pendingRecord struct {
 	rev   int64     // the commit's revision once known (0: not yet)
 	at    time.Time // when rev became known
@@ -225,16 +225,16 @@ func (c *commitLog) apply(ev meta.Event) {
 		if hr.rec.Kind != 0 {
 			c.mu.lastRec = max(c.mu.lastRec, hr.rev)
 		}
-		if pr := c.mu.pending[hr.key]; pr != nil {
+		// A void of this engine's key (writer.resolveRecord) answers
+		// nothing: the writer, waiting for the watch to pass it
+		// (watchedThrough), settles the record itself.
+		if pr := c.mu.pending[hr.key]; pr != nil && hr.rec.Kind != 0 {
 			delete(c.mu.pending, hr.key)
 			if !pr.at.IsZero() {
 				c.e.metrics.applyWaits.Add(1)
 				c.e.metrics.applyWaitNanos.Add(int64(time.Since(pr.at)))
 			}
 			rev := hr.rev
-			if hr.rec.Kind == 0 {
-				rev = 0 // a void (writer.resolveRecord): nothing applied
-			}
 			calls = append(calls, func() { pr.done(rev, results) })
 		}
 	case ev.Kind == meta.EventDelete && strings.HasPrefix(ev.KV.Key, rp):
@@ -524,7 +524,9 @@ func (c *commitLog) reloadAll(ctx context.Context) {
 	var answers []answer
 	c.mu.Lock()
 	for k, pr := range c.mu.pending {
-		if hr := c.mu.byKey[k]; hr != nil {
+		if hr := c.mu.byKey[k]; hr != nil && hr.rec.Kind == 0 {
+			continue // a void: the writer settles it (watchedThrough)
+		} else if hr != nil {
 			delete(c.mu.pending, k)
 			res := map[lakestream.LogID]chunkResult{}
 			for _, ch := range hr.rec.Chunks {
@@ -536,11 +538,7 @@ func (c *commitLog) reloadAll(ctx context.Context) {
 					}
 				}
 			}
-			rev := hr.rev
-			if hr.rec.Kind == 0 {
-				rev = 0 // a void: nothing applied
-			}
-			answers = append(answers, answer{pr, rev, res})
+			answers = append(answers, answer{pr, hr.rev, res})
 		} else if pr.rev > 0 && pr.rev <= c.mu.applied {
 			delete(c.mu.pending, k)
 			answers = append(answers, answer{pr, -1, nil})

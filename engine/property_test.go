@@ -87,8 +87,7 @@ func runLeaderless(t *testing.T, seed int64) {
 	const nLogs = 12
 	const fencedLog = lakestream.LogID(0)
 	rnd := &lockedRand{r: rand.New(rand.NewSource(seed))}
-	var chaos atomic.Bool
-	chaos.Store(true)
+	var chaos atomic.Bool // on once the engines are open
 
 	ms := meta.NewMem(meta.MemOptions{
 		MaxTxnOps: 16, // 8 logs per commit transaction: 12 logs need two
@@ -140,6 +139,7 @@ func runLeaderless(t *testing.T, seed int64) {
 	}
 	engines := []*Engine{newEngine("a", seed*10+1), newEngine("b", seed*10+2)}
 	ctx := ctxT(t)
+	chaos.Store(true)
 
 	var (
 		mu      sync.Mutex

@@ -645,21 +645,16 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 				uerr := fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr)
 				if w.forget(key) {
 					w.partFailed(f, ids, uerr)
-					return
 				}
-				// The commit log took the key meanwhile — the record or
-				// a void of it — and answers from its goroutine.
-				w.breakChains(f, ids, uerr)
+				// Else the commit log applied the record meanwhile (it
+				// did commit) and answered these appends.
 				return
 			case applied:
 				return // answered when the commit log applies it
 			default:
 				if !w.forget(key) {
 					// The watch applied the record (it did commit,
-					// before the void) or our void: it answers these
-					// appends from its goroutine. Their chains break
-					// here, before the next flush commits (chain.go).
-					w.breakChains(f, ids, fmt.Errorf("%w: commit %s: %w (voided)", lakestream.ErrUnavailable, f.object, err))
+					// before the void) and answered these appends.
 					return
 				}
 				// Never applied: the same chunks go again under a new key.
@@ -714,14 +709,11 @@ func (w *walWriter) resolveRecord(ctx context.Context, key string) (applied bool
 
 // recordApplied answers the appends of the logs ids of f, as the commit log
 // applied their record at rev (rev < 0: the record applied but its results
-// are lost; rev == 0: the key was voided, nothing applied).
+// are lost).
 func (w *walWriter) recordApplied(f *flush, ids []lakestream.LogID, rev int64, results map[lakestream.LogID]chunkResult) {
 	for _, id := range ids {
 		r, ok := results[id]
 		switch {
-		case rev == 0:
-			w.failLogs(f, []lakestream.LogID{id}, fmt.Errorf("%w: commit %s: not applied (voided after a lost reply)", lakestream.ErrUnavailable, f.object))
-			continue
 		case rev < 0 || !ok:
 			w.failLogs(f, []lakestream.LogID{id}, fmt.Errorf("%w: commit %s: applied, offsets unknown", lakestream.ErrIndeterminate, f.object))
 			continue
@@ -751,15 +743,6 @@ func (w *walWriter) recordApplied(f *flush, ids []lakestream.LogID, rev int64, r
 		w.e.metrics.observeAppends(len(f.byLog[id]), payload)
 	}
 	w.flushPartDone(f)
-}
-
-// breakChains breaks the chains of the appends of ids of f with err.
-func (w *walWriter) breakChains(f *flush, ids []lakestream.LogID, err error) {
-	for _, id := range ids {
-		for _, r := range f.byLog[id] {
-			r.chain.breakWith(err)
-		}
-	}
 }
 
 // partFailed fails the appends of ids and counts their record as done.
