@@ -26,6 +26,7 @@
 //	topics.go        topic create/grow/list/delete, lastMessageId,
 //	                 terminate, unload, raw entry
 //	subscriptions.go subscriptions list/create/delete/reset cursor, peek
+//	backlog.go       the backlog runbook: skip, clear-backlog, expire-messages
 //	stats.go         stats and partitioned-stats
 //	policies.go      retention, message TTL, backlog quotas
 //	limits.go        producer/consumer/unacked limits, rates

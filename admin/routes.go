@@ -115,6 +115,12 @@ func (a *admin) routes() []route {
 		{"POST " + p + "/{topic}/subscription/{sub}/resetcursor/{timestamp}", ruleSubscription, a.owned(handler(a.resetCursorByTime))},
 		{"POST " + p + "/{topic}/subscription/{sub}/resetcursor", ruleSubscription, a.owned(handler(a.resetCursorByID))},
 		{"GET " + p + "/{topic}/subscription/{sub}/position/{pos}", ruleConsume, a.owned(handler(a.peekMessage))},
+		// The backlog runbook (backlog.go).
+		{"POST " + p + "/{topic}/subscription/{sub}/skip_all", ruleSubscription, a.owned(handler(a.clearBacklog))},
+		{"POST " + p + "/{topic}/subscription/{sub}/skip/{n}", ruleSubscription, a.owned(handler(a.skipMessages))},
+		{"POST " + p + "/{topic}/subscription/{sub}/expireMessages/{seconds}", ruleSubscription, a.owned(handler(a.expireByTime))},
+		{"POST " + p + "/{topic}/subscription/{sub}/expireMessages", ruleSubscription, a.owned(handler(a.expireByID))},
+		{"POST " + p + "/{topic}/all_subscription/expireMessages/{seconds}", ruleConsume, a.owned(handler(a.expireAllByTime))},
 		{"GET " + p + "/{topic}/lastMessageId", ruleLookup, a.owned(handler(a.lastMessageID))},
 		{"POST " + p + "/{topic}/terminate", ruleTenant, a.owned(handler(a.terminate))},
 		{"PUT " + p + "/{topic}/unload", ruleTenant, handler(a.unload)},

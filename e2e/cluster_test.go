@@ -401,6 +401,42 @@ func TestClusterAdmin(t *testing.T) {
 	if err != nil || st.Subscriptions["made"].MsgBacklog != 0 || st.Subscriptions["live"].MsgBacklog > 60 {
 		t.Fatalf("backlog after a reset to the end: %v %+v", err, st.Subscriptions)
 	}
+	// The backlog runbook through nodes that own none, some or all of the
+	// partitions: back to the start, skip on one partition, clear-backlog
+	// and expire-messages-all-subscriptions on the whole topic.
+	if err := adms[0].Subscriptions().ResetCursorToTimestamp(tn, "made", 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = adms[1].Topics().GetPartitionedStats(tn, false); err != nil || st.Subscriptions["made"].MsgBacklog != 60 {
+		t.Fatalf("backlog after a reset to the start: %v %+v", err, st.Subscriptions["made"])
+	}
+	part0 := admTopic(t, topic+"-partition-0")
+	before, err := adms[2].Topics().GetStats(part0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adms[2].Subscriptions().SkipMessages(part0, "made", 1); err != nil {
+		t.Fatal(err)
+	}
+	after, err := adms[1].Topics().GetStats(part0)
+	if err != nil || after.Subscriptions["made"].MsgBacklog != before.Subscriptions["made"].MsgBacklog-1 {
+		t.Fatalf("skip 1 on partition 0: backlog %d → %d (%v)", before.Subscriptions["made"].MsgBacklog, after.Subscriptions["made"].MsgBacklog, err)
+	}
+	if err := adms[1].Subscriptions().ClearBacklog(tn, "made"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = adms[2].Topics().GetPartitionedStats(tn, false); err != nil || st.Subscriptions["made"].MsgBacklog != 0 {
+		t.Fatalf("backlog after clear-backlog: %v %+v", err, st.Subscriptions["made"])
+	}
+	if err := adms[0].Subscriptions().ResetCursorToTimestamp(tn, "made", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := adms[2].Subscriptions().ExpireAllMessages(tn, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = adms[0].Topics().GetPartitionedStats(tn, false); err != nil || st.Subscriptions["made"].MsgBacklog != 0 || st.Subscriptions["live"].MsgBacklog != 0 {
+		t.Fatalf("backlog after expire-messages-all-subscriptions: %v %+v", err, st.Subscriptions)
+	}
 	if err := adms[1].Subscriptions().Delete(tn, "made"); err != nil {
 		t.Fatal(err)
 	}
