@@ -194,3 +194,44 @@ func (k *keySelector) owner(h int32) (uint64, bool) {
 	}
 	return k.ring[i].consumer, true
 }
+
+// rangesByConsumer returns the hashes each consumer owns, as inclusive
+// ascending ranges with adjacent ones merged (what owner answers, range by
+// range). Its cost is one pass over the ring or the sticky ranges.
+func (k *keySelector) rangesByConsumer() map[uint64][]HashRange {
+	out := map[uint64][]HashRange{}
+	add := func(id uint64, r HashRange) {
+		rs := out[id]
+		if n := len(rs); n > 0 && rs[n-1].End+1 == r.Start {
+			rs[n-1].End = r.End
+		} else {
+			rs = append(rs, r)
+		}
+		out[id] = rs
+	}
+	if k.sticky {
+		for _, r := range k.ranges {
+			add(r.consumer, r.HashRange)
+		}
+		return out
+	}
+	if len(k.ring) == 0 {
+		return out
+	}
+	// A point owns the hashes after the previous point up to its own (the
+	// first of equal points wins); the first point also owns the hashes
+	// after the last one, wrapping around.
+	first := k.ring[0]
+	start := int32(0)
+	for _, p := range k.ring {
+		if p.hash < start {
+			continue // an equal point: the first one took the hash
+		}
+		add(p.consumer, HashRange{Start: start, End: p.hash})
+		start = p.hash + 1
+	}
+	if start < KeyHashRange {
+		add(first.consumer, HashRange{Start: start, End: KeyHashRange - 1}) // last, so still ascending
+	}
+	return out
+}

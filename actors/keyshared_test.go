@@ -132,6 +132,21 @@ func TestKeySharedDrainOnJoin(t *testing.T) {
 	if len(d) != 1 || d[0].Entry.Offset != 3 || d[0].ConsumerID != 1 {
 		t.Fatalf("delivered %+v, want only entry 3 (key %q) to consumer 1", d, stayed)
 	}
+	// PIP-379's stats: consumer 1 drains the moved key's hash (one record,
+	// entry 2 held back from consumer 2: at least one blocked attempt);
+	// consumer 2 drains nothing.
+	mh := EntryKeyHash(es[0].Payload)
+	cc := s.ConsumerCounts()
+	if c1 := cc[1].KeyShared; c1.DrainingCount != 1 || c1.DrainingUnacked != 1 || c1.DrainingCleared != 0 || len(c1.Draining) != 1 ||
+		c1.Draining[0].Hash != mh || c1.Draining[0].UnackedRecords != 1 || c1.Draining[0].BlockedAttempts < 1 {
+		t.Fatalf("consumer 1 while draining: %+v, want hash %d draining with 1 record", c1, mh)
+	}
+	if c2 := cc[2].KeyShared; c2.DrainingCount != 0 || len(c2.Draining) != 0 || !rangesHold(c2.KeyHashRanges, mh) || rangesHold(cc[1].KeyShared.KeyHashRanges, mh) {
+		t.Fatalf("consumer 2 while 1 drains: %+v (hash %d should be in its ranges, not in 1's %v)", c2, mh, cc[1].KeyShared.KeyHashRanges)
+	}
+	if m := s.KeySharedMode(); m != "AUTO_SPLIT" {
+		t.Fatalf("mode %q", m)
+	}
 	// Consumer 1 acks the moved key's entry: the waiting one goes to 2.
 	acts = ackNow(t, s, 1, AckIndividual, []AckID{{EntryOffset: 0}})
 	var replay *ReadReplay
@@ -146,5 +161,60 @@ func TestKeySharedDrainOnJoin(t *testing.T) {
 	d, _ = split(s.OnRead(replay.Gen, false, es[2:3]))
 	if len(d) != 1 || d[0].Entry.Offset != 2 || d[0].ConsumerID != 2 {
 		t.Fatalf("moved key's entry: delivered %+v, want entry 2 to consumer 2", d)
+	}
+	cc = s.ConsumerCounts()
+	if c1 := cc[1].KeyShared; c1.DrainingCount != 0 || c1.DrainingUnacked != 0 || c1.DrainingCleared != 1 || len(c1.Draining) != 0 {
+		t.Fatalf("consumer 1 after the drain: %+v, want nothing draining and one hash cleared", c1)
+	}
+}
+
+// rangesHold reports whether h is in one of rs.
+func rangesHold(rs []HashRange, h int32) bool {
+	return slices.ContainsFunc(rs, func(r HashRange) bool { return r.Start <= h && h <= r.End })
+}
+
+// The hash ranges reported per consumer are what owner answers, hash by
+// hash: disjoint, ascending, merged, covering the whole space in
+// AUTO_SPLIT and exactly the sticky ranges in STICKY.
+func TestKeySharedRangesByConsumer(t *testing.T) {
+	var k keySelector
+	for id := uint64(1); id <= 3; id++ {
+		if err := k.add(id, fmt.Sprintf("c%d", id), KeySharedPolicy{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRanges(t, &k, true)
+	var st keySelector
+	if err := st.add(1, "", KeySharedPolicy{Sticky: true, Ranges: []HashRange{{0, 99}, {100, 150}, {300, 400}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.add(2, "", KeySharedPolicy{Sticky: true, Ranges: []HashRange{{151, 299}}}); err != nil {
+		t.Fatal(err)
+	}
+	checkRanges(t, &st, false)
+	if got := st.rangesByConsumer()[1]; !slices.Equal(got, []HashRange{{0, 150}, {300, 400}}) {
+		t.Fatalf("sticky consumer 1: %v, want its ranges merged", got)
+	}
+}
+
+func checkRanges(t *testing.T, k *keySelector, whole bool) {
+	t.Helper()
+	byConsumer := k.rangesByConsumer()
+	owned := 0
+	for id, rs := range byConsumer {
+		for i, r := range rs {
+			if r.Start > r.End || (i > 0 && rs[i-1].End+1 >= r.Start) {
+				t.Fatalf("consumer %d: ranges %v not ascending, disjoint and merged", id, rs)
+			}
+			for h := r.Start; h <= r.End; h++ {
+				if o, ok := k.owner(h); !ok || o != id {
+					t.Fatalf("hash %d reported for consumer %d, owner says %d %v", h, id, o, ok)
+				}
+			}
+			owned += int(r.End-r.Start) + 1
+		}
+	}
+	if whole && owned != KeyHashRange {
+		t.Fatalf("AUTO_SPLIT ranges cover %d hashes, want %d", owned, KeyHashRange)
 	}
 }

@@ -273,6 +273,10 @@ type subConsumer struct {
 	// down to half since.
 	unacked int64
 	blocked bool
+	// drainingCleared counts the key hashes that left the draining state
+	// while this consumer held them (Key_Shared; PIP-379's
+	// drainingHashesClearedTotal): see hashHold.
+	drainingCleared int64
 }
 
 // canTake reports whether entries may be dispatched to c now: it has
@@ -306,10 +310,15 @@ type pendingEntry struct {
 }
 
 // hashHold counts the pending entries of one key hash; in Key_Shared they
-// are all held by one consumer at a time.
+// are all held by one consumer at a time. A hold whose consumer is no
+// longer the hash's owner (another consumer joined or the ranges moved) is
+// draining: the owner gets nothing of the key until the holder has
+// acknowledged it all (see dispatch). blockedAttempts counts the
+// dispatches it held back meanwhile (PIP-379's blockedAttempts).
 type hashHold struct {
-	consumer uint64
-	entries  int
+	consumer        uint64
+	entries         int
+	blockedAttempts int64
 }
 
 // Subscription is the state of one subscription on one log.
@@ -531,14 +540,66 @@ type ConsumerCounts struct {
 	// Blocked: the consumer holds MaxUnackedPerConsumer unacknowledged
 	// records (Pulsar's blockedConsumerOnUnackedMsgs).
 	Blocked bool
+	// KeyShared: the consumer's Key_Shared counts; nil for other types.
+	KeyShared *KeySharedCounts
 }
 
+// KeySharedCounts is what a Key_Shared consumer holds (PIP-379).
+// KeyHashRanges are the hashes it owns now (inclusive, ascending, adjacent
+// ranges merged). Draining are the key hashes it still holds
+// unacknowledged entries of although another consumer owns them now,
+// ascending by hash, at most DrainingHashesListMax (DrainingCount counts
+// them all, DrainingUnacked sums all their records); DrainingCleared
+// counts the hashes that stopped draining since the consumer attached.
+type KeySharedCounts struct {
+	KeyHashRanges   []HashRange
+	Draining        []DrainingHash
+	DrainingCount   int
+	DrainingUnacked int64
+	DrainingCleared int64
+}
+
+// KeySharedMode is "AUTO_SPLIT" or "STICKY" for a Key_Shared subscription
+// with consumers (the first consumer fixes it), else "".
+func (s *Subscription) KeySharedMode() string {
+	switch {
+	case s.cfg.Type != SubKeyShared || s.keys.members == 0:
+		return ""
+	case s.keys.sticky:
+		return "STICKY"
+	}
+	return "AUTO_SPLIT"
+}
+
+// DrainingHash is one draining key hash of a Key_Shared consumer (Pulsar's
+// DrainingHash): its unacknowledged records and the dispatches of the
+// key's entries to its new owner that it held back.
+type DrainingHash struct {
+	Hash            int32
+	UnackedRecords  int64
+	BlockedAttempts int64
+}
+
+// DrainingHashesListMax bounds ConsumerCounts.Draining: a stats answer
+// lists at most this many draining hashes per consumer (the counts cover
+// them all).
+const DrainingHashesListMax = 1000
+
 // ConsumerCounts returns the counts of every attached consumer, by id.
-// Its cost is one pass over the pending entries.
+// Its cost is one pass over the pending entries (and, for Key_Shared, over
+// the key holds and the hash ring).
 func (s *Subscription) ConsumerCounts() map[uint64]ConsumerCounts {
 	out := make(map[uint64]ConsumerCounts, len(s.consumers))
 	for _, c := range s.consumers {
-		out[c.id] = ConsumerCounts{Permits: max(c.permits, 0), Blocked: c.blocked}
+		cc := ConsumerCounts{Permits: max(c.permits, 0), Blocked: c.blocked}
+		if s.cfg.Type == SubKeyShared {
+			cc.KeyShared = &KeySharedCounts{DrainingCleared: c.drainingCleared}
+		}
+		out[c.id] = cc
+	}
+	var byHash map[int32]int64 // Key_Shared: unacknowledged records per held hash
+	if s.cfg.Type == SubKeyShared {
+		byHash = make(map[int32]int64, len(s.held))
 	}
 	for off, p := range s.pending {
 		cc, ok := out[p.consumer]
@@ -548,8 +609,45 @@ func (s *Subscription) ConsumerCounts() map[uint64]ConsumerCounts {
 		_, unacked := s.ackSetOf(lakestream.EntryHeader{Offset: off, Records: p.records})
 		cc.UnackedRecords += int64(unacked)
 		out[p.consumer] = cc
+		if byHash != nil {
+			byHash[p.hash] += int64(unacked)
+		}
+	}
+	if byHash != nil {
+		s.keyCountsInto(out, byHash)
 	}
 	return out
+}
+
+// keyCountsInto adds the Key_Shared counts (hash ranges, draining hashes)
+// to out; byHash is the unacknowledged records of each held hash.
+func (s *Subscription) keyCountsInto(out map[uint64]ConsumerCounts, byHash map[int32]int64) {
+	for id, rs := range s.keys.rangesByConsumer() {
+		if cc, ok := out[id]; ok {
+			cc.KeyShared.KeyHashRanges = rs
+		}
+	}
+	hashes := make([]int32, 0, len(s.held))
+	for h := range s.held {
+		hashes = append(hashes, h)
+	}
+	slices.Sort(hashes)
+	for _, h := range hashes {
+		hold := s.held[h]
+		if owner, ok := s.keys.owner(h); ok && owner == hold.consumer {
+			continue
+		}
+		cc, ok := out[hold.consumer]
+		if !ok {
+			continue
+		}
+		ks := cc.KeyShared
+		ks.DrainingCount++
+		ks.DrainingUnacked += byHash[h]
+		if len(ks.Draining) < DrainingHashesListMax {
+			ks.Draining = append(ks.Draining, DrainingHash{Hash: h, UnackedRecords: byHash[h], BlockedAttempts: hold.blockedAttempts})
+		}
+	}
 }
 
 // AddConsumer attaches a consumer. Exclusive allows one; Shared, Failover
@@ -1140,6 +1238,11 @@ func (s *Subscription) unpend(off int64) {
 	}
 	if h := s.held[p.hash]; h.entries <= 1 {
 		delete(s.held, p.hash)
+		if owner, ok := s.keys.owner(p.hash); !ok || owner != h.consumer {
+			if i := s.find(h.consumer); i >= 0 {
+				s.consumers[i].drainingCleared++ // the hash drained
+			}
+		}
 	} else {
 		h.entries--
 		s.held[p.hash] = h
@@ -1382,6 +1485,8 @@ func (s *Subscription) keyOwnerReady(hash int32) *subConsumer {
 		return nil
 	}
 	if h, held := s.held[hash]; held && h.consumer != owner {
+		h.blockedAttempts++
+		s.held[hash] = h
 		return nil // draining: the previous owner has not acknowledged it all
 	}
 	i := s.find(owner)

@@ -186,6 +186,9 @@ type SubscriptionInfo struct {
 	// records that limit counts (delivered, not acknowledged).
 	BlockedOnUnacked bool
 	UnackedMessages  int64
+	// KeySharedMode is "AUTO_SPLIT" or "STICKY" for a Key_Shared
+	// subscription with consumers, else "".
+	KeySharedMode string
 }
 
 // UnackedRecords is the number of records in [first, next) that are
@@ -576,7 +579,8 @@ func (h *subHandler) info() SubscriptionInfo {
 		AckedRanges: h.opts.Cursor.AckedRanges(), Unacked: h.sm.PendingEntries(), AcksWaiting: h.sm.AcksWaiting(),
 		ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries(),
 		PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset(),
-		BlockedOnUnacked:          blocked, UnackedMessages: h.sm.UnackedRecords()}
+		BlockedOnUnacked:          blocked, UnackedMessages: h.sm.UnackedRecords(),
+		KeySharedMode: h.sm.KeySharedMode()}
 }
 
 // addConsumer attaches a consumer: its reservation for SinkReady, then the

@@ -115,6 +115,45 @@ type ConsumerStats struct {
 	BlockedOnUnacked bool              `json:"blockedConsumerOnUnackedMsgs"`
 	ConnectedSince   string            `json:"connectedSince"`
 	Metadata         map[string]string `json:"metadata"`
+	KeySharedConsumerStats
+}
+
+// KeySharedConsumerStats is what Pulsar 4.0 adds to a Key_Shared
+// consumer's stats (PIP-379): the hash ranges it owns and the hashes it
+// drains — still holds unacknowledged messages of although another
+// consumer owns them now, which holds their keys back from that consumer.
+// Empty (and left out) for other subscription types.
+type KeySharedConsumerStats struct {
+	KeyHashRangeArrays            [][2]int32     `json:"keyHashRangeArrays,omitempty"`
+	DrainingHashesCount           int            `json:"drainingHashesCount"`
+	DrainingHashesClearedTotal    int64          `json:"drainingHashesClearedTotal"`
+	DrainingHashesUnackedMessages int64          `json:"drainingHashesUnackedMessages"`
+	DrainingHashes                []DrainingHash `json:"drainingHashes,omitempty"`
+}
+
+// DrainingHash is Pulsar's DrainingHash: a key hash, its unacknowledged
+// messages and the dispatches of its keys it blocked.
+type DrainingHash struct {
+	Hash            int32 `json:"hash"`
+	UnackMsgs       int64 `json:"unackMsgs"`
+	BlockedAttempts int64 `json:"blockedAttempts"`
+}
+
+// NewKeySharedConsumerStats converts a consumer's Key_Shared counts.
+// (zero for a consumer of another subscription type).
+func NewKeySharedConsumerStats(cc actors.ConsumerCounts) KeySharedConsumerStats {
+	if cc.KeyShared == nil {
+		return KeySharedConsumerStats{}
+	}
+	ks := KeySharedConsumerStats{DrainingHashesCount: cc.KeyShared.DrainingCount,
+		DrainingHashesClearedTotal: cc.KeyShared.DrainingCleared, DrainingHashesUnackedMessages: cc.KeyShared.DrainingUnacked}
+	for _, r := range cc.KeyShared.KeyHashRanges {
+		ks.KeyHashRangeArrays = append(ks.KeyHashRangeArrays, [2]int32{r.Start, r.End})
+	}
+	for _, d := range cc.KeyShared.Draining {
+		ks.DrainingHashes = append(ks.DrainingHashes, DrainingHash{Hash: d.Hash, UnackMsgs: d.UnackedRecords, BlockedAttempts: d.BlockedAttempts})
+	}
+	return ks
 }
 
 // SubscriptionStats is Pulsar's SubscriptionStats.
@@ -130,6 +169,12 @@ type SubscriptionStats struct {
 	Type             string          `json:"type"`
 	IsDurable        bool            `json:"isDurable"`
 	Consumers        []ConsumerStats `json:"consumers"`
+	// Key_Shared (PIP-379): the mode, and the consumers' draining counts
+	// summed.
+	KeySharedMode                 string `json:"keySharedMode,omitempty"`
+	DrainingHashesCount           int    `json:"drainingHashesCount"`
+	DrainingHashesClearedTotal    int64  `json:"drainingHashesClearedTotal"`
+	DrainingHashesUnackedMessages int64  `json:"drainingHashesUnackedMessages"`
 }
 
 // CompactionStats is Pulsar's CompactionStats, from the topic's compaction

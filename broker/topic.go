@@ -128,6 +128,7 @@ func (t *Topic[P, C]) subscriptionStats(ctx context.Context, name string, next i
 	ss.Type = info.Type.String()
 	ss.MsgDelayed = int64(info.Delayed)
 	ss.BlockedOnUnacked = info.BlockedOnUnacked
+	ss.KeySharedMode = info.KeySharedMode
 	durable, err := t.hasCursor(ctx, name)
 	if err != nil {
 		return ss, false, err
@@ -137,6 +138,9 @@ func (t *Topic[P, C]) subscriptionStats(ctx context.Context, name string, next i
 	for _, c := range t.end.Watchers(name) {
 		cs := c.ConsumerStats(now, info)
 		ss.Consumers = append(ss.Consumers, cs)
+		ss.DrainingHashesCount += cs.DrainingHashesCount
+		ss.DrainingHashesClearedTotal += cs.DrainingHashesClearedTotal
+		ss.DrainingHashesUnackedMessages += cs.DrainingHashesUnackedMessages
 		ss.MsgRateOut += cs.MsgRateOut
 		ss.MsgThroughputOut += cs.MsgThroughputOut
 	}

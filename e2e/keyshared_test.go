@@ -9,6 +9,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -321,5 +322,158 @@ func TestKeySharedSticky(t *testing.T) {
 				t.Fatalf("key %s (hash %d) went to consumer %d, want %d", k, h, i, want)
 			}
 		}
+	}
+}
+
+// ksStats is the part of a topic's stats the draining test reads (PIP-379).
+type ksStats struct {
+	Subscriptions map[string]struct {
+		KeySharedMode                 string `json:"keySharedMode"`
+		DrainingHashesCount           int    `json:"drainingHashesCount"`
+		DrainingHashesUnackedMessages int64  `json:"drainingHashesUnackedMessages"`
+		Consumers                     []struct {
+			ConsumerName                  string       `json:"consumerName"`
+			KeyHashRangeArrays            [][2]int32   `json:"keyHashRangeArrays"`
+			DrainingHashesCount           int          `json:"drainingHashesCount"`
+			DrainingHashesClearedTotal    int64        `json:"drainingHashesClearedTotal"`
+			DrainingHashesUnackedMessages int64        `json:"drainingHashesUnackedMessages"`
+			DrainingHashes                []ksDraining `json:"drainingHashes"`
+		} `json:"consumers"`
+	} `json:"subscriptions"`
+}
+
+// ksDraining is one of a consumer's drainingHashes.
+type ksDraining struct {
+	Hash            int32 `json:"hash"`
+	UnackMsgs       int64 `json:"unackMsgs"`
+	BlockedAttempts int64 `json:"blockedAttempts"`
+}
+
+// TestKeySharedDrainingStats: the admin stats show Pulsar 4.0's Key_Shared
+// observability (PIP-379). Consumer "ka" holds one unacknowledged message
+// of each of 100 keys; "kb" joins and takes over some hashes: ka's stats
+// list exactly those of its held hashes that kb owns now as draining (with
+// their unacknowledged messages, and blocked attempts once the keys' next
+// messages wait for them), kb's hash ranges and ka's cover the hash space;
+// once ka acknowledges, the hashes are cleared and kb gets the waiting
+// messages.
+func TestKeySharedDrainingStats(t *testing.T) {
+	c := startCluster(t)
+	srv := admServer(t, c)
+	cl := c.client()
+	const topic = "persistent://public/default/ks-draining"
+	statsURL := srv.URL + "/admin/v2/persistent/public/default/ks-draining/stats"
+	ctx := ctxFor(t, time.Minute)
+	sub := func(name string) pulsar.Consumer {
+		cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "ks", Name: name,
+			Type: pulsar.KeyShared, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cons.Close)
+		return cons
+	}
+	p := ksProducer(t, cl, topic, false)
+	ka := sub("ka")
+	ksProduce(t, ctx, p, 0, 1) // one message per key, all to ka
+	var held []pulsar.Message
+	for range ksKeys {
+		m, err := ka.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, m)
+	}
+	kb := sub("kb")
+	var st ksStats
+	byName := func(name string) int {
+		for i, cs := range st.Subscriptions["ks"].Consumers {
+			if cs.ConsumerName == name {
+				return i
+			}
+		}
+		return -1
+	}
+	waitFor(t, ctx, "kb in the subscription's stats", func() bool {
+		return httpJSON(t, "GET", statsURL, &st) == 200 && byName("kb") >= 0
+	})
+	ks := st.Subscriptions["ks"]
+	a, b := ks.Consumers[byName("ka")], ks.Consumers[byName("kb")]
+	if ks.KeySharedMode != "AUTO_SPLIT" {
+		t.Fatalf("keySharedMode %q", ks.KeySharedMode)
+	}
+	// The two consumers' ranges split the hash space.
+	covered := 0
+	owns := func(rs [][2]int32, h int32) bool {
+		return slices.ContainsFunc(rs, func(r [2]int32) bool { return r[0] <= h && h <= r[1] })
+	}
+	for _, cs := range ks.Consumers {
+		for _, r := range cs.KeyHashRangeArrays {
+			covered += int(r[1]-r[0]) + 1
+		}
+	}
+	if covered != actors.KeyHashRange || owns(a.KeyHashRangeArrays, 0) == owns(b.KeyHashRangeArrays, 0) {
+		t.Fatalf("ranges cover %d hashes, want %d, each hash once: ka %v kb %v", covered, actors.KeyHashRange, a.KeyHashRangeArrays, b.KeyHashRangeArrays)
+	}
+	// What ka drains: its held keys' hashes that kb owns now.
+	moved := map[int32]int64{}
+	for k := range ksKeys {
+		if h := actors.KeyHash(fmt.Appendf(nil, ksKeyPattern, k)); owns(b.KeyHashRangeArrays, h) {
+			moved[h]++
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatal("kb took no hash of the 100 keys")
+	}
+	var movedMsgs int64
+	for _, n := range moved {
+		movedMsgs += n
+	}
+	if a.DrainingHashesCount != len(moved) || a.DrainingHashesUnackedMessages != movedMsgs || len(a.DrainingHashes) != len(moved) ||
+		b.DrainingHashesCount != 0 || ks.DrainingHashesCount != len(moved) || ks.DrainingHashesUnackedMessages != movedMsgs {
+		t.Fatalf("draining: ka %d hashes / %d msgs (%d listed), kb %d, subscription %d / %d; want %d hashes / %d msgs on ka",
+			a.DrainingHashesCount, a.DrainingHashesUnackedMessages, len(a.DrainingHashes), b.DrainingHashesCount,
+			ks.DrainingHashesCount, ks.DrainingHashesUnackedMessages, len(moved), movedMsgs)
+	}
+	for _, d := range a.DrainingHashes {
+		if moved[d.Hash] != d.UnackMsgs {
+			t.Fatalf("draining hash %d with %d unacknowledged, want %d", d.Hash, d.UnackMsgs, moved[d.Hash])
+		}
+	}
+	// The keys' next messages wait for the drain: every draining hash
+	// counts blocked attempts.
+	ksProduce(t, ctx, p, 1, 2)
+	waitFor(t, ctx, "blocked attempts on every draining hash", func() bool {
+		if httpJSON(t, "GET", statsURL, &st) != 200 || byName("ka") < 0 {
+			return false
+		}
+		a = st.Subscriptions["ks"].Consumers[byName("ka")]
+		return len(a.DrainingHashes) == len(moved) && !slices.ContainsFunc(a.DrainingHashes, func(d ksDraining) bool { return d.BlockedAttempts == 0 })
+	})
+	for _, m := range held {
+		if err := ka.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// kb gets the moved keys' second messages, and ka drains nothing.
+	for range movedMsgs {
+		m, err := kb.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := actors.KeyHash([]byte(m.Key())); moved[h] == 0 || string(m.Payload()) != "1" {
+			t.Fatalf("kb got key %s (hash %d) payload %q: not a moved key's second message", m.Key(), h, m.Payload())
+		}
+	}
+	waitFor(t, ctx, "the drain cleared in the stats", func() bool {
+		if httpJSON(t, "GET", statsURL, &st) != 200 || byName("ka") < 0 {
+			return false
+		}
+		a = st.Subscriptions["ks"].Consumers[byName("ka")]
+		return a.DrainingHashesCount == 0
+	})
+	if a.DrainingHashesClearedTotal != int64(len(moved)) || a.DrainingHashesUnackedMessages != 0 || len(a.DrainingHashes) != 0 {
+		t.Fatalf("after the acks: ka cleared %d (want %d), %d unacked, %d listed", a.DrainingHashesClearedTotal, len(moved),
+			a.DrainingHashesUnackedMessages, len(a.DrainingHashes))
 	}
 }

@@ -126,6 +126,7 @@ func (c *consumer) ConsumerStats(now time.Time, info actors.SubscriptionInfo) br
 		MsgRateOut: msgRate, MsgThroughputOut: byteRate, MsgOutCounter: msgs, BytesOutCounter: bytes,
 		AvailablePermits: int(counts.Permits), UnackedMessages: int(counts.UnackedRecords), BlockedOnUnacked: counts.Blocked,
 		ConnectedSince: c.since.UTC().Format(time.RFC3339Nano), Metadata: orEmptyMap(c.meta),
+		KeySharedConsumerStats: broker.NewKeySharedConsumerStats(counts),
 	}
 }
 
