@@ -305,3 +305,12 @@ func combineWrites(rs []*partResult, anyFound bool) (any, error) {
 	}
 	return nil, nil
 }
+
+// doctor answers GET /admin/v2/lakegate/doctor: the node's diagnosis
+// (package doctor; `lakegate admin doctor` prints it).
+func (a *admin) doctor(r *http.Request) (any, error) {
+	if a.cfg.Doctor == nil {
+		return nil, fmt.Errorf("%w: this node was started without its diagnosis", errAdminNotImplemented)
+	}
+	return a.cfg.Doctor(r.Context()), nil
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lakegate/lakegate/auth"
 	"github.com/lakegate/lakegate/broker"
+	"github.com/lakegate/lakegate/doctor"
 	"github.com/lakegate/lakegate/lakestream"
 )
 
@@ -81,4 +82,7 @@ type Config struct {
 	// MaxRequestBytes bounds a request body (Pulsar's httpMaxRequestSize).
 	MaxRequestBytes int64
 	Logger          *slog.Logger
+	// Doctor diagnoses the node (GET /admin/v2/lakegate/doctor; package
+	// doctor); nil: the path answers 501.
+	Doctor func(context.Context) doctor.Report
 }

@@ -76,6 +76,7 @@ func (a *admin) routes() []route {
 		{"GET /admin/v2/brokers/configuration", ruleAny, handler(noDynamicConfiguration)},
 		{"GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", ruleLookup, handler(a.lookupTopic)},
 		{"PUT /admin/v2/namespaces/{tenant}/{ns}/unload", ruleTenant, handler(a.unloadNamespace)},
+		{"GET /admin/v2/lakegate/doctor", ruleSuper, handler(a.doctor)}, // lakegate extension (cluster.go)
 		// Grants (auth.go).
 		{"GET " + nsp, ruleTenant, handler(a.getNamespacePermissions)},
 		{"POST " + nsp + "/{role}", ruleTenant, handler(a.grantNamespacePermission)},

@@ -65,8 +65,25 @@ func (t topic) path(suffix string) string {
 // answers as the lakegate admin CLI shows them: aligned tables, or the
 // server's JSON with Options.JSON. Safe for concurrent use.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string // sent as a bearer token when not ""
+}
+
+// WithToken returns a client of the same node that authenticates with
+// token (Authorization: Bearer).
+func (c *Client) WithToken(token string) *Client {
+	cc := *c
+	cc.token = token
+	return &cc
+}
+
+// at returns a client of another node's admin REST (base), with c's
+// token and timeout.
+func (c *Client) at(base string) *Client {
+	cc := *c
+	cc.base = strings.TrimSuffix(base, "/")
+	return &cc
 }
 
 // HTTPError is a non-2xx answer; Reason is the server's "reason".
@@ -99,6 +116,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte,
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("admin REST at %s: %w", c.base, err)

@@ -51,7 +51,13 @@ const clusterSessionTTL = 2 * time.Second
 // with flags added to each command line.
 func startLGCluster(t *testing.T, n int, objects string, flags ...string) *lgCluster {
 	t.Helper()
-	c := &lgCluster{t: t, bin: lakegateBinary(t), etcd: testservers.StartEtcdCluster(t, 1), objects: objects, flags: flags, dir: t.TempDir()}
+	return startLGClusterOn(t, testservers.StartEtcdCluster(t, 1), n, objects, flags...)
+}
+
+// startLGClusterOn is startLGCluster on the etcd cluster etcd.
+func startLGClusterOn(t *testing.T, etcd *testservers.EtcdCluster, n int, objects string, flags ...string) *lgCluster {
+	t.Helper()
+	c := &lgCluster{t: t, bin: lakegateBinary(t), etcd: etcd, objects: objects, flags: flags, dir: t.TempDir()}
 	// Every node the cluster ever started is killed in one cleanup,
 	// registered before any client of the test: cleanups run last first, so
 	// the clients close while the nodes (restarted ones too) still answer,

@@ -575,3 +575,24 @@ func (o *ownership) check(ctx context.Context, ms meta.Store) error {
 	}
 	return nil
 }
+
+// OwnerCounts counts the units each member owns now, by member ID, reading
+// at most limit ownership records (complete is false when there were
+// more). Cost: one range read of the owners prefix.
+func (m *Membership) OwnerCounts(ctx context.Context, limit int) (counts map[string]int, complete bool, err error) {
+	p := m.e.keys.ownersPrefix()
+	kvs, err := m.ms.Range(ctx, p, prefixEnd(p), limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: list owners: %w", lakestream.ErrUnavailable, err)
+	}
+	complete = len(kvs) <= limit
+	counts = map[string]int{}
+	for _, kv := range kvs[:min(len(kvs), limit)] {
+		var v ownerValue
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			return nil, false, fmt.Errorf("%w: owner record %s: %w", errCorruptMeta, kv.Key, err)
+		}
+		counts[v.Member]++
+	}
+	return counts, complete, nil
+}

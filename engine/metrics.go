@@ -494,3 +494,9 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		h.Collect(ch)
 	}
 }
+
+// MaterializationLag is lakegate_materialization_lag_records and
+// lakegate_materialization_tracked_logs now: records committed after the
+// tables' ends, summed over the logs this node has materialized at least
+// once, and how many logs that is.
+func (e *Engine) MaterializationLag() (records int64, logs int) { return e.compactionLag() }

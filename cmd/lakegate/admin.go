@@ -10,10 +10,12 @@ package main
 //	lakegate admin subscriptions list <topic>
 //	lakegate admin subscriptions reset <topic> <sub> (--time T | --id ID)
 //	lakegate admin tables <topic>
+//	lakegate admin doctor [--cluster]
 //
 // A topic is "persistent://tenant/ns/name", "tenant/ns/name" or "name"
 // (public/default). --url defaults to $LAKEGATE_ADMIN_URL, else
-// http://127.0.0.1:8080. Output is aligned tables; --json prints the
+// http://127.0.0.1:8080; --token (default $LAKEGATE_ADMIN_TOKEN) is sent as
+// a bearer token. Output is aligned tables; --json prints the
 // server's JSON instead. A server error prints its HTTP status and reason.
 
 import (
@@ -42,15 +44,21 @@ commands:
       T: RFC 3339 time, Unix milliseconds, or a duration ago (10m)
       ID: ledger:entry[:partition], earliest or latest
   tables <topic>
+  doctor [--cluster]
+      checks the node (with --cluster: every member) — etcd, object store,
+      members, owners, table lag — and says what is wrong; exits 1 on a failure
 
 A topic is persistent://tenant/ns/name, tenant/ns/name or name (public/default).
 --url defaults to $LAKEGATE_ADMIN_URL, else ` + defaultAdminURL + `.
+--token T (default $LAKEGATE_ADMIN_TOKEN) authenticates as a Pulsar token does.
 `
 
 // adminOpts are the flags of an admin command (accepted anywhere on the
 // command line, as --name value, --name=value or -name).
 type adminOpts struct {
-	url string
+	url     string
+	token   string
+	cluster bool // doctor: every member
 	adminclient.Options
 }
 
@@ -60,6 +68,9 @@ func parseAdminArgs(args []string, environ []string) (adminOpts, []string, error
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "LAKEGATE_ADMIN_URL="); ok && v != "" {
 			o.url = v
+		}
+		if v, ok := strings.CutPrefix(kv, "LAKEGATE_ADMIN_TOKEN="); ok && v != "" {
+			o.token = v
 		}
 	}
 	var pos []string
@@ -90,6 +101,10 @@ func parseAdminArgs(args []string, environ []string) (adminOpts, []string, error
 			o.url, err = value()
 		case "json":
 			o.JSON = !hasVal || val == "true"
+		case "cluster":
+			o.cluster = !hasVal || val == "true"
+		case "token":
+			o.token, err = value()
 		case "force":
 			o.Force = !hasVal || val == "true"
 		case "partitions":
@@ -138,7 +153,7 @@ func runAdmin(args []string, environ []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminclient.Timeout)
 	defer cancel()
-	c := adminclient.New(o.url)
+	c := adminclient.New(o.url).WithToken(o.token)
 	want := func(n int, usage string) error {
 		if len(pos) != n {
 			return fmt.Errorf("usage: lakegate admin %s", usage)
@@ -177,6 +192,11 @@ func runAdmin(args []string, environ []string, out io.Writer) error {
 			return err
 		}
 		return c.SubscriptionsReset(ctx, o.Options, pos[2], pos[3], out)
+	case pos[0] == "doctor":
+		if err := want(1, "doctor [--cluster]"); err != nil {
+			return err
+		}
+		return c.Doctor(ctx, o.Options, o.cluster, out)
 	case pos[0] == "tables":
 		if err := want(2, "tables <topic>"); err != nil {
 			return err

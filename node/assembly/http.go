@@ -14,7 +14,9 @@ import (
 // Config.Iceberg gives one (docs/iceberg-catalog.md) — and serves it on
 // Config.HTTP.
 func (n *Node) serveHTTP(ctx context.Context) error {
-	h := nodehttp.Handler(n.Gateway, AdminConfig(n.Gateway), n.Catalog, n.Engine.Collector())
+	ac := AdminConfig(n.Gateway)
+	ac.Doctor = n.Doctor
+	h := nodehttp.Handler(n.Gateway, ac, n.Catalog, n.Engine.Collector())
 	if n.cfg.Iceberg != nil {
 		ice, err := n.cfg.Iceberg(ctx, n)
 		if err != nil {
