@@ -409,6 +409,10 @@ var (
 		"Deprecated alias of lakegate_materialization_lag_records (removed in the next release).", nil, nil)
 	lagLogsAliasDesc = prometheus.NewDesc("lakegate_compaction_tracked_logs",
 		"Deprecated alias of lakegate_materialization_tracked_logs (removed in the next release).", nil, nil)
+	foldLagRecordsDesc = prometheus.NewDesc("lakegate_commit_log_fold_lag_records",
+		"Commit records this node has applied and not folded into the logs' heads and index keys yet.", nil, nil)
+	foldLagSecondsDesc = prometheus.NewDesc("lakegate_commit_log_fold_lag_seconds",
+		"Time since the oldest commit record not folded yet was applied here (0 with none).", nil, nil)
 	cacheBytesDesc = prometheus.NewDesc("lakegate_engine_cache_bytes", "Bytes of decoded chunks held by the read cache.", nil, nil)
 )
 
@@ -475,6 +479,8 @@ func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lagRecordsAliasDesc
 	ch <- lagLogsAliasDesc
 	ch <- cacheBytesDesc
+	ch <- foldLagRecordsDesc
+	ch <- foldLagSecondsDesc
 	for _, h := range c.histograms() {
 		h.Describe(ch)
 	}
@@ -490,6 +496,13 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(lagRecordsAliasDesc, prometheus.GaugeValue, float64(records))
 	ch <- prometheus.MustNewConstMetric(lagLogsAliasDesc, prometheus.GaugeValue, float64(logs))
 	ch <- prometheus.MustNewConstMetric(cacheBytesDesc, prometheus.GaugeValue, float64(c.e.CacheBytes()))
+	var foldRecords int
+	var foldAge time.Duration
+	if c.e.clog != nil {
+		foldRecords, foldAge = c.e.clog.foldLag(time.Now())
+	}
+	ch <- prometheus.MustNewConstMetric(foldLagRecordsDesc, prometheus.GaugeValue, float64(foldRecords))
+	ch <- prometheus.MustNewConstMetric(foldLagSecondsDesc, prometheus.GaugeValue, foldAge.Seconds())
 	for _, h := range c.histograms() {
 		h.Collect(ch)
 	}
