@@ -102,7 +102,7 @@ func (m *metrics) init() {
 	})
 	m.objRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lakegate_object_requests_total",
-		Help: "Object store requests by op (put, get, delete, prepare) and result (ok, not_found, exists, error).",
+		Help: "Object store requests by op (put, get, delete, list, prepare) and result (ok, not_found, exists, error).",
 	}, []string{"op", "result"})
 	m.objSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "lakegate_object_request_seconds", Buckets: latencyBuckets,
@@ -150,7 +150,7 @@ func (m *metrics) init() {
 	})
 	// Pre-create the series a healthy node may never touch, so dashboards
 	// and alerts see zeros rather than absent series.
-	for _, op := range []string{"put", "get", "delete"} {
+	for _, op := range []string{"put", "get", "delete", "list"} {
 		for _, r := range []string{"ok", "error"} {
 			m.objRequests.WithLabelValues(op, r)
 		}
@@ -368,6 +368,14 @@ func (s measuredStore) Delete(ctx context.Context, key string) error {
 	start := time.Now()
 	err := s.Store.Delete(ctx, key)
 	s.observe("delete", start, err)
+	return err
+}
+
+// List is measured once per listing (its pages included), op "list".
+func (s measuredStore) List(ctx context.Context, prefix string, fn func(objstore.ObjectInfo) error) error {
+	start := time.Now()
+	err := s.Store.List(ctx, prefix, fn)
+	s.observe("list", start, err)
 	return err
 }
 
