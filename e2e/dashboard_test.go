@@ -13,13 +13,18 @@ package e2e
 // is missing. A metric the dashboard queries that the test has no check
 // for fails the test too.
 //
+// TestDashboardNamespaceLevel checks the namespace-level switch, and
+// TestDashboardCluster the sums over three `lakegate serve` processes.
+//
 // Run: go test -p 1 -count=1 -run Dashboard ./e2e/
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -29,6 +34,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/lakestream"
@@ -513,5 +519,97 @@ func latencyBuckets(topic string, appends int) func(map[string]*dto.MetricFamily
 			return fmt.Errorf("the buckets of %s hold %v appends, want %d", topic, sum, appends)
 		}
 		return nil
+	}
+}
+
+// TestDashboardCluster: three `lakegate serve` processes (real etcd, a
+// shared file:// store) started with the consumer-level switch on the
+// command line, a topic of 6 partitions spread over them. Each node
+// exports only the partitions it serves, so every partition's series is on
+// exactly one node and the sums over the nodes are the topic's: 60
+// appends in the latency buckets, a backlog of 60 (nothing acknowledged),
+// 6 topics, and the consumer series the flag turned on.
+func TestDashboardCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), "--metrics-expose-consumer-level-metrics-in-prometheus=true")
+	ctx := ctxFor(t, 2*time.Minute)
+	const name, parts, sent = "dash-cluster", 6, 60
+	topic := "persistent://public/default/" + name
+	if code := admDo(t, http.MethodPut, c.nodes[0].httpURL+"/admin/v2/persistent/public/default/"+name+"/partitions", "application/json", fmt.Sprint(parts), nil); code/100 != 2 {
+		t.Fatalf("create %s: HTTP %d", name, code)
+	}
+	cl := c.client(c.serviceURL())
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", ReceiverQueueSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range sent {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Key: fmt.Sprint("k", i), Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range sent {
+		if _, err := cons.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var failures []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		failures = failures[:0]
+		owners := map[string]int{} // partition → nodes exporting it
+		sums := map[string]float64{}
+		for _, n := range c.nodes {
+			fams := scrape(t, n.httpURL+"/metrics")
+			for _, m := range seriesOf(fams, "pulsar_storage_write_latency_count") {
+				if tp := labelOf(m, "topic"); strings.HasPrefix(tp, topic+broker.PartitionSuffix) {
+					owners[tp]++
+					sums["latency_count"] += metricValue(m)
+				}
+			}
+			for _, fam := range []string{"pulsar_subscription_back_log", "pulsar_consumer_unacked_messages"} {
+				for _, m := range seriesOf(fams, fam) {
+					if strings.HasPrefix(labelOf(m, "topic"), topic+broker.PartitionSuffix) && labelOf(m, "subscription") == "s" {
+						sums[fam] += metricValue(m)
+					}
+				}
+			}
+			v, _ := valueWhere(fams, "pulsar_topics_count", map[string]string{"namespace": "public/default"})
+			sums["topics"] += v
+		}
+		if len(owners) != parts {
+			failures = append(failures, fmt.Sprintf("%d partitions exported, want %d: %v", len(owners), parts, owners))
+		}
+		for tp, n := range owners {
+			if n != 1 {
+				failures = append(failures, fmt.Sprintf("%s exported by %d nodes, want 1", tp, n))
+			}
+		}
+		for k, want := range map[string]float64{"latency_count": sent, "pulsar_subscription_back_log": sent,
+			"pulsar_consumer_unacked_messages": sent, "topics": parts} {
+			if sums[k] != want {
+				failures = append(failures, fmt.Sprintf("sum over nodes of %s = %v, want %v", k, sums[k], want))
+			}
+		}
+		if len(failures) == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(250 * time.Millisecond): // scrape interval while polling
+		}
+	}
+	if len(failures) > 0 {
+		t.Fatalf("three nodes:\n  %s", strings.Join(failures, "\n  "))
 	}
 }
