@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
 )
@@ -61,6 +63,10 @@ type tablePartitionJSON struct {
 	LogEnd       int64 `json:"logEndOffset"`
 	// Lag is the records of the log not yet in the table.
 	Lag int64 `json:"lag"`
+	// LagSeconds is the age of the oldest of them (now minus the time it
+	// was written), 0 when the table holds the whole log: the
+	// lakegate_table_lag_seconds of docs/metrics.md.
+	LagSeconds float64 `json:"lagSeconds"`
 }
 
 // tableInfo answers GET …/{topic}/table for a topic (partitioned or not;
@@ -87,8 +93,14 @@ func (a *admin) tableInfo(r *http.Request) (any, error) {
 			Version: f.Version, FormatVersion: f.FormatVersion, Rows: f.Rows, Files: f.Files, LastCommitMs: f.LastCommitMs})
 	}
 	for _, p := range info.Partitions {
-		out.Partitions = append(out.Partitions, tablePartitionJSON{Partition: p.Partition, Log: int64(p.Log),
-			CompactedEnd: p.CompactedEnd, LogEnd: p.LogEnd, Lag: max(0, p.LogEnd-p.CompactedEnd)})
+		pj := tablePartitionJSON{Partition: p.Partition, Log: int64(p.Log),
+			CompactedEnd: p.CompactedEnd, LogEnd: p.LogEnd, Lag: max(0, p.LogEnd-p.CompactedEnd)}
+		if pj.Lag > 0 {
+			if pj.LagSeconds, err = tableLagSeconds(ctx, s, max(p.Partition, 0), p.CompactedEnd); err != nil {
+				return nil, err
+			}
+		}
+		out.Partitions = append(out.Partitions, pj)
 	}
 	pol, err := a.cat.ResolveMaterialization(ctx, id)
 	if err != nil {
@@ -106,6 +118,27 @@ func (a *admin) tableInfo(r *http.Request) (any, error) {
 			FilesHeld: lr.FilesHeld, LiveBytes: lr.LiveBytes}
 	}
 	return out, nil
+}
+
+// tableLagSeconds is the age of the record at offset end of partition's
+// log (the first one not in the table), or of the log's first record when
+// end is trimmed already.
+func tableLagSeconds(ctx context.Context, s lakestream.Stream, partition int, end int64) (float64, error) {
+	l, err := s.Log(ctx, partition)
+	if err != nil {
+		return 0, err
+	}
+	h, err := l.EntryHeader(ctx, end)
+	if errors.Is(err, lakestream.ErrOffsetTrimmed) {
+		var first int64
+		if first, err = l.FirstOffset(ctx); err == nil {
+			h, err = l.EntryHeader(ctx, first)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return max(0, time.Since(time.UnixMilli(h.WriteTimeMs)).Seconds()), nil
 }
 
 // tablePolicyJSON is the body of the table-policy endpoints (a lakegate

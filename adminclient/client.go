@@ -511,11 +511,12 @@ type adminTableInfo struct {
 		LastCommitMs  int64  `json:"lastCommitTimestamp"`
 	} `json:"formats"`
 	Partitions []struct {
-		Partition    int   `json:"partition"`
-		Log          int64 `json:"log"`
-		CompactedEnd int64 `json:"compactedEndOffset"`
-		LogEnd       int64 `json:"logEndOffset"`
-		Lag          int64 `json:"lag"`
+		Partition    int     `json:"partition"`
+		Log          int64   `json:"log"`
+		CompactedEnd int64   `json:"compactedEndOffset"`
+		LogEnd       int64   `json:"logEndOffset"`
+		Lag          int64   `json:"lag"`
+		LagSeconds   float64 `json:"lagSeconds"`
 	} `json:"partitions"`
 	Retention struct {
 		RetentionMs    int64 `json:"retentionMs"`
@@ -531,7 +532,8 @@ type adminTableInfo struct {
 }
 
 // Tables prints a topic's table: location, each format's state and each
-// partition's compacted end and lag.
+// partition's compacted end and lag (records, and the age of the oldest
+// record not in the table).
 func (c *Client) Tables(ctx context.Context, o Options, name string, out io.Writer) error {
 	t, err := parseTopic(name)
 	if err != nil {
@@ -569,14 +571,15 @@ func (c *Client) Tables(ctx context.Context, o Options, name string, out io.Writ
 		return err
 	}
 	fmt.Fprintln(out)
-	rows = [][]string{{"PARTITION", "LOG", "COMPACTED END", "LOG END", "LAG"}}
+	rows = [][]string{{"PARTITION", "LOG", "COMPACTED END", "LOG END", "LAG", "LAG AGE"}}
 	for _, p := range info.Partitions {
 		part := strconv.Itoa(p.Partition)
 		if p.Partition < 0 {
 			part = "-"
 		}
 		rows = append(rows, []string{part, strconv.FormatInt(p.Log, 10), strconv.FormatInt(p.CompactedEnd, 10),
-			strconv.FormatInt(p.LogEnd, 10), strconv.FormatInt(p.Lag, 10)})
+			strconv.FormatInt(p.LogEnd, 10), strconv.FormatInt(p.Lag, 10),
+			(time.Duration(p.LagSeconds * float64(time.Second))).Round(time.Millisecond).String()})
 	}
 	if err := table(out, rows); err != nil {
 		return err

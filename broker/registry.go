@@ -251,6 +251,9 @@ type Topic[P AttachedProducer, C AttachedConsumer] struct {
 	// lim: the topic's limits, rate buckets and consumer counts
 	// (admission.go).
 	lim topicLimitState
+	// writeLatency: the latency of the appends of the producers attached
+	// here, from reading a SEND to its receipt (pulsar_storage_write_latency_*).
+	writeLatency WriteLatency
 
 	mu struct {
 		sync.Mutex

@@ -102,6 +102,9 @@ type PublisherStats struct {
 
 // ConsumerStats is Pulsar's ConsumerStats.
 type ConsumerStats struct {
+	// ID is the consumer's id on its connection (metrics' consumer_id;
+	// not in Pulsar's JSON).
+	ID               uint64  `json:"-"`
 	ConsumerName     string  `json:"consumerName"`
 	Address          string  `json:"address"`
 	ClientVersion    string  `json:"clientVersion"`
@@ -109,6 +112,9 @@ type ConsumerStats struct {
 	BytesOutCounter  int64   `json:"bytesOutCounter"`
 	MsgRateOut       float64 `json:"msgRateOut"`
 	MsgThroughputOut float64 `json:"msgThroughputOut"`
+	// MsgRateRedeliver is the rate of messages delivered again (a
+	// redelivery count above 0), per second.
+	MsgRateRedeliver float64 `json:"msgRateRedeliver"`
 	AvailablePermits int     `json:"availablePermits"`
 	UnackedMessages  int     `json:"unackedMessages"`
 	// BlockedOnUnacked: maxUnackedMessagesPerConsumer holds dispatch back.
@@ -160,6 +166,8 @@ func NewKeySharedConsumerStats(cc actors.ConsumerCounts) KeySharedConsumerStats 
 type SubscriptionStats struct {
 	MsgRateOut       float64 `json:"msgRateOut"`
 	MsgThroughputOut float64 `json:"msgThroughputOut"`
+	// MsgRateRedeliver sums the consumers' (connected to this node).
+	MsgRateRedeliver float64 `json:"msgRateRedeliver"`
 	MsgBacklog       int64   `json:"msgBacklog"`
 	BacklogSize      int64   `json:"backlogSize"`
 	MsgDelayed       int64   `json:"msgDelayed"`

@@ -143,6 +143,7 @@ func (t *Topic[P, C]) subscriptionStats(ctx context.Context, name string, next i
 		ss.DrainingHashesUnackedMessages += cs.DrainingHashesUnackedMessages
 		ss.MsgRateOut += cs.MsgRateOut
 		ss.MsgThroughputOut += cs.MsgThroughputOut
+		ss.MsgRateRedeliver += cs.MsgRateRedeliver
 	}
 	for _, cc := range info.ConsumerCounts {
 		ss.UnackedMessages += cc.UnackedRecords // every consumer's, wherever connected
@@ -397,6 +398,11 @@ func (t *Topic[P, C]) LastMessageID(ctx context.Context) (protocol.MessageID, er
 
 // Partition implements ServedTopic.
 func (t *Topic[P, C]) Partition() int32 { return t.partition }
+
+// WriteLatency is the latency of the appends of the producers attached
+// through this node since the topic was loaded here; the front door that
+// answers SENDs observes it.
+func (t *Topic[P, C]) WriteLatency() *WriteLatency { return &t.writeLatency }
 
 // guardOpts are the cursor options of writes only the owner may make.
 func (t *Topic[P, C]) guardOpts() []lakestream.CursorOption { return GuardOpts(t.owner) }

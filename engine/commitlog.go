@@ -593,6 +593,18 @@ func (c *commitLog) foldLoop() {
 	}
 }
 
+// foldLag is what the commit log holds applied and not folded yet: the
+// records, and the time since the oldest of them was applied (0 with none).
+// Records wait FoldDelay, then the next fold (FoldInterval).
+func (c *commitLog) foldLag(now time.Time) (records int, age time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.mu.held) == 0 {
+		return 0, 0
+	}
+	return len(c.mu.held), max(0, now.Sub(c.mu.held[0].appliedAt))
+}
+
 // foldNow folds every record applied so far (the port, compaction, trims).
 func (c *commitLog) foldNow(ctx context.Context) error {
 	// Records applyOwn applied are folded once the watch has passed them.

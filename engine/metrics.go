@@ -102,7 +102,7 @@ func (m *metrics) init() {
 	})
 	m.objRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lakegate_object_requests_total",
-		Help: "Object store requests by op (put, get, delete, prepare) and result (ok, not_found, exists, error).",
+		Help: "Object store requests by op (put, get, delete, list, prepare) and result (ok, not_found, exists, error).",
 	}, []string{"op", "result"})
 	m.objSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "lakegate_object_request_seconds", Buckets: latencyBuckets,
@@ -150,7 +150,7 @@ func (m *metrics) init() {
 	})
 	// Pre-create the series a healthy node may never touch, so dashboards
 	// and alerts see zeros rather than absent series.
-	for _, op := range []string{"put", "get", "delete"} {
+	for _, op := range []string{"put", "get", "delete", "list"} {
 		for _, r := range []string{"ok", "error"} {
 			m.objRequests.WithLabelValues(op, r)
 		}
@@ -371,6 +371,14 @@ func (s measuredStore) Delete(ctx context.Context, key string) error {
 	return err
 }
 
+// List is measured once per listing (its pages included), op "list".
+func (s measuredStore) List(ctx context.Context, prefix string, fn func(objstore.ObjectInfo) error) error {
+	start := time.Now()
+	err := s.Store.List(ctx, prefix, fn)
+	s.observe("list", start, err)
+	return err
+}
+
 // measuredMeta times the engine's metadata transactions.
 type measuredMeta struct {
 	meta.Store
@@ -409,6 +417,10 @@ var (
 		"Deprecated alias of lakegate_materialization_lag_records (removed in the next release).", nil, nil)
 	lagLogsAliasDesc = prometheus.NewDesc("lakegate_compaction_tracked_logs",
 		"Deprecated alias of lakegate_materialization_tracked_logs (removed in the next release).", nil, nil)
+	foldLagRecordsDesc = prometheus.NewDesc("lakegate_commit_log_fold_lag_records",
+		"Commit records this node has applied and not folded into the logs' heads and index keys yet.", nil, nil)
+	foldLagSecondsDesc = prometheus.NewDesc("lakegate_commit_log_fold_lag_seconds",
+		"Time since the oldest commit record not folded yet was applied here (0 with none).", nil, nil)
 	cacheBytesDesc = prometheus.NewDesc("lakegate_engine_cache_bytes", "Bytes of decoded chunks held by the read cache.", nil, nil)
 )
 
@@ -475,6 +487,8 @@ func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lagRecordsAliasDesc
 	ch <- lagLogsAliasDesc
 	ch <- cacheBytesDesc
+	ch <- foldLagRecordsDesc
+	ch <- foldLagSecondsDesc
 	for _, h := range c.histograms() {
 		h.Describe(ch)
 	}
@@ -490,6 +504,13 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(lagRecordsAliasDesc, prometheus.GaugeValue, float64(records))
 	ch <- prometheus.MustNewConstMetric(lagLogsAliasDesc, prometheus.GaugeValue, float64(logs))
 	ch <- prometheus.MustNewConstMetric(cacheBytesDesc, prometheus.GaugeValue, float64(c.e.CacheBytes()))
+	var foldRecords int
+	var foldAge time.Duration
+	if c.e.clog != nil {
+		foldRecords, foldAge = c.e.clog.foldLag(time.Now())
+	}
+	ch <- prometheus.MustNewConstMetric(foldLagRecordsDesc, prometheus.GaugeValue, float64(foldRecords))
+	ch <- prometheus.MustNewConstMetric(foldLagSecondsDesc, prometheus.GaugeValue, foldAge.Seconds())
 	for _, h := range c.histograms() {
 		h.Collect(ch)
 	}

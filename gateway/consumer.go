@@ -40,6 +40,9 @@ type consumer struct {
 	name string
 	meta map[string]string
 	out  broker.RateMeter
+	// redelivered counts the messages delivered again (a redelivery
+	// count above 0): stats' msgRateRedeliver.
+	redelivered broker.RateMeter
 	// since is when the consumer attached (stats' connectedSince).
 	since time.Time
 	// subType is the subscription type it asked for (stats).
@@ -93,6 +96,9 @@ func (c *consumer) Deliver(d actors.Deliver) bool {
 		return false
 	}
 	c.out.Add(int(d.Entry.Records), len(d.Entry.Payload))
+	if d.RedeliveryCount > 0 {
+		c.redelivered.Add(int(d.Entry.Records), len(d.Entry.Payload))
+	}
 	m.dispatchedMsgs.Add(float64(d.Entry.Records))
 	m.dispatchedBytes.Add(float64(len(d.Entry.Payload)))
 	c.delivered(d.Entry.Offset, d.Entry.Records)

@@ -28,6 +28,9 @@ type gatewayMetrics struct {
 	dispatchedMsgs   prometheus.Counter
 	dispatchedBytes  prometheus.Counter
 	connectionsTotal prometheus.Counter
+	// connectionsRefused and connectionsClosed feed Pulsar's connection
+	// families (pulsar_metrics.go).
+	connectionsRefused, connectionsClosed prometheus.Counter
 	// Slow connections (outqueue.go).
 	dispatchDeferred      prometheus.Counter
 	connectionsOverflowed prometheus.Counter
@@ -71,6 +74,14 @@ func newGatewayMetrics() *gatewayMetrics {
 			Name: "lakegate_connections_opened_total",
 			Help: "Client connections accepted.",
 		}),
+		connectionsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_connections_refused_total",
+			Help: "Client connections refused by a connection limit (brokerMaxConnections, brokerMaxConnectionsPerIp).",
+		}),
+		connectionsClosed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_connections_closed_total",
+			Help: "Client connections closed (accepted ones whose session ended).",
+		}),
 		dispatchDeferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lakegate_dispatch_deferred_entries_total",
 			Help: "Entries a consumer's connection could not take (its outbound queue was full): each went to another consumer or waits for redelivery, and the consumer was skipped until its queue had room.",
@@ -104,7 +115,7 @@ func newGatewayMetrics() *gatewayMetrics {
 
 func (m *gatewayMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.publishedMsgs, m.publishedBytes, m.publishErrors, m.publishLatency,
-		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.dispatchDeferred, m.connectionsOverflowed, m.proxiedConnections, m.unloads, m.authFailures, m.policyActions, m.policyChecks}
+		m.dispatchedMsgs, m.dispatchedBytes, m.connectionsTotal, m.connectionsRefused, m.connectionsClosed, m.dispatchDeferred, m.connectionsOverflowed, m.proxiedConnections, m.unloads, m.authFailures, m.policyActions, m.policyChecks}
 }
 
 // subscriptionInfo is sub.Info bounded by ctx: an actor held up (a cursor
@@ -141,13 +152,6 @@ var (
 		[]string{"topic", "subscription"}, nil)
 	droppedDesc = prometheus.NewDesc("lakegate_subscription_series_dropped",
 		"Subscriptions left out of the per-subscription gauges by the series cap (Config.MetricsSubscriptionsMax).", nil, nil)
-	// Unacknowledged limits (limits.go), with Pulsar's names.
-	subBlockedDesc = prometheus.NewDesc("pulsar_subscription_blocked_on_unacked_messages",
-		"1 while the subscription's dispatch is blocked by maxUnackedMessagesPerSubscription, per subscription served here; capped series.",
-		[]string{"topic", "subscription"}, nil)
-	subUnackedMsgsDesc = prometheus.NewDesc("pulsar_subscription_unacked_messages",
-		"Messages delivered and not acknowledged, as maxUnackedMessagesPerSubscription counts them, per subscription served here; capped series.",
-		[]string{"topic", "subscription"}, nil)
 	blockedConsumersDesc = prometheus.NewDesc("lakegate_consumers_blocked_on_unacked",
 		"Consumers served here whose dispatch is blocked by maxUnackedMessagesPerConsumer.", nil, nil)
 	blockedSubsDesc = prometheus.NewDesc("lakegate_subscriptions_blocked_on_unacked",
@@ -165,7 +169,10 @@ func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 		m.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{connectionsDesc, producersDesc, consumersDesc, topicsDesc, backlogDesc, unackedDesc, droppedDesc,
-		subBlockedDesc, subUnackedMsgsDesc, blockedConsumersDesc, blockedSubsDesc} {
+		blockedConsumersDesc, blockedSubsDesc} {
+		ch <- d
+	}
+	for _, d := range pulsarDescs(&c.s.cfg) { // pulsar_metrics.go
 		ch <- d
 	}
 	for _, m := range c.s.limitCollectors() { // limits.go
@@ -257,12 +264,6 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 			series++
 			ch <- prometheus.MustNewConstMetric(unackedDesc, prometheus.GaugeValue, float64(info.Unacked), topicName, name)
 			ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(backlog), topicName, name)
-			blocked := 0.0
-			if info.BlockedOnUnacked {
-				blocked = 1
-			}
-			ch <- prometheus.MustNewConstMetric(subBlockedDesc, prometheus.GaugeValue, blocked, topicName, name)
-			ch <- prometheus.MustNewConstMetric(subUnackedMsgsDesc, prometheus.GaugeValue, float64(info.UnackedMessages), topicName, name)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(blockedConsumersDesc, prometheus.GaugeValue, float64(blockedConsumers))
@@ -272,4 +273,5 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(consumersDesc, prometheus.GaugeValue, float64(consumers))
 	ch <- prometheus.MustNewConstMetric(topicsDesc, prometheus.GaugeValue, float64(len(topics)))
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.GaugeValue, float64(dropped))
+	s.collectPulsar(ctx, ch, topics, conns) // pulsar_metrics.go
 }

@@ -232,7 +232,9 @@ func (p *producer) Receipt(r actors.SendReceipt) {
 	id := protocol.NewMessageID(int64(p.t.Log().ID()), r.Header.Offset, -1, p.t.Partition())
 	p.sess.send(protocol.SendReceipt(p.id, r.Seq, r.Highest, id))
 	m := p.sess.srv.metrics
-	m.publishLatency.Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	m.publishLatency.Observe(took.Seconds())
+	p.t.WriteLatency().Observe(took)
 	p.in.Add(int(r.Header.Records), int(r.Header.Size))
 	m.publishedMsgs.Add(float64(r.Header.Records))
 	m.publishedBytes.Add(float64(r.Header.Size))

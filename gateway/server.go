@@ -66,6 +66,22 @@ type Config struct {
 	// unacked) one /metrics scrape exports; the rest are counted in
 	// lakegate_subscription_series_dropped. Default 1000.
 	MetricsSubscriptionsMax int
+	// MetricsTopicsMax caps the topics of the Pulsar topic-level families
+	// (pulsar_rate_in, …, and the table lag) one scrape exports: the
+	// first by name; the rest are counted in
+	// lakegate_metrics_series_dropped{level="topic"}. Default 1000.
+	MetricsTopicsMax int
+	// MetricsNamespaceLevelOnly turns Pulsar's
+	// exposeTopicLevelMetricsInPrometheus off: the pulsar_* topic families
+	// are summed per namespace (labels cluster, namespace) and no
+	// pulsar_subscription_* series are exported. Default false (topic
+	// level, as Pulsar's default).
+	MetricsNamespaceLevelOnly bool
+	// MetricsConsumerLevel is Pulsar's
+	// exposeConsumerLevelMetricsInPrometheus: export the pulsar_consumer_*
+	// families (labels consumer_name, consumer_id), capped like the
+	// subscriptions. Default false.
+	MetricsConsumerLevel bool
 
 	// Membership makes this node one member of a cluster: it serves only
 	// the topics it owns and answers LOOKUP with their owners (cluster.go,
@@ -194,6 +210,9 @@ func (c *Config) defaults() {
 	if c.MetricsSubscriptionsMax <= 0 {
 		c.MetricsSubscriptionsMax = defaultMetricsSubscriptionsMax
 	}
+	if c.MetricsTopicsMax <= 0 {
+		c.MetricsTopicsMax = defaultMetricsTopicsMax
+	}
 	if c.RebalanceInterval == 0 {
 		c.RebalanceInterval = 10 * time.Second
 	}
@@ -227,6 +246,8 @@ type Server struct {
 	namePrefix string
 	sessionID  atomic.Uint64
 	metrics    *gatewayMetrics
+	// tables caches the table ends of the table lag (pulsar_metrics.go).
+	tables tableEnds
 	// draining is set by Drain: rebalancing stops.
 	draining atomic.Bool
 	// lim: connection counts, the publish buffer, limit metrics (limits.go).
@@ -397,6 +418,7 @@ func (s *Server) accept(ln net.Listener) {
 		}
 		backoff = 0
 		if err := s.admitConn(conn); err != nil { // limits.go
+			s.metrics.connectionsRefused.Inc()
 			s.refuseConn(conn, err)
 			continue
 		}
@@ -417,6 +439,7 @@ func (s *Server) accept(ln net.Listener) {
 			defer s.wg.Done()
 			sess.run()
 			s.releaseConn(conn)
+			s.metrics.connectionsClosed.Inc()
 			s.mu.Lock()
 			delete(s.mu.sessions, sess)
 			s.mu.Unlock()

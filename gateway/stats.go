@@ -120,8 +120,10 @@ func (p *producer) Disconnect() bool {
 // in its subscription's stats.
 func (c *consumer) ConsumerStats(now time.Time, info actors.SubscriptionInfo) broker.ConsumerStats {
 	msgRate, byteRate, msgs, bytes := c.out.Rates(now)
+	redeliverRate, _, _, _ := c.redelivered.Rates(now)
 	counts := info.ConsumerCounts[c.subID]
 	return broker.ConsumerStats{
+		ID: c.id, MsgRateRedeliver: redeliverRate,
 		ConsumerName: c.name, Address: c.sess.conn.RemoteAddr().String(), ClientVersion: c.sess.clientVersion,
 		MsgRateOut: msgRate, MsgThroughputOut: byteRate, MsgOutCounter: msgs, BytesOutCounter: bytes,
 		AvailablePermits: int(counts.Permits), UnackedMessages: int(counts.UnackedRecords), BlockedOnUnacked: counts.Blocked,

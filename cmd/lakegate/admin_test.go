@@ -203,8 +203,8 @@ func TestAdminCLI(t *testing.T) {
 	if got := row(t, out, "DELTA"); got[2] != "10" || got[3] != "1" {
 		t.Fatalf("DELTA row %q, want 10 rows in 1 file", got)
 	}
-	if got := row(t, out, "-"); got[2] != "10" || got[3] != "10" || got[4] != "0" {
-		t.Fatalf("partition row %q, want compacted end 10, log end 10, lag 0", got)
+	if got := row(t, out, "-"); got[2] != "10" || got[3] != "10" || got[4] != "0" || got[5] != "0s" {
+		t.Fatalf("partition row %q, want compacted end 10, log end 10, lag 0, lag age 0s", got)
 	}
 	// Table retention: no policy and no run yet; then a run as the
 	// compaction owner records it after ApplyRetention.
@@ -222,7 +222,24 @@ func TestAdminCLI(t *testing.T) {
 	if got := row(t, out, "LAST RUN"); !strings.HasSuffix(got[1], ": 2 files (300 bytes) removed, 1 held, 900 bytes live") {
 		t.Fatalf("LAST RUN row %q", got)
 	}
+	// Two records after the table: the lag counts them, and its age is
+	// the first one's (written after lagFrom).
+	lagFrom := time.Now()
+	for range 2 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("late")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out = mustAdmin(t, url, "tables", "events")
+	got := row(t, out, "-")
+	age, err := time.ParseDuration(got[5])
+	if got[3] != "12" || got[4] != "2" || err != nil || age <= 0 || age > time.Since(lagFrom)+time.Second {
+		t.Fatalf("partition row %q, want log end 12, lag 2, lag age in (0, %v]", got, time.Since(lagFrom))
+	}
 	out = mustAdmin(t, url, "--json", "tables", "events")
+	if !strings.Contains(out, `"lagSeconds": `) {
+		t.Fatalf("--json tables without lagSeconds: %s", out)
+	}
 	if !strings.Contains(out, `"rows": 10`) || !strings.Contains(out, `"filesRemoved": 2`) || !strings.Contains(out, `"retentionBytes": 1000`) {
 		t.Fatalf("--json tables: %s", out)
 	}

@@ -127,6 +127,14 @@ type Config struct {
 		AllowPlaintextPeers bool          `yaml:"allowPlaintextPeers" default:"false" doc:"UNSAFE. Let a serve node with authentication reach other members without TLS (no http.tlsAddr; in proxy mode no pulsar.tlsAddr): its broker token and clients' credentials then travel in clear. Off, such a node refuses to start, and a member advertising no TLS endpoint is not reached."`
 	} `yaml:"cluster"`
 
+	// Metrics with Pulsar's switches (docs/metrics.md, "Pulsar's names").
+	Metrics struct {
+		ExposeTopicLevelMetricsInPrometheus    bool `yaml:"exposeTopicLevelMetricsInPrometheus" default:"true" doc:"Export the pulsar_* topic families per topic (labels cluster, namespace, topic) and the pulsar_subscription_* families; false sums the topic families per namespace (labels cluster, namespace) and exports no subscription series, as Pulsar's setting."`
+		ExposeConsumerLevelMetricsInPrometheus bool `yaml:"exposeConsumerLevelMetricsInPrometheus" default:"false" doc:"Also export the pulsar_consumer_* families (labels consumer_name, consumer_id), as Pulsar's setting; needs exposeTopicLevelMetricsInPrometheus."`
+		TopicsMax                              int  `yaml:"topicsMax" default:"1000" doc:"Topics (partitions) whose stats one scrape reads for the pulsar_* topic families and the table lag: the first by name; the rest are counted in lakegate_metrics_series_dropped{level=\"topic\"}."`
+		SubscriptionsMax                       int  `yaml:"subscriptionsMax" default:"1000" doc:"Subscription series one scrape exports (lakegate_subscription_*, pulsar_subscription_*), and consumer series (pulsar_consumer_*); the rest are counted as dropped."`
+	} `yaml:"metrics"`
+
 	Policies struct {
 		CheckInterval time.Duration `yaml:"checkInterval" default:"30s" doc:"How often the retention, message TTL and backlog quota policies of the topics this node serves are enforced (docs/policies.md); 0 turns the periodic enforcement off (a backlog quota still refuses producers)."`
 	} `yaml:"policies"`

@@ -188,7 +188,11 @@ func gatewayConfig(c *Config, sec *security, ls *listeners) gateway.Config {
 	g := gateway.Config{AdvertisedAddr: ls.pulsarAdv, AdvertisedTLSAddr: ls.pulsarTLSAdv,
 		PolicyCheckInterval: policyCheck,
 		ProxyLookups:        c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
-		ClientTLS: sec.clientTLS()}
+		ClientTLS:                 sec.clientTLS(),
+		MetricsTopicsMax:          c.Metrics.TopicsMax,
+		MetricsSubscriptionsMax:   c.Metrics.SubscriptionsMax,
+		MetricsNamespaceLevelOnly: !c.Metrics.ExposeTopicLevelMetricsInPrometheus,
+		MetricsConsumerLevel:      c.Metrics.ExposeConsumerLevelMetricsInPrometheus}
 	gatewayLimits(c, &g)
 	if sec.authn != nil {
 		g.Auth = sec.authn
