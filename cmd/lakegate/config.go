@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate/broker"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -128,7 +129,12 @@ type Config struct {
 	} `yaml:"cluster"`
 
 	Policies struct {
-		CheckInterval time.Duration `yaml:"checkInterval" default:"30s" doc:"How often the retention, message TTL and backlog quota policies of the topics this node serves are enforced (docs/policies.md); 0 turns the periodic enforcement off (a backlog quota still refuses producers)."`
+		CheckInterval                 time.Duration `yaml:"checkInterval" default:"30s" doc:"How often the retention, message TTL and backlog quota policies of the topics this node serves are enforced (docs/policies.md); 0 turns the periodic enforcement off (a backlog quota still refuses producers)."`
+		AllowAutoTopicCreation        bool          `yaml:"allowAutoTopicCreation" default:"true" doc:"Create a topic that does not exist when a producer, consumer or lookup names it (Pulsar's allowAutoTopicCreation); a namespace's autoTopicCreation policy overrides it. false: such clients get TopicNotFound."`
+		AllowAutoTopicCreationType    string        `yaml:"allowAutoTopicCreationType" default:"non-partitioned" doc:"What an auto-created topic is: non-partitioned or partitioned (Pulsar's allowAutoTopicCreationType)."`
+		DefaultNumPartitions          int           `yaml:"defaultNumPartitions" default:"1" doc:"Partitions of a topic auto-created partitioned (Pulsar's defaultNumPartitions), at least 1."`
+		DefaultRetentionTimeInMinutes int64         `yaml:"defaultRetentionTimeInMinutes" default:"0" doc:"Retention of topics with no retention policy, theirs or their namespace's (Pulsar's defaultRetentionTimeInMinutes): acknowledged messages are kept this long; -1 without a time limit. With defaultRetentionSizeInMB 0/0, Pulsar's default: what every durable subscription acknowledged, and the table holds (materialized streams), is trimmed at the next policy check (docs/policies.md, Retention); -1/-1 keeps everything."`
+		DefaultRetentionSizeInMB      int64         `yaml:"defaultRetentionSizeInMB" default:"0" doc:"Retention of topics with no retention policy (Pulsar's defaultRetentionSizeInMB): the newest this many MiB of acknowledged messages are kept; -1 without a size limit."`
 	} `yaml:"policies"`
 
 	Log struct {
@@ -427,6 +433,15 @@ func (c *Config) validate() error {
 	}
 	if c.Engine.MaxInflightFlushes < 1 {
 		return errors.New("config engine.maxInflightFlushes: must be at least 1")
+	}
+	if t := c.Policies.AllowAutoTopicCreationType; t != broker.TopicTypeNonPartitioned && t != broker.TopicTypePartitioned {
+		return fmt.Errorf("config policies.allowAutoTopicCreationType: %q: want non-partitioned or partitioned", t)
+	}
+	if c.Policies.DefaultNumPartitions < 1 {
+		return errors.New("config policies.defaultNumPartitions: must be at least 1")
+	}
+	if c.Policies.DefaultRetentionTimeInMinutes < -1 || c.Policies.DefaultRetentionSizeInMB < -1 {
+		return errors.New("config policies.defaultRetentionTimeInMinutes, defaultRetentionSizeInMB: -1 (no limit), 0 or more")
 	}
 	if err := c.validateEtcd(); err != nil {
 		return err

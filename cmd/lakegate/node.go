@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/meta"
@@ -190,6 +191,10 @@ func gatewayConfig(c *Config, sec *security, ls *listeners) gateway.Config {
 		ProxyLookups:        c.Cluster.ProxyLookups, RebalanceInterval: rebalance, RebalanceMax: c.Cluster.RebalanceMax,
 		ClientTLS: sec.clientTLS()}
 	gatewayLimits(c, &g)
+	g.DisableTopicAutoCreation = !c.Policies.AllowAutoTopicCreation
+	g.AutoTopicCreationType = c.Policies.AllowAutoTopicCreationType
+	g.DefaultNumPartitions = c.Policies.DefaultNumPartitions
+	g.DefaultRetention = broker.RetentionPolicy{TimeMinutes: c.Policies.DefaultRetentionTimeInMinutes, SizeMB: c.Policies.DefaultRetentionSizeInMB}
 	if sec.authn != nil {
 		g.Auth = sec.authn
 		g.Authorization = c.Auth.Authorization
