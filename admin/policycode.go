@@ -10,8 +10,8 @@ package admin
 //	GET|POST|DELETE …/subscriptionExpirationTime (namespace and topic)       minutes                     accepted when 0
 //	GET|POST|DELETE …/delayedDelivery (namespace and topic)                  DelayedDeliveryPolicies     accepted when active, no maximum
 //	GET|POST|DELETE …/subscribeRate (namespace and topic)                    SubscribeRate               accepted when not limited
-//	GET|POST|DELETE /admin/v2/persistent/{t}/{ns}/{topic}/maxMessageSize     bytes                       accepted when 0 (the node's)
-//	GET|POST|DELETE …/schemaValidationEnforced (namespace and topic)         boolean                     accepted when false
+//	GET|POST|DELETE /admin/v2/persistent/{t}/{ns}/{topic}/maxMessageSize     bytes                       honoured at SEND (broker/policycode.go)
+//	GET|POST|DELETE …/schemaValidationEnforced (namespace and topic)         boolean                     honoured at PRODUCER (broker/policycode.go)
 //	…/offloadPolicies, …/offloadThreshold, …/offloadThresholdInSeconds, …/offloadDeletionLagMs, …/offload   refused (405): not applicable
 //
 // A policy lakegate does not enforce yet is accepted only with the value
@@ -37,8 +37,6 @@ const (
 	subExpirationProperty      = "lakegate.subscriptionExpirationMinutes"
 	delayedDeliveryProperty    = "lakegate.delayedDelivery"
 	subscribeRateProperty      = "lakegate.subscribeRate"
-	maxMessageSizeProperty     = "lakegate.maxMessageSize"
-	schemaValidationProperty   = "lakegate.schemaValidationEnforced"
 	errOffloadNotApplicableMsg = "lakegate stores in the object store already; offload does not apply"
 )
 
@@ -53,18 +51,18 @@ type codePolicy struct {
 	prop              string
 	topicPath, nsPath string
 	nsField           string
-	valueOf           func(*http.Request) (string, error)
+	valueOf           func(*admin, *http.Request) (string, error)
 }
 
 var codePolicies = []codePolicy{
-	{broker.AutoTopicCreationProperty, "", "autoTopicCreation", "autoTopicCreationOverride", autoTopicCreationOf},
-	{persistenceProperty, "persistence", "persistence", "persistence", persistenceOf},
-	{inactiveTopicProperty, "inactiveTopicPolicies", "inactiveTopicPolicies", "inactive_topic_policies", inactiveTopicOf},
-	{subExpirationProperty, "subscriptionExpirationTime", "subscriptionExpirationTime", "subscription_expiration_time_minutes", subExpirationOf},
-	{delayedDeliveryProperty, "delayedDelivery", "delayedDelivery", "delayed_delivery_policies", delayedDeliveryOf},
-	{subscribeRateProperty, "subscribeRate", "subscribeRate", "", subscribeRateOf},
-	{maxMessageSizeProperty, "maxMessageSize", "", "", maxMessageSizeOf},
-	{schemaValidationProperty, "schemaValidationEnforced", "schemaValidationEnforced", "schema_validation_enforced", schemaValidationOf},
+	{broker.AutoTopicCreationProperty, "", "autoTopicCreation", "autoTopicCreationOverride", noAdmin(autoTopicCreationOf)},
+	{persistenceProperty, "persistence", "persistence", "persistence", noAdmin(persistenceOf)},
+	{inactiveTopicProperty, "inactiveTopicPolicies", "inactiveTopicPolicies", "inactive_topic_policies", noAdmin(inactiveTopicOf)},
+	{subExpirationProperty, "subscriptionExpirationTime", "subscriptionExpirationTime", "subscription_expiration_time_minutes", noAdmin(subExpirationOf)},
+	{delayedDeliveryProperty, "delayedDelivery", "delayedDelivery", "delayed_delivery_policies", noAdmin(delayedDeliveryOf)},
+	{subscribeRateProperty, "subscribeRate", "subscribeRate", "", noAdmin(subscribeRateOf)},
+	{broker.MaxMessageSizeProperty, "maxMessageSize", "", "", (*admin).maxMessageSizeOf},
+	{broker.SchemaValidationProperty, "schemaValidationEnforced", "schemaValidationEnforced", "schema_validation_enforced", noAdmin(schemaValidationOf)},
 }
 
 // codeRoutes are the rows of codePolicies and of the refused offload
@@ -84,7 +82,7 @@ func (a *admin) codeRoutes() []route {
 		if cp.nsPath != "" {
 			rs = append(rs,
 				route{"GET " + nsp + cp.nsPath, ruleTenant, handler(a.getNamespaceProperty(cp.prop))},
-				route{"POST " + nsp + cp.nsPath, ruleTenant, handler(a.setNamespacePolicy(cp.prop, cp.valueOf))},
+				route{"POST " + nsp + cp.nsPath, ruleTenant, handler(a.setNamespacePolicy(cp.prop, func(r *http.Request) (string, error) { return cp.valueOf(a, r) }))},
 				route{"DELETE " + nsp + cp.nsPath, ruleTenant, handler(a.setNamespacePolicy(cp.prop, nil))},
 			)
 		}
@@ -108,7 +106,7 @@ func (a *admin) setTopicCode(cp codePolicy) handler {
 		if cp.valueOf == nil {
 			return nil, fmt.Errorf("%w: no topic-level policy", errAdminMethodNotAllowed)
 		}
-		v, err := cp.valueOf(r)
+		v, err := cp.valueOf(a, r)
 		if err != nil {
 			return nil, err
 		}
@@ -292,18 +290,22 @@ func subscribeRateOf(r *http.Request) (string, error) {
 	return marshalled(p)
 }
 
-func maxMessageSizeOf(r *http.Request) (string, error) {
+// maxMessageSizeOf accepts what Pulsar does: 0 (the node's) up to the
+// node's maxMessageSize.
+func (a *admin) maxMessageSizeOf(r *http.Request) (string, error) {
 	n, err := numberOf(r, "maxMessageSize")
 	if err != nil {
 		return "", err
 	}
-	if n < 0 {
-		return "", fmt.Errorf("%w: maxMessageSize %d: want bytes, 0 or more", errAdminPrecondition, n)
+	if node := int64(a.brk.NodeMaxMessageSize()); n < 0 || n > node {
+		return "", fmt.Errorf("%w: maxMessageSize %d: want bytes from 0 (the node's) to the node's maxMessageSize, %d", errAdminPrecondition, n, node)
 	}
-	if n > 0 {
-		return "", fmt.Errorf("%w: maxMessageSize: a topic's own message size limit is not enforced (yet); the node's maxMessageSize applies, only 0 is accepted", errPolicyNotEnforced)
-	}
-	return "0", nil
+	return strconv.FormatInt(n, 10), nil
+}
+
+// noAdmin makes a value reader of codePolicy.valueOf.
+func noAdmin(f func(*http.Request) (string, error)) func(*admin, *http.Request) (string, error) {
+	return func(_ *admin, r *http.Request) (string, error) { return f(r) }
 }
 
 func schemaValidationOf(r *http.Request) (string, error) {
@@ -315,11 +317,8 @@ func schemaValidationOf(r *http.Request) (string, error) {
 	if q := r.URL.Query().Get("schemaValidationEnforced"); v == "" {
 		v = q
 	}
-	switch v {
-	case "false":
+	if v == "true" || v == "false" {
 		return v, nil
-	case "true":
-		return "", fmt.Errorf("%w: schemaValidationEnforced: producers without a schema are not refused (yet); only false is accepted", errPolicyNotEnforced)
 	}
 	return "", fmt.Errorf("%w: schemaValidationEnforced %q: want true or false", errAdminBadRequest, v)
 }

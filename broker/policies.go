@@ -207,6 +207,11 @@ func (b *Broker) LimitsOf(ctx context.Context, md lakestream.StreamMetadata) (To
 	count(MaxSubscriptionsProperty, &l.MaxSubscriptions)
 	count64(MaxUnackedPerConsumerProperty, &l.MaxUnackedPerConsumer)
 	count64(MaxUnackedPerSubProperty, &l.MaxUnackedPerSubscription)
+	if v, ok := md.Properties[MaxMessageSizeProperty]; ok { // a topic policy only
+		n, err := strconv.Atoi(v)
+		errs = append(errs, err)
+		l.MaxMessageSize = max(n, 0)
+	}
 	if v, ok := get(PublishRateProperty); ok {
 		var r PublishRateJSON
 		errs = append(errs, json.Unmarshal([]byte(v), &r))

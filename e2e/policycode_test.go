@@ -183,13 +183,15 @@ func TestPolicyPathsAsCode(t *testing.T) {
 	if got, err := a.Namespaces().GetSubscriptionExpirationTime(*ns); err != nil || got != 0 {
 		t.Fatalf("subscription expiration after the refusal: %d, %v", got, err)
 	}
-	// Schema validation: false accepted, true refused.
-	if err := a.Namespaces().SetSchemaValidationEnforced(*ns, false); err != nil {
+	// Schema validation (honoured: TestSchemaValidationEnforced).
+	if err := a.Namespaces().SetSchemaValidationEnforced(*ns, true); err != nil {
 		t.Fatal(err)
 	}
-	admWantCode(t, a.Namespaces().SetSchemaValidationEnforced(*ns, true), 405)
-	if got, err := a.Namespaces().GetSchemaValidationEnforced(*ns); err != nil || got {
+	if got, err := a.Namespaces().GetSchemaValidationEnforced(*ns); err != nil || !got {
 		t.Fatalf("schema validation enforced: %v, %v", got, err)
+	}
+	if err := a.Namespaces().SetSchemaValidationEnforced(*ns, false); err != nil {
+		t.Fatal(err)
 	}
 	// Offload: refused, with the reason.
 	err = a.Namespaces().SetOffloadThreshold(*ns, 1<<20)
@@ -212,10 +214,10 @@ func TestPolicyPathsAsCode(t *testing.T) {
 		{"POST", nsBase + "delayedDelivery", `{"active": true, "tickTime": 1000, "maxDeliveryDelayInMillis": 0}`, 204, ""},
 		{"POST", base + "delayedDelivery", `{"active": false, "tickTime": 1000}`, 405, "delivers delayed messages at their time"},
 		{"POST", base + "delayedDelivery", `{"active": true, "tickTime": 1000, "maxDeliveryDelayInMillis": 5000}`, 405, "maxDeliveryDelayInMillis"},
-		{"POST", base + "maxMessageSize", `0`, 204, ""},
-		{"POST", base + "maxMessageSize", `1024`, 405, "maxMessageSize"},
+		{"POST", base + "maxMessageSize", `1024`, 204, ""},
+		{"POST", base + "maxMessageSize", `104857600`, 412, "node's maxMessageSize"},
 		{"POST", base + "maxMessageSize", `x`, 400, "want an integer"},
-		{"POST", base + "schemaValidationEnforced", `true`, 405, "schemaValidationEnforced"},
+		{"POST", base + "schemaValidationEnforced", `maybe`, 400, "want true or false"},
 		{"POST", base + "persistence", `{"bookkeeperEnsemble": 2, "bookkeeperWriteQuorum": 2, "bookkeeperAckQuorum": 1, "managedLedgerMaxMarkDeleteRate": 0}`, 204, ""},
 		{"POST", base + "offloadPolicies", `{"managedLedgerOffloadDriver": "aws-s3"}`, 405, "offload does not apply"},
 		{"POST", nsBase + "subscribeRate", `{"subscribeThrottlingRatePerConsumer": 5, "ratePeriodInSecond": 30}`, 405, "subscribes"},
@@ -228,7 +230,7 @@ func TestPolicyPathsAsCode(t *testing.T) {
 	}
 	for url, want := range map[string]string{
 		base + "delayedDelivery":   "null",
-		base + "maxMessageSize":    "0",
+		base + "maxMessageSize":    "1024",
 		base + "persistence":       `{"bookkeeperEnsemble":2,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":1,"managedLedgerMaxMarkDeleteRate":0}`,
 		nsBase + "delayedDelivery": `{"tickTime":1000,"active":true,"maxDeliveryDelayInMillis":0}`,
 		nsBase + "subscribeRate":   "null",
@@ -326,4 +328,104 @@ func TestDefaultRetentionTrimsAcknowledged(t *testing.T) {
 	if f := firstOffset(t, ctx, c, "public/keepall/defret"); f != 0 {
 		t.Fatalf("namespace retention -1/-1: trimmed to %d", f)
 	}
+}
+
+// TestMaxMessageSizePolicy: a topic's maxMessageSize refuses a larger
+// SEND (SendError NotAllowedError: the Go client fails that send) and
+// lets smaller ones through; removed, the node's limit applies again.
+func TestMaxMessageSizePolicy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := startPolicyNode(t, testnode.Config{})
+	srv := admServer(t, c)
+	const name = "persistent://public/default/small-msgs"
+	cl := c.client()
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: name, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	url := srv.URL + "/admin/v2/persistent/public/default/small-msgs/maxMessageSize"
+	if code, body := httpDo(t, ctx, "POST", url, "1024"); code != 204 {
+		t.Fatalf("set maxMessageSize: %d %s", code, body)
+	}
+	big, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: name, DisableBatching: true, SendTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	if _, err := big.Send(ctx, &pulsar.ProducerMessage{Payload: make([]byte, 2000)}); err == nil {
+		t.Fatal("a 2000-byte message was accepted over a maxMessageSize of 1024")
+	}
+	small, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: name, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if _, err := small.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("fits")}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := cons.Receive(ctx); err != nil || string(m.Payload()) != "fits" {
+		t.Fatalf("received %v, %v; want only the message that fits", m, err)
+	}
+	if code, _ := httpDo(t, ctx, "DELETE", url, ""); code != 204 {
+		t.Fatalf("remove maxMessageSize: %d", code)
+	}
+	if _, err := small.Send(ctx, &pulsar.ProducerMessage{Payload: make([]byte, 2000)}); err != nil {
+		t.Fatalf("2000 bytes after the policy's removal: %v", err)
+	}
+	if m, err := cons.Receive(ctx); err != nil || len(m.Payload()) != 2000 {
+		t.Fatalf("received %v, %v; want the 2000-byte message", m, err)
+	}
+}
+
+// TestSchemaValidationEnforced: with schemaValidationEnforced on (the
+// namespace's, then the topic's), a producer without a schema is refused
+// with IncompatibleSchema on a topic that has a schema, and accepted on
+// one that has none; off again, it is accepted.
+func TestSchemaValidationEnforced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := startPolicyNode(t, testnode.Config{})
+	srv := admServer(t, c)
+	a := admClient(t, srv)
+	cl := c.client()
+	const typed = "persistent://public/default/typed"
+	js := pulsar.NewJSONSchema(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, nil)
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: typed, Schema: js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	ns, _ := utils.GetNamespaceName("public/default")
+	if err := a.Namespaces().SetSchemaValidationEnforced(*ns, true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: typed})
+	if err == nil || !strings.Contains(err.Error(), "IncompatibleSchema") {
+		t.Fatalf("schemaless producer on a topic with a schema, validation enforced: %v, want IncompatibleSchema", err)
+	}
+	p, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: typed, Schema: js})
+	if err != nil {
+		t.Fatalf("producer with the schema: %v", err)
+	}
+	p.Close()
+	p, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/untyped"})
+	if err != nil {
+		t.Fatalf("schemaless producer on a topic without a schema: %v", err)
+	}
+	p.Close()
+	// The topic's policy wins over the namespace's.
+	url := srv.URL + "/admin/v2/persistent/public/default/typed/schemaValidationEnforced"
+	if code, body := httpDo(t, ctx, "POST", url, "false"); code != 204 {
+		t.Fatalf("topic schemaValidationEnforced: %d %s", code, body)
+	}
+	if code, body := httpDo(t, ctx, "GET", url, ""); code != 200 || body != "false" {
+		t.Fatalf("GET topic schemaValidationEnforced: %d %s", code, body)
+	}
+	p, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: typed})
+	if err != nil {
+		t.Fatalf("schemaless producer, topic policy false: %v", err)
+	}
+	p.Close()
 }
