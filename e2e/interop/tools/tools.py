@@ -255,6 +255,9 @@ def main():
          check=lambda so: expect(js(so) == {"retentionTimeInMinutes": 10, "retentionSizeInMB": 1}, so))
     step("topicPolicies set-message-ttl", "admin", ["topicPolicies", "set-message-ttl", T, "-t", "60"])
     step("topicPolicies get-message-ttl", "admin", ["topicPolicies", "get-message-ttl", T], out=r"^60\s*$")
+    step("topics set-max-message-size", "admin", ["topics", "set-max-message-size", T, "-m", "1048576"])
+    step("topics get-max-message-size", "admin", ["topics", "get-max-message-size", T], out=r"^1048576\s*$")
+    step("topics remove-max-message-size", "admin", ["topics", "remove-max-message-size", T])
     step("topicPolicies set-backlog-quota", "admin",
          ["topicPolicies", "set-backlog-quota", T, "-l", "1M", "-p", "consumer_backlog_eviction"])
     step("topicPolicies get-backlog-quota", "admin", ["topicPolicies", "get-backlog-quota", T],
