@@ -71,6 +71,10 @@ func (b *Broker) DefaultAutoTopicCreation() AutoTopicCreation {
 	return a
 }
 
+// DefaultRetention is the node's retention of topics without a policy
+// (Config.DefaultRetention).
+func (b *Broker) DefaultRetention() RetentionPolicy { return b.cfg.DefaultRetention }
+
 // AutoTopicCreationOf is the auto topic creation that applies in
 // namespace ("tenant/ns"): its override, else the node's default. A
 // damaged override is reported, not applied.

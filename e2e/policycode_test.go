@@ -123,8 +123,15 @@ func TestAutoTopicCreationPolicy(t *testing.T) {
 // namespace allows it.
 func TestAutoTopicCreationNodeDefault(t *testing.T) {
 	c := startPolicyNode(t, testnode.Config{Gateway: gateway.Config{DisableTopicAutoCreation: true}})
-	a := admClient(t, admServer(t, c))
+	srv := admServer(t, c)
+	a := admClient(t, srv)
 	cl := c.client()
+	_, body := httpDo(t, context.Background(), "GET", srv.URL+"/admin/v2/brokers/configuration/runtime", "")
+	var rc map[string]string
+	if err := json.Unmarshal([]byte(body), &rc); err != nil || rc["allowAutoTopicCreation"] != "false" ||
+		rc["allowAutoTopicCreationType"] != "non-partitioned" || rc["defaultRetentionTimeInMinutes"] != "0" {
+		t.Fatalf("runtime configuration: %s, %v", body, err)
+	}
 	_, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/nope"})
 	if err == nil || !strings.Contains(err.Error(), "TopicNotFound") {
 		t.Fatalf("producer on a missing topic, node default off: %v, want TopicNotFound", err)
