@@ -307,6 +307,7 @@ func (a *admin) getNamespace(r *http.Request) (any, error) {
 			pol[field] = n // limits.go
 		}
 	}
+	policyFields(props, pol) // policycode.go
 	return pol, nil
 }
 

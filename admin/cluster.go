@@ -87,16 +87,20 @@ func (a *admin) listBrokers(r *http.Request) (any, error) {
 // by Pulsar's names. No setting is dynamic (GET …/configuration is []).
 func (a *admin) runtimeConfiguration(r *http.Request) (any, error) {
 	cfg := a.cfg
+	auto, ret := a.brk.DefaultAutoTopicCreation(), a.brk.DefaultRetention()
 	return map[string]string{
-		"clusterName":                adminClusterName,
-		"allowAutoTopicCreation":     strconv.FormatBool(!cfg.DisableTopicAutoCreation),
-		"allowAutoTopicCreationType": "non-partitioned",
-		"maxMessageSize":             strconv.Itoa(cfg.MaxMessageSize),
-		"topicLevelPoliciesEnabled":  "true",
-		"delayedDeliveryEnabled":     "true",
-		"brokerDeduplicationEnabled": "false",
-		"authenticationEnabled":      strconv.FormatBool(cfg.Auth != nil),
-		"authorizationEnabled":       strconv.FormatBool(cfg.Authorization),
+		"clusterName":                   adminClusterName,
+		"allowAutoTopicCreation":        strconv.FormatBool(auto.Allow),
+		"allowAutoTopicCreationType":    auto.Type,
+		"defaultNumPartitions":          strconv.Itoa(max(auto.DefaultNumPartitions, 1)),
+		"defaultRetentionTimeInMinutes": strconv.FormatInt(ret.TimeMinutes, 10),
+		"defaultRetentionSizeInMB":      strconv.FormatInt(ret.SizeMB, 10),
+		"maxMessageSize":                strconv.Itoa(cfg.MaxMessageSize),
+		"topicLevelPoliciesEnabled":     "true",
+		"delayedDeliveryEnabled":        "true",
+		"brokerDeduplicationEnabled":    "false",
+		"authenticationEnabled":         strconv.FormatBool(cfg.Auth != nil),
+		"authorizationEnabled":          strconv.FormatBool(cfg.Authorization),
 	}, nil
 }
 

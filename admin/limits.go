@@ -61,6 +61,9 @@ var limitPolicies = []limitPolicy{
 }
 
 func isLimitProperty(key string) bool {
+	if key == broker.MaxMessageSizeProperty { // policycode.go
+		return true
+	}
 	for _, p := range limitPolicies {
 		if p.prop == key {
 			return true

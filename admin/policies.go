@@ -87,8 +87,9 @@ func (a *admin) updateTopicProperty(r *http.Request, key string, update func(old
 //
 // GET answers the topic's (or namespace's) own policy, null when it has
 // none; a topic GET with ?applied=true answers the one that applies (the
-// topic's, else the namespace's, else lakegate's default: no retention
-// limit, no TTL, no quota). Changes take effect at the next policy check
+// topic's, else the namespace's, else the node's default: retention
+// policies.defaultRetentionTimeInMinutes/SizeInMB, Pulsar's 0/0 unless
+// configured; no TTL, no quota). Changes take effect at the next policy check
 // (Config.PolicyCheckInterval) and, for backlog quotas, at the next
 // producer.
 

@@ -27,6 +27,20 @@ type Config struct {
 	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
 	// Default false: unknown topics are created non-partitioned.
 	DisableTopicAutoCreation bool
+	// AutoTopicCreationType is the type of a topic auto-created:
+	// TopicTypeNonPartitioned (Pulsar's allowAutoTopicCreationType) or
+	// TopicTypePartitioned. Default "" : non-partitioned. A namespace's
+	// AutoTopicCreationOverride overrides all three (autocreate.go).
+	AutoTopicCreationType string
+	// DefaultNumPartitions is the partition count of a topic auto-created
+	// partitioned (Pulsar's defaultNumPartitions). Default 1.
+	DefaultNumPartitions int
+	// DefaultRetention applies to topics with no retention policy, theirs
+	// or their namespace's (Pulsar's defaultRetentionTimeInMinutes and
+	// defaultRetentionSizeInMB; -1: no limit). Default 0/0, Pulsar's: what
+	// every durable subscription acknowledged (and the table, when the
+	// stream is materialized, holds) is trimmed at the next policy check.
+	DefaultRetention RetentionPolicy
 	// TopicLimits are the node's defaults of the per-topic limits, which
 	// namespace and topic policies override (LimitsOf). Zero fields: no
 	// limit (the gateway's Config gives Pulsar's defaults).

@@ -24,11 +24,13 @@ package broker
 //     yet in the stream's table (when the stream is materialized: its
 //     compacted end), and while the retention policy keeps it: published
 //     within retentionTimeInMinutes, or among the newest retentionSizeInMB
-//     of the log (-1: without limit). A log is never trimmed when neither
-//     the topic nor its namespace has a retention policy: lakegate keeps
-//     streams (and tables) by default, unlike Pulsar's default of 0/0. The
-//     table keeps its rows: a trim removes the log's index entries and WAL
-//     objects, never table files. Trims stop at entry boundaries.
+//     of the log (-1: without limit). A topic whose namespace has no
+//     retention policy either has the node's default (Config.
+//     DefaultRetention), Pulsar's 0/0 unless configured: what every durable
+//     subscription acknowledged and the table (of a materialized stream)
+//     holds goes. The table keeps its rows: a trim removes the log's index
+//     entries and WAL objects, never table files. Trims stop at entry
+//     boundaries.
 //
 // A topic that no node has loaded (no client, no admin request since the
 // last restart) is not checked, as on a Pulsar broker. The compaction

@@ -61,14 +61,18 @@ type BacklogQuota struct {
 
 // TopicPolicies are the policies that apply to one topic.
 type TopicPolicies struct {
-	Retention  *RetentionPolicy
-	TTLSeconds int64 // 0: no TTL
-	Quotas     map[string]BacklogQuota
+	// Retention is the topic's, else its namespace's, else the node's
+	// default (RetentionDefault; never nil from PoliciesOf).
+	Retention        *RetentionPolicy
+	RetentionDefault bool
+	TTLSeconds       int64 // 0: no TTL
+	Quotas           map[string]BacklogQuota
 }
 
-// None reports whether no policy applies.
+// None reports whether no policy applies (a retention without limits
+// applies none).
 func (p TopicPolicies) None() bool {
-	return p.Retention == nil && p.TTLSeconds <= 0 && len(p.Quotas) == 0
+	return (p.Retention == nil || (p.Retention.TimeMinutes < 0 && p.Retention.SizeMB < 0)) && p.TTLSeconds <= 0 && len(p.Quotas) == 0
 }
 
 // ParseRetention reads a retention property value.
@@ -122,6 +126,10 @@ func (b *Broker) PoliciesOf(ctx context.Context, md lakestream.StreamMetadata) (
 	}
 	if err := errors.Join(errs...); err != nil {
 		return TopicPolicies{}, fmt.Errorf("gateway: policies of %s: %w", md.ID, err)
+	}
+	if p.Retention == nil {
+		r := b.cfg.DefaultRetention // the node's (Config)
+		p.Retention, p.RetentionDefault = &r, true
 	}
 	return p, nil
 }
@@ -199,6 +207,11 @@ func (b *Broker) LimitsOf(ctx context.Context, md lakestream.StreamMetadata) (To
 	count(MaxSubscriptionsProperty, &l.MaxSubscriptions)
 	count64(MaxUnackedPerConsumerProperty, &l.MaxUnackedPerConsumer)
 	count64(MaxUnackedPerSubProperty, &l.MaxUnackedPerSubscription)
+	if v, ok := md.Properties[MaxMessageSizeProperty]; ok { // a topic policy only
+		n, err := strconv.Atoi(v)
+		errs = append(errs, err)
+		l.MaxMessageSize = max(n, 0)
+	}
 	if v, ok := get(PublishRateProperty); ok {
 		var r PublishRateJSON
 		errs = append(errs, json.Unmarshal([]byte(v), &r))

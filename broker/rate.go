@@ -209,4 +209,8 @@ type TopicLimits struct {
 	// SubscriptionDispatchRate paces each subscription's dispatch
 	// (dispatchThrottlingRatePerSubscriptionInMsg, …InByte). Default off.
 	SubscriptionDispatchRate RateLimit
+	// MaxMessageSize refuses a SEND whose metadata and payload exceed it
+	// (a topic's maxMessageSize policy; policycode.go). Default 0: the
+	// node's MaxMessageSize only.
+	MaxMessageSize int
 }

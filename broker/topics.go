@@ -65,16 +65,24 @@ func (b *Broker) Resolve(ctx context.Context, name string, create bool) (PartRef
 	}
 	ref := PartRef{Name: tn, Stream: FullStreamID(tn), Partition: -1}
 	_, err = b.cfg.Catalog.LoadStream(ctx, ref.Stream)
-	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) && create && !b.cfg.DisableTopicAutoCreation {
-		_, err = b.cfg.Catalog.CreateStream(ctx, ref.Stream, lakestream.StreamConfig{}, lakestream.Partitioning{}, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, nil)
-		if errors.Is(err, lakestream.ErrAlreadyExists) {
-			err = nil
+	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) && create {
+		if err = b.autoCreate(ctx, tn, ref.Stream); err == nil {
+			// Created partitioned (autocreate.go): its name is refused as
+			// an existing partitioned topic's is.
+			return b.Resolve(ctx, name, false)
 		}
 	}
 	if err != nil {
 		return PartRef{}, err
 	}
 	return ref, nil
+}
+
+// isPartitionName reports whether a stream's local name has the form of
+// a partition's ("…-partition-N").
+func isPartitionName(local string) bool {
+	i := strings.LastIndex(local, PartitionSuffix)
+	return i > 0 && partitionIndex(local[i+len(PartitionSuffix):]) >= 0
 }
 
 // Partitions returns the partition count of a topic name's stream: 0 for a
@@ -101,9 +109,14 @@ func (b *Broker) Partitions(ctx context.Context, name string, create bool) (int,
 	if err == nil {
 		return md.Partitioning.NumPartitions, nil
 	}
-	if errors.Is(err, lakestream.ErrNoSuchStream) && create && !b.cfg.DisableTopicAutoCreation {
-		_, err := b.Resolve(ctx, name, true)
-		return 0, err
+	if errors.Is(err, lakestream.ErrNoSuchStream) && !errors.Is(err, lakestream.ErrStreamDeleted) && create {
+		// As its namespace's auto topic creation says (autocreate.go):
+		// partitioned, it answers its partition count.
+		if err := b.autoCreate(ctx, tn, FullStreamID(tn)); err != nil {
+			return 0, err
+		}
+		md, err := b.cfg.Catalog.LoadStream(ctx, FullStreamID(tn))
+		return md.Partitioning.NumPartitions, err
 	}
 	return 0, err
 }

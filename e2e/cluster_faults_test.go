@@ -399,7 +399,7 @@ func TestClusterSigtermHandover(t *testing.T) {
 // stores anything for the topic (its in-flight appends are refused by the
 // ownership guard), and its clients move to the new owner.
 func TestClusterSigstopPastLease(t *testing.T) {
-	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()))
+	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), keepAllFlags...)
 	ctx := ctxFor(t, 2*time.Minute)
 	const topic = "persistent://public/default/c-sigstop"
 	owner := c.nodeByURL(c.lookup(c.nodes[0], topic))

@@ -26,7 +26,7 @@ func TestClusterGCKeepsPreparedObjects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), "--engine-gc-interval", "300ms")
+	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), append(keepAllFlags, "--engine-gc-interval", "300ms")...)
 	ctx := ctxFor(t, 2*time.Minute)
 	cl := c.client(c.serviceURL())
 	const parts, perRound = 12, 600

@@ -49,6 +49,13 @@ const clusterSessionTTL = 2 * time.Second
 
 // startLGCluster starts n serve nodes on objects (a file:// or s3:// URL)
 // with flags added to each command line.
+// keepAllFlags turn the nodes' default retention (Pulsar's 0/0: what
+// every subscription acknowledged and the table holds is trimmed) off,
+// for tests that read back, from the earliest message, everything that
+// was ever acknowledged to a producer: they check durability, not
+// retention.
+var keepAllFlags = []string{"--policies-default-retention-time-in-minutes=-1", "--policies-default-retention-size-in-mb=-1"}
+
 func startLGCluster(t *testing.T, n int, objects string, flags ...string) *lgCluster {
 	t.Helper()
 	return startLGClusterOn(t, testservers.StartEtcdCluster(t, 1), n, objects, flags...)

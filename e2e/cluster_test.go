@@ -21,7 +21,7 @@ import (
 // scenario with a client per node: every row must have Apache Pulsar's
 // outcome.
 func TestClusterBehavesAsOne(t *testing.T) {
-	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()))
+	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), keepAllFlags...)
 	clients := []pulsar.Client{c.client(c.nodes[0].pulsarURL), c.client(c.nodes[1].pulsarURL), c.client(c.nodes[2].pulsarURL)}
 	adm, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: c.nodes[0].httpURL})
 	if err != nil {

@@ -179,7 +179,16 @@ func TestRetentionAndTTL(t *testing.T) {
 // TestRetentionKeepsWhatTheTableNeeds: on a materialized stream, retention
 // trims the log only below what compaction has put into the table; the
 // table keeps every row.
-func TestRetentionKeepsWhatTheTableNeeds(t *testing.T) {
+func TestRetentionKeepsWhatTheTableNeeds(t *testing.T) { retentionKeepsTable(t, true) }
+
+// TestDefaultRetentionKeepsWhatTheTableNeeds: the same under the node's
+// default retention (Pulsar's 0/0), no policy set: the table is a
+// consumer too.
+func TestDefaultRetentionKeepsWhatTheTableNeeds(t *testing.T) { retentionKeepsTable(t, false) }
+
+// retentionKeepsTable runs TestRetentionKeepsWhatTheTableNeeds, with a
+// topic retention policy of 0/0 or (explicit false) none.
+func retentionKeepsTable(t *testing.T, explicit bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var ncfg node.Config
@@ -201,8 +210,10 @@ func TestRetentionKeepsWhatTheTableNeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	if err := a.Topics().SetRetention(admTopic(t, name), utils.RetentionPolicies{RetentionTimeInMinutes: 0, RetentionSizeInMB: 0}); err != nil {
-		t.Fatal(err)
+	if explicit {
+		if err := a.Topics().SetRetention(admTopic(t, name), utils.RetentionPolicies{RetentionTimeInMinutes: 0, RetentionSizeInMB: 0}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	const n = 40
 	produceNumbered(t, ctx, prod, 0, n, 8)

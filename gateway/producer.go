@@ -124,6 +124,9 @@ func (s *session) handleProducer(c *pb.CommandProducer) {
 			s.sendError(req, err)
 			return
 		}
+	} else if err := s.srv.brk.CheckSchemaless(ctx, t.Stream()); err != nil { // schemaValidationEnforced
+		s.sendError(req, err)
+		return
 	}
 	name := c.GetProducerName()
 	if name == "" {
@@ -196,6 +199,11 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 	}
 	if p.np != nil {
 		s.sendNP(p, c, int32(records), f.Entry) // nonpersistent.go
+		return nil
+	}
+	if limit := p.t.Limits().MaxMessageSize; limit > 0 && len(f.Entry) > limit {
+		err := fmt.Errorf("%w: %d bytes, over the topic's maxMessageSize of %d", broker.ErrMessageTooLarge, len(f.Entry), limit)
+		s.send(protocol.SendError(c.GetProducerId(), c.GetSequenceId(), pb.ServerError_NotAllowedError, err.Error()))
 		return nil
 	}
 	select {

@@ -58,6 +58,13 @@ type Config struct {
 	// DisableTopicAutoCreation turns Pulsar's allowAutoTopicCreation off.
 	// Default false: unknown topics are created non-partitioned.
 	DisableTopicAutoCreation bool
+	// AutoTopicCreationType and DefaultNumPartitions: what an unknown
+	// topic is created as (broker.Config). Default non-partitioned.
+	AutoTopicCreationType string
+	DefaultNumPartitions  int
+	// DefaultRetention applies to topics without a retention policy
+	// (broker.Config). Default 0/0, Pulsar's.
+	DefaultRetention broker.RetentionPolicy
 	// ServerVersion is announced in CONNECTED. Default "lakegate".
 	ServerVersion string
 	// Logger. Default slog.Default().
@@ -314,6 +321,9 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		TopicLimits:              cfg.TopicLimits,
 		MaxMessageSize:           cfg.MaxMessageSize,
 		DisableTopicAutoCreation: cfg.DisableTopicAutoCreation,
+		AutoTopicCreationType:    cfg.AutoTopicCreationType,
+		DefaultNumPartitions:     cfg.DefaultNumPartitions,
+		DefaultRetention:         cfg.DefaultRetention,
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate/broker"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -136,7 +137,12 @@ type Config struct {
 	} `yaml:"metrics"`
 
 	Policies struct {
-		CheckInterval time.Duration `yaml:"checkInterval" default:"30s" doc:"How often the retention, message TTL and backlog quota policies of the topics this node serves are enforced (docs/policies.md); 0 turns the periodic enforcement off (a backlog quota still refuses producers)."`
+		CheckInterval                 time.Duration `yaml:"checkInterval" default:"30s" doc:"How often the retention, message TTL and backlog quota policies of the topics this node serves are enforced (docs/policies.md); 0 turns the periodic enforcement off (a backlog quota still refuses producers)."`
+		AllowAutoTopicCreation        bool          `yaml:"allowAutoTopicCreation" default:"true" doc:"Create a topic that does not exist when a producer, consumer or lookup names it (Pulsar's allowAutoTopicCreation); a namespace's autoTopicCreation policy overrides it. false: such clients get TopicNotFound."`
+		AllowAutoTopicCreationType    string        `yaml:"allowAutoTopicCreationType" default:"non-partitioned" doc:"What an auto-created topic is: non-partitioned or partitioned (Pulsar's allowAutoTopicCreationType)."`
+		DefaultNumPartitions          int           `yaml:"defaultNumPartitions" default:"1" doc:"Partitions of a topic auto-created partitioned (Pulsar's defaultNumPartitions), at least 1."`
+		DefaultRetentionTimeInMinutes int64         `yaml:"defaultRetentionTimeInMinutes" default:"0" nolimit:"true" doc:"Retention of topics with no retention policy, theirs or their namespace's (Pulsar's defaultRetentionTimeInMinutes): acknowledged messages are kept this long; -1 without a time limit. With defaultRetentionSizeInMB 0/0, Pulsar's default: what every durable subscription acknowledged, and the table holds (materialized streams), is trimmed at the next policy check (docs/policies.md, Retention); -1/-1 keeps everything."`
+		DefaultRetentionSizeInMB      int64         `yaml:"defaultRetentionSizeInMB" default:"0" nolimit:"true" doc:"Retention of topics with no retention policy (Pulsar's defaultRetentionSizeInMB): the newest this many MiB of acknowledged messages are kept; -1 without a size limit."`
 	} `yaml:"policies"`
 
 	Log struct {
@@ -220,6 +226,9 @@ type configField struct {
 	// items whose part after the first separator is; "" for none.
 	// `lakegate config check` prints such values masked (maskSecret).
 	secret string
+	// noLimit: the field's nolimit tag "true" lets an integer be -1 (no
+	// limit, as Pulsar's retention defaults); others must not be negative.
+	noLimit bool
 }
 
 func configFields(c *Config) []configField {
@@ -235,13 +244,14 @@ func configFields(c *Config) []configField {
 				continue
 			}
 			out = append(out, configField{
-				path:   strings.Join(p, "."),
-				env:    "LAKEGATE_" + strings.ToUpper(snake(strings.Join(p, "_"))),
-				flag:   strings.ReplaceAll(snake(strings.Join(p, "-")), "_", "-"),
-				def:    sf.Tag.Get("default"),
-				doc:    sf.Tag.Get("doc"),
-				value:  v.Field(i),
-				secret: sf.Tag.Get("secret"),
+				path:    strings.Join(p, "."),
+				env:     "LAKEGATE_" + strings.ToUpper(snake(strings.Join(p, "_"))),
+				flag:    strings.ReplaceAll(snake(strings.Join(p, "-")), "_", "-"),
+				def:     sf.Tag.Get("default"),
+				doc:     sf.Tag.Get("doc"),
+				value:   v.Field(i),
+				secret:  sf.Tag.Get("secret"),
+				noLimit: sf.Tag.Get("nolimit") == "true",
 			})
 		}
 	}
@@ -288,7 +298,10 @@ func (f configField) set(s, source string) error {
 		if err != nil {
 			return bad(err)
 		}
-		if n < 0 {
+		if n < 0 && (!f.noLimit || n != -1) {
+			if f.noLimit {
+				return bad(errors.New("must be -1 (no limit), 0 or more"))
+			}
 			return bad(errors.New("must not be negative"))
 		}
 		f.value.SetInt(n)
@@ -435,6 +448,12 @@ func (c *Config) validate() error {
 	}
 	if c.Engine.MaxInflightFlushes < 1 {
 		return errors.New("config engine.maxInflightFlushes: must be at least 1")
+	}
+	if t := c.Policies.AllowAutoTopicCreationType; t != broker.TopicTypeNonPartitioned && t != broker.TopicTypePartitioned {
+		return fmt.Errorf("config policies.allowAutoTopicCreationType: %q: want non-partitioned or partitioned", t)
+	}
+	if c.Policies.DefaultNumPartitions < 1 {
+		return errors.New("config policies.defaultNumPartitions: must be at least 1")
 	}
 	if err := c.validateEtcd(); err != nil {
 		return err

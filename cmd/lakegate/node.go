@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
 	"github.com/lakegate/lakegate/meta"
@@ -194,6 +195,10 @@ func gatewayConfig(c *Config, sec *security, ls *listeners) gateway.Config {
 		MetricsNamespaceLevelOnly: !c.Metrics.ExposeTopicLevelMetricsInPrometheus,
 		MetricsConsumerLevel:      c.Metrics.ExposeConsumerLevelMetricsInPrometheus}
 	gatewayLimits(c, &g)
+	g.DisableTopicAutoCreation = !c.Policies.AllowAutoTopicCreation
+	g.AutoTopicCreationType = c.Policies.AllowAutoTopicCreationType
+	g.DefaultNumPartitions = c.Policies.DefaultNumPartitions
+	g.DefaultRetention = broker.RetentionPolicy{TimeMinutes: c.Policies.DefaultRetentionTimeInMinutes, SizeMB: c.Policies.DefaultRetentionSizeInMB}
 	if sec.authn != nil {
 		g.Auth = sec.authn
 		g.Authorization = c.Auth.Authorization

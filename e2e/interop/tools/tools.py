@@ -182,6 +182,38 @@ def main():
          ["namespaces", "get-schema-compatibility-strategy", NS], out=r"^BACKWARD\s*$")
     step("namespaces set-deduplication", "admin", ["namespaces", "set-deduplication", NS, "--enable"])
     step("namespaces get-deduplication", "admin", ["namespaces", "get-deduplication", NS], out=r"^true\s*$")
+    # Policies as code (docs/policies.md): honoured, stored, or refused with the reason.
+    step("namespaces set-auto-topic-creation", "admin",
+         ["namespaces", "set-auto-topic-creation", NS, "--enable", "--type", "partitioned", "--num-partitions", "2"])
+    step("namespaces get-auto-topic-creation", "admin", ["namespaces", "get-auto-topic-creation", NS],
+         check=lambda so: expect(js(so) == {"allowAutoTopicCreation": True, "topicType": "partitioned", "defaultNumPartitions": 2}, so))
+    step("namespaces remove-auto-topic-creation", "admin", ["namespaces", "remove-auto-topic-creation", NS])
+    step("namespaces set-inactive-topic-policies", "admin",
+         ["namespaces", "set-inactive-topic-policies", NS, "-d", "-t", "3600", "-m", "delete_when_no_subscriptions"])
+    step("namespaces get-inactive-topic-policies", "admin", ["namespaces", "get-inactive-topic-policies", NS],
+         check=lambda so: expect(js(so)["maxInactiveDurationSeconds"] == 3600 and js(so)["deleteWhileInactive"] is False, so))
+    step("namespaces set-inactive-topic-policies deleting is refused", "admin",
+         ["namespaces", "set-inactive-topic-policies", NS, "-e", "-t", "3600", "-m", "delete_when_no_subscriptions"],
+         rc="nonzero", err=r"does not delete inactive topics")
+    step("namespaces set-subscription-expiration-time 0", "admin", ["namespaces", "set-subscription-expiration-time", NS, "-t", "0"])
+    step("namespaces set-subscription-expiration-time refused", "admin",
+         ["namespaces", "set-subscription-expiration-time", NS, "-t", "60"], rc="nonzero", err=r"does not expire subscriptions")
+    step("namespaces set-delayed-delivery", "admin", ["namespaces", "set-delayed-delivery", NS, "--enable", "--time", "1s"])
+    step("namespaces get-delayed-delivery", "admin", ["namespaces", "get-delayed-delivery", NS], out=r"active.*true")
+    step("namespaces set-delayed-delivery disabled is refused", "admin",
+         ["namespaces", "set-delayed-delivery", NS, "--disable"], rc="nonzero", err=r"delivers delayed messages at their time")
+    step("namespaces set-persistence", "admin", ["namespaces", "set-persistence", NS, "-e", "3", "-w", "2", "-a", "2", "-r", "0"])
+    step("namespaces get-persistence", "admin", ["namespaces", "get-persistence", NS],
+         check=lambda so: expect(js(so)["bookkeeperEnsemble"] == 3 and js(so)["bookkeeperAckQuorum"] == 2, so))
+    step("namespaces set-offload-threshold is refused", "admin",
+         ["namespaces", "set-offload-threshold", NS, "--size", "10M"], rc="nonzero", err=r"offload does not apply")
+    step("namespaces set-schema-validation-enforce", "admin", ["namespaces", "set-schema-validation-enforce", NS, "--enable"])
+    step("namespaces get-schema-validation-enforce", "admin", ["namespaces", "get-schema-validation-enforce", NS], out=r"^true\s*$")
+    step("namespaces policies as code", "admin", ["namespaces", "policies", NS],
+         check=lambda so: expect(js(so)["persistence"]["bookkeeperEnsemble"] == 3
+                                 and js(so)["schema_validation_enforced"] is True
+                                 and js(so)["inactive_topic_policies"]["maxInactiveDurationSeconds"] == 3600, so))
+    step("namespaces set-schema-validation-enforce off", "admin", ["namespaces", "set-schema-validation-enforce", NS, "--disable"])
 
     # --- topics, subscriptions, produce and consume ----------------------
     step("topics create", "admin", ["topics", "create", T])
@@ -223,6 +255,9 @@ def main():
          check=lambda so: expect(js(so) == {"retentionTimeInMinutes": 10, "retentionSizeInMB": 1}, so))
     step("topicPolicies set-message-ttl", "admin", ["topicPolicies", "set-message-ttl", T, "-t", "60"])
     step("topicPolicies get-message-ttl", "admin", ["topicPolicies", "get-message-ttl", T], out=r"^60\s*$")
+    step("topics set-max-message-size", "admin", ["topics", "set-max-message-size", T, "-m", "1048576"])
+    step("topics get-max-message-size", "admin", ["topics", "get-max-message-size", T], out=r"^1048576\s*$")
+    step("topics remove-max-message-size", "admin", ["topics", "remove-max-message-size", T])
     step("topicPolicies set-backlog-quota", "admin",
          ["topicPolicies", "set-backlog-quota", T, "-l", "1M", "-p", "consumer_backlog_eviction"])
     step("topicPolicies get-backlog-quota", "admin", ["topicPolicies", "get-backlog-quota", T],
