@@ -191,7 +191,8 @@ func (a *admin) routes() []route {
 		{"/admin/v2/non-persistent/", ruleAny, handler(npNotImplemented)},
 		{"/admin/", ruleAny, handler(notAnEndpoint)},
 	}
-	return append(rs, a.limitRoutes()...)
+	rs = append(rs, a.limitRoutes()...)
+	return append(rs, a.runbookRoutes()...)
 }
 
 // noDynamicConfiguration answers GET /admin/v2/brokers/configuration: no
