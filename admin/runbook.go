@@ -3,8 +3,9 @@ package admin
 // Admin REST: the rest of an operator's runbook (issue #27) — examine a
 // message by position, analyze a subscription's backlog, clear backlogs
 // and unsubscribe across a namespace, the leader broker and the broker
-// health check. Internal stats are in internalstats.go, the backlog
-// commands of one topic in backlog.go.
+// health check. Internal stats are in internalstats.go, subscription
+// properties in subprops.go, the backlog commands of one topic in
+// backlog.go.
 
 import (
 	"context"
@@ -36,6 +37,8 @@ func (a *admin) runbookRoutes() []route {
 		{"GET " + p + "/partitioned-internalStats", ruleLookup, handler(a.partitionedInternalStats)},
 		{"GET " + p + "/examinemessage", ruleConsume, a.owned(handler(a.examineMessage))},
 		{"POST " + p + "/subscription/{sub}/analyzeBacklog", ruleSubscription, a.owned(handler(a.analyzeBacklog))},
+		{"PUT " + p + "/subscription/{sub}/properties", ruleSubscription, handler(a.updateSubscriptionProperties)}, // subprops.go
+		{"GET " + p + "/subscription/{sub}/properties", ruleSubscription, handler(a.getSubscriptionProperties)},
 		{"POST " + nsp + "/clearBacklog", ruleTenant, handler(a.clearNamespaceBacklog)},
 		{"POST " + nsp + "/clearBacklog/{sub}", ruleTenant, handler(a.clearNamespaceBacklog)},
 		{"POST " + nsp + "/unsubscribe/{sub}", ruleTenant, handler(a.unsubscribeNamespace)},

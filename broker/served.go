@@ -130,6 +130,9 @@ type SubscriptionStats struct {
 	Type             string          `json:"type"`
 	IsDurable        bool            `json:"isDurable"`
 	Consumers        []ConsumerStats `json:"consumers"`
+	// SubscriptionProperties are the properties set with pulsar-admin
+	// topics update-subscription-properties (filled by the admin REST).
+	SubscriptionProperties map[string]string `json:"subscriptionProperties"`
 }
 
 // CompactionStats is Pulsar's CompactionStats, from the topic's compaction

@@ -260,6 +260,37 @@ func rbPartitioned(t *testing.T, ctx context.Context, a pulsaradmin.Client, cl p
 	if ps, err = a.Topics().GetPartitionedStats(topic, false); err != nil || len(ps.Partitions) != 0 || ps.Subscriptions["s"].MsgBacklog != 3 {
 		t.Fatalf("partitioned-stats without per-partition: %+v %v", ps, err)
 	}
+
+	// update-subscription-properties: every partition's subscription; get
+	// answers them; stats show them; an empty body clears them.
+	if code := admDo(t, "PUT", base+"rbp/subscription/s/properties", "application/json", `{"owner":"ops","tier":"1"}`, nil); code != http.StatusNoContent {
+		t.Fatalf("update-subscription-properties: %d", code)
+	}
+	var props map[string]string
+	if code := admDo(t, "GET", base+"rbp/subscription/s/properties", "", "", &props); code != http.StatusOK || len(props) != 2 || props["owner"] != "ops" {
+		t.Fatalf("get-subscription-properties: %d %v", code, props)
+	}
+	if ps, err = a.Topics().GetPartitionedStats(topic, true); err != nil || ps.Partitions[name+"-partition-0"].Subscriptions["s"].SubscriptionProperties["tier"] != "1" ||
+		ps.Subscriptions["s"].SubscriptionProperties["owner"] != "ops" {
+		t.Fatalf("subscriptionProperties in partitioned-stats: %+v %v", ps, err)
+	}
+	if code := admDo(t, "PUT", base+"rbp/subscription/nope/properties", "application/json", `{"a":"b"}`, nil); code != http.StatusNotFound {
+		t.Fatalf("update-subscription-properties of an unknown subscription: %d", code)
+	}
+	if code := admDo(t, "PUT", base+"rbp/subscription/s/properties", "application/json", `["a"]`, nil); code != http.StatusBadRequest {
+		t.Fatalf("update-subscription-properties with a list: %d", code)
+	}
+	if code := admDo(t, "PUT", base+"rbp/subscription/s/properties", "application/json", "", nil); code != http.StatusNoContent {
+		t.Fatalf("clear subscription properties: %d", code)
+	}
+	props = nil // (decoding into a map merges)
+	if code := admDo(t, "GET", base+"rbp-partition-1/subscription/s/properties", "", "", &props); code != http.StatusOK || len(props) != 0 {
+		t.Fatalf("subscription properties after clearing: %d %v", code, props)
+	}
+	var meta map[string]any
+	if code := admDo(t, "GET", base+"rbp/partitions", "", "", &meta); code != http.StatusOK || meta["properties"] != nil {
+		t.Fatalf("partitioned metadata shows lakegate's keys: %v", meta)
+	}
 }
 
 // rbNamespace: namespaces clear-backlog (one subscription, then every one)
