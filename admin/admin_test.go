@@ -221,7 +221,7 @@ func TestAdminTenantsAreImplicitOrRecorded(t *testing.T) {
 	if code := adminCall(t, h, "GET", "/admin/v2/tenants/acme", "", &e); code != 404 {
 		t.Fatalf("deleted tenant: %d", code)
 	}
-	if code := adminCall(t, h, "GET", "/admin/v2/brokers/health", "", &e); code != 404 || e.Reason == "" {
+	if code := adminCall(t, h, "GET", "/admin/v2/bookies/racks-info", "", &e); code != 404 || e.Reason == "" {
 		t.Fatalf("unknown endpoint: %d %q", code, e.Reason)
 	}
 }

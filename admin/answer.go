@@ -152,6 +152,7 @@ func adminStatus(err error) int {
 	case errors.Is(err, broker.ErrNotAllowed):
 		return http.StatusPreconditionFailed
 	case errors.Is(err, broker.ErrServiceNotReady),
+		errors.Is(err, broker.ErrUnhealthy),
 		errors.Is(err, actors.ErrPartitionClosed),
 		errors.Is(err, lakestream.ErrGuardLost):
 		return http.StatusServiceUnavailable

@@ -193,7 +193,8 @@ func (a *admin) routes() []route {
 		{"/admin/", ruleAny, handler(notAnEndpoint)},
 	}
 	rs = append(rs, a.limitRoutes()...)
-	return append(rs, a.codeRoutes()...) // policycode.go
+	rs = append(rs, a.codeRoutes()...) // policycode.go
+	return append(rs, a.runbookRoutes()...)
 }
 
 // noDynamicConfiguration answers GET /admin/v2/brokers/configuration: no

@@ -34,6 +34,7 @@ func (a *admin) topicStats(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	withSubProps(st, ref.md.Properties, ref.partition) // subprops.go
 	return st, nil
 }
 
@@ -95,6 +96,9 @@ func (a *admin) partitionedStats(r *http.Request) (any, error) {
 			sum.Consumers = append(sum.Consumers, ss.Consumers...)
 			if sum.Type == "" {
 				sum.Type = ss.Type
+			}
+			if sum.SubscriptionProperties == nil {
+				sum.SubscriptionProperties = ss.SubscriptionProperties
 			}
 			agg.Subscriptions[name] = sum
 		}

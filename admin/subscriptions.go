@@ -212,6 +212,7 @@ func (a *admin) deleteSubscription(r *http.Request) (any, error) {
 	if !found {
 		return nil, fmt.Errorf("%w: subscription %s not found on %s", errAdminNotFound, name, ref.name)
 	}
+	a.forgetSubProps(ctx, ref, name) // subprops.go
 	return nil, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -272,7 +273,9 @@ func (a *admin) getPartitions(r *http.Request) (any, error) {
 	if ref.partitioned() {
 		n = ref.md.Partitioning.NumPartitions
 	}
-	return partitionedMetadata{Partitions: n, Properties: ref.md.Properties}, nil
+	props := maps.Clone(ref.md.Properties)
+	maps.DeleteFunc(props, func(k, _ string) bool { return strings.HasPrefix(k, subPropsPrefix) })
+	return partitionedMetadata{Partitions: n, Properties: props}, nil
 }
 
 func (a *admin) deletePartitionedTopic(r *http.Request) (any, error) {

@@ -183,6 +183,9 @@ type SubscriptionStats struct {
 	DrainingHashesCount           int    `json:"drainingHashesCount"`
 	DrainingHashesClearedTotal    int64  `json:"drainingHashesClearedTotal"`
 	DrainingHashesUnackedMessages int64  `json:"drainingHashesUnackedMessages"`
+	// SubscriptionProperties are the properties set with pulsar-admin
+	// topics update-subscription-properties (filled by the admin REST).
+	SubscriptionProperties map[string]string `json:"subscriptionProperties"`
 }
 
 // CompactionStats is Pulsar's CompactionStats, from the topic's compaction

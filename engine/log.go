@@ -1048,3 +1048,48 @@ func (l *logHandle) SearchOffset(ctx context.Context, lo, hi int64, pred func(la
 	}
 	return hs[i].Offset, nil
 }
+
+var _ lakestream.LogLayout = (*logHandle)(nil)
+
+// Layout implements lakestream.LogLayout: the index keys' chunks from the
+// one holding from (a run of chunks listed as its chunks), then the chunks
+// applied and not folded yet (the commit log's), up to limit in all.
+func (l *logHandle) Layout(ctx context.Context, from int64, limit int) ([]lakestream.StoredChunk, error) {
+	if _, err := l.refresh(ctx); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	cs, err := l.chunksIn(ctx, from, prefixEnd(l.e.keys.idxPrefix(l.id)), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lakestream.StoredChunk, 0, min(limit, len(cs)+idxCacheChunks))
+	end := from
+	for _, c := range cs {
+		for _, one := range expand(c.Entry) {
+			if len(out) < limit && one.End() > from {
+				out = append(out, storedChunk(one, true))
+				end = one.End()
+			}
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range l.mu.tail {
+		if len(out) < limit && t.entry.End() > end {
+			out = append(out, storedChunk(t.entry, false))
+		}
+	}
+	return out, nil
+}
+
+func storedChunk(ie indexEntry, folded bool) lakestream.StoredChunk {
+	kind := "wal"
+	if ie.Kind == index.KindParquet {
+		kind = "parquet"
+	}
+	return lakestream.StoredChunk{Kind: kind, First: ie.First, End: ie.End(), Entries: ie.Entries,
+		PayloadBytes: ie.PayloadBytes, Object: ie.Object, MinPublishMs: ie.MinPublishMs, MaxPublishMs: ie.MaxPublishMs, Folded: folded}
+}

@@ -358,3 +358,36 @@ type CursorAcker interface {
 	// PersistState writes the state now (no-op for ephemeral cursors).
 	PersistState(ctx context.Context) error
 }
+
+// StoredChunk is one stored piece of a log: a WAL chunk (a range of a WAL
+// object) or a table file (Parquet), as the log's index lists it.
+type StoredChunk struct {
+	// Kind is "wal" or "parquet".
+	Kind string
+	// First is the offset of the chunk's first record; End is just past its
+	// last (half-open [First, End)).
+	First, End int64
+	// Entries is the number of entries (Pulsar SENDs) in the chunk.
+	Entries int64
+	// PayloadBytes is the payload bytes of its entries.
+	PayloadBytes int64
+	// Object is the key of the object holding it in the object store.
+	Object string
+	// MinPublishMs and MaxPublishMs bound the publish times of its entries
+	// (Unix ms).
+	MinPublishMs, MaxPublishMs int64
+	// Folded reports that the chunk is in the log's index keys; a chunk
+	// not folded yet is committed in the commit log only
+	// (docs/index-format.md, "The commit log").
+	Folded bool
+}
+
+// LogLayout is implemented by logs that can list where their records are
+// stored (the admin's internal stats read it; a log without it answers no
+// layout).
+type LogLayout interface {
+	// Layout returns up to limit chunks of the log in offset order, from
+	// the one holding offset from (or the first after it). It reads the
+	// index; it changes nothing. The slice is the caller's.
+	Layout(ctx context.Context, from int64, limit int) ([]StoredChunk, error)
+}
