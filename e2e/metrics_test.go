@@ -287,3 +287,52 @@ func TestMetricsSubscriptionSeriesCap(t *testing.T) {
 		t.Errorf("consumers = %v, want 3 (counted past the cap)", v)
 	}
 }
+
+// TestMetricsPulsarSeriesCaps: with MetricsTopicsMax 2 and three topics,
+// the Pulsar topic families cover the first two by name and one topic is
+// reported dropped (pulsar_topics_count still counts three); with
+// MetricsSubscriptionsMax 2 and three subscriptions on the first topic,
+// two pulsar_subscription_* series are exported and one is dropped.
+func TestMetricsPulsarSeriesCaps(t *testing.T) {
+	c := startNode(t, testnode.Config{Gateway: gateway.Config{MetricsTopicsMax: 2, MetricsSubscriptionsMax: 2}, HTTP: true})
+	cl := c.client()
+	for _, topic := range []string{"cap-c", "cap-a", "cap-b"} {
+		subs := []string{"s"}
+		if topic == "cap-a" {
+			subs = []string{"z", "x", "y"}
+		}
+		for _, sub := range subs {
+			cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: "persistent://public/default/" + topic, SubscriptionName: sub})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+		}
+	}
+	fams := scrape(t, c.tn.HTTP.URL+"/metrics")
+	labels := func(family, label string) string {
+		var vs []string
+		for _, m := range fams[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					vs = append(vs, strings.TrimPrefix(l.GetValue(), "persistent://public/default/"))
+				}
+			}
+		}
+		return strings.Join(vs, ",")
+	}
+	if got := labels("pulsar_rate_in", "topic"); got != "cap-a,cap-b" {
+		t.Errorf("pulsar_rate_in topics %q, want cap-a,cap-b", got)
+	}
+	if got := labels("pulsar_subscription_back_log", "subscription"); got != "x,y" {
+		t.Errorf("pulsar_subscription_back_log subscriptions %q, want x,y (cap-a's first two; cap-b's dropped too)", got)
+	}
+	for level, want := range map[string]float64{"topic": 1, "subscription": 2} {
+		if v, _ := familyValue(fams["lakegate_metrics_series_dropped"], map[string]string{"level": level}); v != want {
+			t.Errorf("lakegate_metrics_series_dropped{level=%q} = %v, want %v", level, v, want)
+		}
+	}
+	if v, _ := familyValue(fams["pulsar_topics_count"], nil); v != 3 {
+		t.Errorf("pulsar_topics_count = %v, want 3 (not capped)", v)
+	}
+}
