@@ -41,6 +41,12 @@ type Config struct {
 	// every durable subscription acknowledged (and the table, when the
 	// stream is materialized, holds) is trimmed at the next policy check.
 	DefaultRetention RetentionPolicy
+	// RetentionMinAge: retention never trims an entry published less than
+	// this long ago, whatever the policy (a Pulsar ledger lives at least
+	// managedLedgerMinLedgerRolloverTimeMinutes, 10, before it rolls over
+	// and can be deleted, so what was just acknowledged can still be
+	// replayed with reset-cursor). Default 0: trimmed at the next check.
+	RetentionMinAge time.Duration
 	// TopicLimits are the node's defaults of the per-topic limits, which
 	// namespace and topic policies override (LimitsOf). Zero fields: no
 	// limit (the gateway's Config gives Pulsar's defaults).

@@ -404,6 +404,14 @@ func (b *Broker) retain(ctx context.Context, t PolicyTopic, md lakestream.Stream
 		}
 		cut = max(cut, c)
 	}
+	// Never younger than the minimum age (Config.RetentionMinAge).
+	if age := b.cfg.RetentionMinAge; age > 0 && cut > v.first {
+		c, err := log.FindOffsetByTime(ctx, time.Now().Add(-age))
+		if err != nil {
+			return err
+		}
+		cut = min(cut, c)
+	}
 	// What must stay (lakestream.TrimFloor): every durable subscription's
 	// persisted position, a compacted topic's next key compaction and
 	// what the table has not taken yet.

@@ -595,6 +595,23 @@ func (t *Topic[P, C]) Subscription(ctx context.Context, c *pb.CommandSubscribe, 
 		err      error
 	)
 	latest := c.GetInitialPosition() == pb.CommandSubscribe_Latest
+	// A readCompacted subscription from the earliest (a durable one's
+	// initial position, a reader's start id) reads the compacted view
+	// from its start (compactedFrom), even where retention trimmed the log
+	// below the horizon, as from Pulsar's compacted ledger.
+	var compactedFrom int64 = -1
+	earliest := !latest
+	if !durable {
+		m := c.GetStartMessageId()
+		earliest = m == nil && !latest || m != nil && protocol.MessageIDFromPB(m).IsEarliest()
+	}
+	if c.GetReadCompacted() && earliest {
+		if _, horizon, ok, err := t.compaction.View().Current(ctx); err != nil {
+			return nil, err
+		} else if ok && horizon > 0 {
+			compactedFrom = 0
+		}
+	}
 	if durable {
 		initial := int64(-1)
 		if latest {
@@ -607,6 +624,9 @@ func (t *Topic[P, C]) Subscription(ctx context.Context, c *pb.CommandSubscribe, 
 				return nil, err
 			}
 			initial = first - 1
+			if compactedFrom >= 0 {
+				initial = compactedFrom - 1
+			}
 		}
 		if cursor, err = t.log.OpenCursor(ctx, name, initial); err != nil {
 			return nil, err
@@ -616,6 +636,9 @@ func (t *Topic[P, C]) Subscription(ctx context.Context, c *pb.CommandSubscribe, 
 		start, err := t.readerStart(ctx, c.GetStartMessageId(), latest)
 		if err != nil {
 			return nil, err
+		}
+		if compactedFrom >= 0 {
+			start = compactedFrom
 		}
 		if cursor, err = t.log.OpenEphemeralCursor(ctx, name, start); err != nil {
 			return nil, err

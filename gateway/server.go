@@ -65,6 +65,9 @@ type Config struct {
 	// DefaultRetention applies to topics without a retention policy
 	// (broker.Config). Default 0/0, Pulsar's.
 	DefaultRetention broker.RetentionPolicy
+	// RetentionMinAge: no retention trim removes an entry younger than
+	// this (broker.Config). Default 0.
+	RetentionMinAge time.Duration
 	// ServerVersion is announced in CONNECTED. Default "lakegate".
 	ServerVersion string
 	// Logger. Default slog.Default().
@@ -324,6 +327,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		AutoTopicCreationType:    cfg.AutoTopicCreationType,
 		DefaultNumPartitions:     cfg.DefaultNumPartitions,
 		DefaultRetention:         cfg.DefaultRetention,
+		RetentionMinAge:          cfg.RetentionMinAge,
 	})
 	if err != nil {
 		return nil, err

@@ -198,6 +198,7 @@ func gatewayConfig(c *Config, sec *security, ls *listeners) gateway.Config {
 	g.DisableTopicAutoCreation = !c.Policies.AllowAutoTopicCreation
 	g.AutoTopicCreationType = c.Policies.AllowAutoTopicCreationType
 	g.DefaultNumPartitions = c.Policies.DefaultNumPartitions
+	g.RetentionMinAge = c.Policies.RetentionMinAge
 	g.DefaultRetention = broker.RetentionPolicy{TimeMinutes: c.Policies.DefaultRetentionTimeInMinutes, SizeMB: c.Policies.DefaultRetentionSizeInMB}
 	if sec.authn != nil {
 		g.Auth = sec.authn
