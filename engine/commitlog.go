@@ -73,6 +73,12 @@ type commitLog struct {
 		// not delivered yet (bounded by maxOwnAhead: a stalled watch stops
 		// the appends it would stop without applyOwn).
 		ahead int
+		// touched is, per log, the revision of the newest held record
+		// naming it (dropped with the record: the fold wrote it into the
+		// log's keys); resynced the revision of the last resync, which
+		// may have missed records. LogRevision answers from both.
+		touched  map[lakestream.LogID]int64
+		resynced int64
 	}
 	started chan struct{}
 	kick    chan struct{} // asks the fold loop for a fold now
@@ -96,6 +102,7 @@ func newCommitLog(e *Engine) *commitLog {
 	c := &commitLog{e: e, started: make(chan struct{}), kick: make(chan struct{}, 1), foldHeads: map[lakestream.LogID]cachedHead{}}
 	c.mu.byKey = map[string]*heldRecord{}
 	c.mu.pending = map[string]*pendingRecord{}
+	c.mu.touched = map[lakestream.LogID]int64{}
 	return c
 }
 
@@ -155,6 +162,8 @@ func (c *commitLog) resyncRead(ctx context.Context) (int64, error) {
 	c.mu.lastRec = 0
 	c.mu.ahead = 0
 	c.mu.epoch++
+	c.mu.resynced = rev
+	clear(c.mu.touched)
 	c.wakeLocked()
 	c.mu.Unlock()
 	return rev, nil
@@ -288,6 +297,23 @@ func (c *commitLog) holdLocked(hr *heldRecord) {
 	}
 	c.mu.held = slices.Insert(c.mu.held, i, hr)
 	c.mu.byKey[hr.key] = hr
+	for _, ch := range hr.rec.Chunks {
+		c.touchLocked(lakestream.LogID(ch.Log), hr.rev)
+	}
+	for _, op := range hr.rec.Controls {
+		c.touchLocked(lakestream.LogID(op.Log), hr.rev)
+	}
+}
+
+func (c *commitLog) touchLocked(id lakestream.LogID, rev int64) {
+	c.mu.touched[id] = max(c.mu.touched[id], rev)
+}
+
+// logRevision is Engine.LogRevision.
+func (c *commitLog) logRevision(id lakestream.LogID) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(c.mu.touched[id], c.mu.resynced)
 }
 
 // lastRecord returns lastRec (see commitLog.mu).
@@ -345,6 +371,19 @@ func (c *commitLog) dropLocked(key string) {
 		if l := c.e.openLog(lakestream.LogID(ch.Log)); l != nil {
 			l.dropTail(hr.rev)
 		}
+		c.untouchLocked(lakestream.LogID(ch.Log), hr.rev)
+	}
+	for _, op := range hr.rec.Controls {
+		c.untouchLocked(lakestream.LogID(op.Log), hr.rev)
+	}
+}
+
+// untouchLocked forgets log id's revision when rev, folded, was its
+// newest: the map holds only logs with held records. LogRevision then
+// answers an older revision, which its callers read as a change (safe).
+func (c *commitLog) untouchLocked(id lakestream.LogID, rev int64) {
+	if c.mu.touched[id] <= rev {
+		delete(c.mu.touched, id)
 	}
 }
 

@@ -40,7 +40,14 @@ type jobRunner struct{ t *Tables }
 func (r jobRunner) MaterializeLog(ctx context.Context, j lakestream.MaterializationJob) (lakestream.MaterializationResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
 	tg.Writers = lakehouse.SchemaHistory(j.Properties)
-	st, err := r.t.Materialize(ctx, j.Log, tg)
+	var st engine.CompactStats
+	err := errNothingNew
+	if rev, skip := r.t.unchanged(j.Log); !skip {
+		st, err = r.t.Materialize(ctx, j.Log, tg)
+		if errors.Is(err, errCaughtUp) {
+			r.t.markCaughtUp(j.Log, rev)
+		}
+	}
 	idle := err == nil || errors.Is(err, engine.ErrNothingToCompact)
 	if idle && r.t.binpackDue(j.Log) {
 		rs, rerr := r.t.Binpack(ctx, j.Log, tg)

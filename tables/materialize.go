@@ -144,6 +144,7 @@ type claimFile struct {
 // engine's ObserveMaterialization (docs/metrics.md).
 func (t *Tables) Materialize(ctx context.Context, id lakestream.LogID, target Target) (engine.CompactStats, error) {
 	start := time.Now()
+	t.materializeCalls.Add(1)
 	st, err := t.materialize(ctx, id, target)
 	t.e.ObserveMaterialization(id, st, time.Since(start), err)
 	return st, err
@@ -262,6 +263,9 @@ func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEn
 	chunks, err := t.e.Chunks(ctx, id, max(first, tableEnd), maxChunks)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(chunks) == 0 {
+		return nil, nil, errCaughtUp
 	}
 	cutoffMs := t.opts.Now().Add(-t.opts.CompactAge).UnixMilli()
 	var old []engine.Chunk

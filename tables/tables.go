@@ -3,6 +3,7 @@ package tables
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakegate/lakegate/engine"
@@ -156,6 +157,15 @@ type Tables struct {
 		sync.Mutex
 		m map[lakestream.LogID]time.Time
 	}
+	// caughtUp is, per log, the revision (LogRevision) at which the
+	// table last held the whole log, and when: the worker's periodic
+	// calls skip the log until the revision changes (caughtup.go).
+	caughtUp struct {
+		sync.Mutex
+		m map[lakestream.LogID]caughtUpAt
+	}
+	// materializeCalls counts Materialize calls (tests).
+	materializeCalls atomic.Int64
 }
 
 // New returns the table layer over e. e must have been built with
