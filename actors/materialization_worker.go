@@ -260,40 +260,34 @@ func ScanMaterializationJobs(ctx context.Context, cat lakestream.StreamCatalog) 
 		return nil, err
 	}
 	var jobs []lakestream.MaterializationJob
+	formats := map[string][2]bool{} // TableFormats by catalog names, once per scan
 	for _, ns := range nss {
-		ids, err := cat.ListStreams(ctx, ns)
+		mds, pols, err := streamPolicies(ctx, cat, ns)
 		if errors.Is(err, lakestream.ErrNoSuchNamespace) {
 			continue // dropped meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range ids {
-			md, err := cat.LoadStream(ctx, id)
-			if errors.Is(err, lakestream.ErrNoSuchStream) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
+		for i, md := range mds {
+			p := pols[i]
 			if md.State != lakestream.StreamActive && md.State != lakestream.StreamSealed {
 				continue
-			}
-			p, err := cat.ResolveMaterialization(ctx, id)
-			if errors.Is(err, lakestream.ErrNoSuchStream) {
-				continue
-			}
-			if err != nil {
-				return nil, err
 			}
 			if p.Enabled == nil || !*p.Enabled {
 				continue
 			}
-			useDelta, useIceberg, err := TableFormats(ctx, cat, p.Catalogs)
-			if err != nil {
-				return nil, fmt.Errorf("stream %s: %w", id, err)
+			key := strings.Join(p.Catalogs, "\x00")
+			f, ok := formats[key]
+			if !ok {
+				useDelta, useIceberg, err := TableFormats(ctx, cat, p.Catalogs)
+				if err != nil {
+					return nil, fmt.Errorf("stream %s: %w", md.ID, err)
+				}
+				f = [2]bool{useDelta, useIceberg}
+				formats[key] = f
 			}
-			if !useDelta && !useIceberg {
+			if !f[0] && !f[1] {
 				continue
 			}
 			var retMs, retBytes int64
@@ -308,12 +302,51 @@ func ScanMaterializationJobs(ctx context.Context, cat lakestream.StreamCatalog) 
 				if md.Partitioning.NumPartitions > 0 {
 					part = i
 				}
-				jobs = append(jobs, lakestream.MaterializationJob{Stream: id, Partition: part, Log: log, Logs: md.LogIDs, Delta: useDelta, Iceberg: useIceberg,
+				jobs = append(jobs, lakestream.MaterializationJob{Stream: md.ID, Partition: part, Log: log, Logs: md.LogIDs, Delta: f[0], Iceberg: f[1],
 					Schema: md.Schema, Properties: md.Properties, RetentionMs: retMs, RetentionBytes: retBytes})
 			}
 		}
 	}
 	return jobs, nil
+}
+
+// streamPolicyLister is a catalog that lists a namespace's streams with
+// their resolved policies in one read (engine/catalog.Catalog).
+type streamPolicyLister interface {
+	ListStreamPolicies(ctx context.Context, namespace string) ([]lakestream.StreamMetadata, []lakestream.TableMaterializationPolicy, error)
+}
+
+// streamPolicies returns the streams of namespace ns and their resolved
+// materialization policies: in one read when the catalog can, else stream
+// by stream (streams dropped meanwhile left out).
+func streamPolicies(ctx context.Context, cat lakestream.StreamCatalog, ns string) ([]lakestream.StreamMetadata, []lakestream.TableMaterializationPolicy, error) {
+	if l, ok := cat.(streamPolicyLister); ok {
+		return l.ListStreamPolicies(ctx, ns)
+	}
+	ids, err := cat.ListStreams(ctx, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	var mds []lakestream.StreamMetadata
+	var pols []lakestream.TableMaterializationPolicy
+	for _, id := range ids {
+		md, err := cat.LoadStream(ctx, id)
+		if errors.Is(err, lakestream.ErrNoSuchStream) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := cat.ResolveMaterialization(ctx, id)
+		if errors.Is(err, lakestream.ErrNoSuchStream) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		mds, pols = append(mds, md), append(pols, p)
+	}
+	return mds, pols, nil
 }
 
 // TableFormats resolves a policy's catalog names to the formats to commit:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -939,4 +940,56 @@ func TestRecordCacheBounds(t *testing.T) {
 	if rc.bytes != 10 || rc.get("k", 1) != nil || rc.get("k", 2) != r {
 		t.Fatalf("re-put: %d bytes, entries %v", rc.bytes, rc.m)
 	}
+}
+
+// testListStreamPoliciesMatchesResolve: the one-read listing answers,
+// stream by stream, what LoadStream and ResolveMaterialization answer —
+// a stream's own policy, its namespace's, the default — after each change.
+func testListStreamPoliciesMatchesResolve(t *testing.T, mk storeFactory) {
+	ctx := context.Background()
+	c := newFixture(t, mk).cat
+	mustNS(t, c, "t/ns")
+	for _, name := range []string{"t/ns/b", "t/ns/a", "t/ns/c"} {
+		mustStream(t, c, name, 0)
+	}
+	check := func(what string) {
+		t.Helper()
+		mds, pols, err := c.ListStreamPolicies(ctx, "t/ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mds) != 3 || len(pols) != 3 {
+			t.Fatalf("%s: %d streams, %d policies", what, len(mds), len(pols))
+		}
+		for i, md := range mds {
+			if want := []string{"a", "b", "c"}[i]; md.ID.Name != want {
+				t.Fatalf("%s: stream %d is %s, want %s", what, i, md.ID, want)
+			}
+			one, err := c.LoadStream(ctx, md.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.ResolveMaterialization(ctx, md.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(md, one) || !reflect.DeepEqual(pols[i], p) {
+				t.Fatalf("%s: %s listed %+v %+v, loaded %+v %+v", what, md.ID, md, pols[i], one, p)
+			}
+		}
+	}
+	check("no policies")
+	if err := c.SetDefaultMaterialization(ctx, &lakestream.TableMaterializationPolicy{Enabled: ptrTo(true), Compression: ptrTo("zstd")}); err != nil {
+		t.Fatal(err)
+	}
+	check("a default")
+	if err := c.SetNamespaceMaterialization(ctx, "t/ns", &lakestream.TableMaterializationPolicy{Catalogs: []string{"lake"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetStreamMaterialization(ctx, lakestream.MustParseStreamID("t/ns/b"), &lakestream.TableMaterializationPolicy{Enabled: ptrTo(false)}); err != nil {
+		t.Fatal(err)
+	}
+	check("namespace and stream policies")
+	_, _, err := c.ListStreamPolicies(ctx, "t/none")
+	wantErr(t, err, lakestream.ErrNoSuchNamespace)
 }

@@ -520,3 +520,46 @@ func (c *Catalog) DropStream(ctx context.Context, id lakestream.StreamIdentifier
 	}
 	return nil
 }
+
+// ListStreamPolicies returns every stream of a namespace, sorted by name,
+// with its resolved materialization policy (ResolveMaterialization's), read
+// with one range of the namespace's stream records, its namespace record
+// and the cluster default — instead of three reads per stream: what the
+// materialization worker's periodic scan (actors.ScanMaterializationJobs)
+// costs an idle node with many topics (ErrNoSuchNamespace).
+func (c *Catalog) ListStreamPolicies(ctx context.Context, namespace string) ([]lakestream.StreamMetadata, []lakestream.TableMaterializationPolicy, error) {
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
+	if err := validateNamespace(namespace); err != nil {
+		return nil, nil, err
+	}
+	const op = "list stream policies"
+	ns, _, err := c.loadNamespace(ctx, op, namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	def, err := c.DefaultMaterialization(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	nsPolicy := fromPolicyRecord(ns.Materialization)
+	kvs, err := c.rangePrefix(ctx, op, c.keys.streamPrefix(namespace))
+	if err != nil {
+		return nil, nil, err
+	}
+	mds := make([]lakestream.StreamMetadata, 0, len(kvs))
+	pols := make([]lakestream.TableMaterializationPolicy, 0, len(kvs))
+	for _, kv := range kvs {
+		r := c.decoded.get(kv.Key, kv.ModRevision)
+		if r == nil {
+			if r, err = decodeStream(kv.Key, kv.Value); err != nil {
+				return nil, nil, err
+			}
+			c.decoded.put(kv.Key, kv.ModRevision, r, len(kv.Value))
+		}
+		mds = append(mds, r.toMetadata())
+		pols = append(pols, resolvePolicy(def, nsPolicy, fromPolicyRecord(r.Materialization)))
+	}
+	return mds, pols, nil
+}

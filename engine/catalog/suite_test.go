@@ -33,6 +33,7 @@ var suite = []struct {
 	{"KeyLayoutAndRecords", testKeyLayoutAndRecords},
 	{"RejectsUnknownRecordVersion", testRejectsUnknownRecordVersion},
 	{"ResolveMaterializationThroughStore", testResolveMaterializationThroughStore},
+	{"ListStreamPoliciesMatchesResolve", testListStreamPoliciesMatchesResolve},
 	{"WriterReaderRoundTrip", testWriterReaderRoundTrip},
 	{"StreamHandleIsASnapshot", testStreamHandleIsASnapshot},
 	{"Table", testTable},
