@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -96,21 +95,30 @@ func (s *MaterializationSchedule) Start(now time.Time) []lakestream.Materializat
 	if free <= 0 {
 		return nil
 	}
-	var due []*scheduledJob
-	for _, sj := range s.jobs {
-		if !sj.running && !sj.removed && !sj.dueAt.After(now) {
-			due = append(due, sj)
-		}
-	}
-	// Oldest due first; ties by log id, so the order is deterministic.
-	slices.SortFunc(due, func(a, b *scheduledJob) int {
+	// The free oldest due, ties by log id (a deterministic order): a
+	// selection of at most free jobs, without sorting every due one.
+	before := func(a, b *scheduledJob) bool {
 		if c := a.dueAt.Compare(b.dueAt); c != 0 {
-			return c
+			return c < 0
 		}
-		return cmp.Compare(a.job.Log, b.job.Log)
-	})
-	if len(due) > free {
-		due = due[:free]
+		return a.job.Log < b.job.Log
+	}
+	due := make([]*scheduledJob, 0, free)
+	for _, sj := range s.jobs {
+		if sj.running || sj.removed || sj.dueAt.After(now) {
+			continue
+		}
+		if len(due) == free && !before(sj, due[free-1]) {
+			continue
+		}
+		if len(due) == free {
+			due = due[:free-1]
+		}
+		i := len(due)
+		for i > 0 && before(sj, due[i-1]) {
+			i--
+		}
+		due = slices.Insert(due, i, sj)
 	}
 	out := make([]lakestream.MaterializationJob, len(due))
 	for i, sj := range due {
