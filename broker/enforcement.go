@@ -329,6 +329,13 @@ func (b *Broker) EnforcePolicies(ctx context.Context, t PolicyTopic, hooks Polic
 	if pol.None() {
 		return nil
 	}
+	v, err := viewOf(ctx, t.Log())
+	if err != nil {
+		return err
+	}
+	if v.next <= v.first {
+		return nil // an empty log: nothing to expire, evict or trim
+	}
 	subs, err := subscriptionPositions(ctx, t)
 	if err != nil {
 		return err
@@ -347,10 +354,6 @@ func (b *Broker) EnforcePolicies(ctx context.Context, t PolicyTopic, hooks Polic
 				hooks.action("ttl_expiry")
 			}
 		}
-	}
-	v, err := viewOf(ctx, t.Log())
-	if err != nil {
-		return err
 	}
 	if len(pol.Quotas) > 0 {
 		states, err := quotasExceeded(ctx, t.Log(), pol.Quotas, v, subs)
