@@ -7,6 +7,7 @@ package admin
 // tenant may both succeed.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,10 @@ type admin struct {
 	mux  *http.ServeMux // fanned-out partition requests re-enter here
 }
 
-// readBody reads the (bounded) body; empty bodies return nil.
+// readBody reads the (bounded) body; empty bodies return nil. It puts the
+// body back (r.Body reads it again from the start), so a handler that reads
+// it and then fans the request out to partitions (fanOut) or forwards it to
+// the owner sends the body whole, not an empty one.
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -50,6 +54,7 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %v", errAdminBadRequest, err)
 	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
 	if len(strings.TrimSpace(string(b))) == 0 || strings.TrimSpace(string(b)) == "null" {
 		return nil, nil
 	}

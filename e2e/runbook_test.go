@@ -387,3 +387,57 @@ func rbBrokers(t *testing.T, a pulsaradmin.Client) {
 		t.Fatalf("tenants after healthcheck (the heartbeat log is hidden): %v %v", tenants, err)
 	}
 }
+
+// TestAdminPartitionedBodiesFannedOut: the commands on a partitioned
+// topic's name whose body says where to go — create-subscription at
+// earliest, reset-cursor to latest or to a partition's message id,
+// expire-messages up to a partition's message id — reach every partition
+// (or the one the id names) with their body, as pulsar-admin sends them.
+func TestAdminPartitionedBodiesFannedOut(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := startCluster(t)
+	srv := admServer(t, c)
+	a := admClient(t, srv)
+	base := srv.URL + "/admin/v2/persistent/public/default/"
+	const name = "persistent://public/default/rbb"
+	topic := admTopic(t, name)
+	if err := a.Topics().Create(topic, 2); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.client()
+	ids0 := rbProduce(t, ctx, cl, name+"-partition-0", "a0", "a1")
+	ids1 := rbProduce(t, ctx, cl, name+"-partition-1", "b0", "b1", "b2")
+	backlogs := func(what string, want0, want1 int64) {
+		t.Helper()
+		ps, err := a.Topics().GetPartitionedStats(topic, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got0 := ps.Partitions[name+"-partition-0"].Subscriptions["e"].MsgBacklog
+		got1 := ps.Partitions[name+"-partition-1"].Subscriptions["e"].MsgBacklog
+		if got0 != want0 || got1 != want1 || ps.Subscriptions["e"].MsgBacklog != want0+want1 {
+			t.Fatalf("%s: backlog per partition %d, %d (aggregate %d), want %d, %d", what, got0, got1, ps.Subscriptions["e"].MsgBacklog, want0, want1)
+		}
+	}
+	post := func(what, method, path, body string, want int) {
+		t.Helper()
+		if code := admDo(t, method, base+path, "application/json", body, nil); code != want {
+			t.Fatalf("%s: %d, want %d", what, code, want)
+		}
+	}
+	const earliest = `{"ledgerId":-1,"entryId":-1,"partitionIndex":-1}`
+	const latest = `{"ledgerId":9223372036854775807,"entryId":9223372036854775807,"partitionIndex":-1}`
+	post("create-subscription at earliest", "PUT", "rbb/subscription/e", earliest, http.StatusNoContent)
+	backlogs("created at earliest", 2, 3)
+	post("reset-cursor to latest", "POST", "rbb/subscription/e/resetcursor", latest, http.StatusNoContent)
+	backlogs("reset to latest", 0, 0)
+	post("reset-cursor to a message id of partition 1", "POST", "rbb/subscription/e/resetcursor",
+		fmt.Sprintf(`{"ledgerId":%d,"entryId":%d,"partitionIndex":1}`, ids1[1].LedgerID(), ids1[1].EntryID()), http.StatusNoContent)
+	backlogs("reset partition 1 to its second message", 0, 2)
+	post("reset-cursor to earliest", "POST", "rbb/subscription/e/resetcursor", earliest, http.StatusNoContent)
+	backlogs("reset to earliest", 2, 3)
+	post("expire-messages up to a message id of partition 0", "POST", "rbb/subscription/e/expireMessages",
+		fmt.Sprintf(`{"ledgerId":%d,"entryId":%d,"partitionIndex":0,"isExcluded":false}`, ids0[0].LedgerID(), ids0[0].EntryID()), http.StatusNoContent)
+	backlogs("expired partition 0's first message", 1, 3)
+}

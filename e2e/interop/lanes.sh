@@ -11,7 +11,8 @@
 #           the 100 000-message tables scenario; then the Java scenario
 #           matrix against three nodes (it balances the lanes)
 #   lane 2  the clients: Python and Java scenario matrices against one node,
-#           Python against three, Pulsar's pulsar-admin and pulsar-client,
+#           Python against three, Pulsar's pulsar-admin and pulsar-client
+#           (then their operator's runbook steps against three nodes),
 #           the secured node, OAuth2 against a test OpenID issuer,
 #           Apache Pulsar's proxy in front of three secured nodes
 #
@@ -40,6 +41,7 @@ lane2=(
   "./e2e/interop/java/run.sh"
   "LAKEGATE_NODES=3 ./e2e/interop/python/run.sh"
   "./e2e/interop/tools/run.sh"
+  "LAKEGATE_NODES=3 STEPS='^runbook' ./e2e/interop/tools/run.sh"
   "./e2e/interop/secure/run.sh"
   "./e2e/interop/proxy/run.sh"
   "./e2e/interop/oauth/run.sh"

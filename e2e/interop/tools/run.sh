@@ -5,7 +5,9 @@
 # (standalone, or LAKEGATE_NODES=3 for a three-node cluster: ../nodes.sh) on
 # free loopback ports in a temporary directory: tenants, namespaces, their
 # policies, topics, subscriptions, topic policies, schemas, produce and
-# consume, a non-persistent topic, and the errors of refused commands; each
+# consume, a non-persistent topic, the errors of refused commands, and an
+# operator's runbook on a tenant of its own (steps "runbook …": backlog,
+# cursors, internal stats, brokers; STEPS='^runbook' runs it alone); each
 # command's exit code and output are checked (tools.py). Prints one line per
 # command and `tools: N/M commands passed`; exits non-zero if a command
 # failed or lakegate did not start or stop cleanly. About 2–4 minutes (one

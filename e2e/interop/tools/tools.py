@@ -86,6 +86,7 @@ def step(name, tool, args, rc=0, out=None, err=None, check=None):
     if not ONLY.search(name):
         return None
     started = time.monotonic()
+    so = None
     try:
         code, so, se = run(tool, args)
         if (rc == "nonzero" and code == 0) or (rc != "nonzero" and code != rc):
@@ -99,9 +100,10 @@ def step(name, tool, args, rc=0, out=None, err=None, check=None):
         results.append((name, True, ""))
         print(f"PASS {name} ({time.monotonic() - started:.1f}s)", flush=True)
         return so
-    except (Failed, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-        results.append((name, False, str(e)))
-        print(f"FAIL {name}: {e}", flush=True)
+    except (Failed, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError, TypeError, IndexError) as e:
+        why = str(e) if isinstance(e, Failed) else f"{type(e).__name__} {e} in stdout {(so or '').strip()[-400:]!r}"
+        results.append((name, False, why))
+        print(f"FAIL {name}: {why}", flush=True)
         return None
 
 
@@ -142,6 +144,246 @@ def wait_admin(name, args, cond, timeout=30):
 
 def stats_sub(so, sub):
     return js(so)["subscriptions"][sub]
+
+
+RB_TENANT = f"runbook-{RUN}"
+RB_NS = f"{RB_TENANT}/ops"
+NODES = int(os.environ.get("LAKEGATE_NODES", "1") or "1")
+
+
+def part_stats(so, sub):
+    """Per partition (partitioned-stats --per-partition): {name: (msgInCounter, msgBacklog of sub)}."""
+    return {n: (p["msgInCounter"], p["subscriptions"][sub]["msgBacklog"]) for n, p in js(so)["partitions"].items()}
+
+
+def ledger_entry(so):
+    """(ledgerId, entryId) of a last-message-id answer; (-1, -1) when the step failed."""
+    if not so:
+        return -1, -1
+    m = js(so)
+    return m["ledgerId"], m["entryId"]
+
+
+def runbook():
+    """An operator's runbook, end to end, on a tenant of its own (steps
+    "runbook …", STEPS='^runbook' runs them alone): the cluster and its
+    brokers, a replay-able namespace (retention -1/-1: acknowledged data
+    stays, so cursors can be moved back), a partitioned and a plain topic,
+    then the backlog commands — skip, clear-backlog, expire-messages by
+    time and by id, reset-cursor, analyze-backlog — the internals
+    (stats-internal, examine-messages, get-message-by-id), subscription
+    properties, unsubscribe (forced, with a consumer attached) and
+    namespace-wide clear-backlog, unsubscribe and unload. Every command's
+    answer is checked: its JSON fields and counts, not only its exit code."""
+    ns, p, t = RB_NS, f"persistent://{RB_NS}/orders", f"persistent://{RB_NS}/audit"
+    parts = [f"{p}-partition-{i}" for i in range(3)]
+
+    def backlog(sub, want):
+        return lambda so: expect(stats_sub(so, sub)["msgBacklog"] == want, f"{sub} backlog want {want}: {so[-800:]}")
+
+    def part_backlog(sub, want):
+        """partitioned-stats --per-partition: sub's backlog per partition is
+        want (a list), the aggregate their sum."""
+        def check(so):
+            got = part_stats(so, sub)
+            per = [got[n][1] for n in parts]
+            expect(per == want and js(so)["subscriptions"][sub]["msgBacklog"] == sum(want),
+                   f"{sub} backlog per partition {per}, aggregate {js(so)['subscriptions'][sub]['msgBacklog']}; want {want}")
+        return check
+
+    # --- the cluster and its brokers -------------------------------------
+    step("runbook clusters list", "admin", ["clusters", "list"], check=lambda so: expect(so.split() == ["standalone"], so))
+    step("runbook clusters get standalone", "admin", ["clusters", "get", "standalone"],
+         check=lambda so: expect(js(so)["serviceUrl"].startswith("http://") and js(so)["brokerServiceUrl"].startswith("pulsar://"), so))
+    brokers = step("runbook brokers list", "admin", ["brokers", "list", "standalone"],
+                   check=lambda so: expect(len(so.split()) == NODES
+                                           and all(re.fullmatch(r"[\w.-]+:\d+", b) for b in so.split()), f"want {NODES} brokers: {so}"))
+    step("runbook brokers leader-broker", "admin", ["brokers", "leader-broker"],
+         check=lambda so: expect(js(so)["brokerId"] in (brokers or "").split()
+                                 and js(so)["serviceUrl"].endswith(js(so)["brokerId"]), f"{so} not one of {brokers!r}"))
+    step("runbook brokers healthcheck", "admin", ["brokers", "healthcheck"], out=r"(?m)^ok\s*$")
+
+    # --- a replay-able namespace, a partitioned and a plain topic ----------
+    step("runbook tenants create", "admin", ["tenants", "create", RB_TENANT, "--allowed-clusters", "standalone"])
+    step("runbook namespaces create", "admin", ["namespaces", "create", ns])
+    step("runbook namespaces set-retention unlimited", "admin", ["namespaces", "set-retention", ns, "--size", "-1", "--time", "-1"])
+    step("runbook topics create-partitioned-topic", "admin", ["topics", "create-partitioned-topic", p, "-p", "3"])
+    step("runbook topics create", "admin", ["topics", "create", t])
+    # Subscriptions made before anything is produced: everything is their backlog.
+    step("runbook topics create-subscription (partitioned)", "admin", ["topics", "create-subscription", "-s", "ops", p])
+    for sub in ("ops", "replay", "tmp"):
+        step(f"runbook topics create-subscription {sub}", "admin", ["topics", "create-subscription", "-s", sub, t])
+    step("runbook topics list", "admin", ["topics", "list", ns],
+         check=lambda so: expect(sorted(so.split()) == sorted([t] + parts), so))
+
+    # Unbatched: one message per entry, round-robin over the partitions.
+    step("runbook produce to the partitioned topic", "client", ["produce", "-db", "-m", ",".join(f"o{i}" for i in range(12)), p],
+         err=r"12 messages successfully produced")
+    step("runbook produce to the plain topic", "client", ["produce", "-db", "-m", ",".join(f"rb-{i:02d}" for i in range(10)), t],
+         err=r"10 messages successfully produced")
+
+    per_in = {}
+
+    def partitioned_in(so):
+        got = part_stats(so, "ops")
+        per_in.update({n: got[n][0] for n in parts})
+        expect(sorted(got) == parts and sum(per_in.values()) == 12 and js(so)["msgInCounter"] == 12
+               and [got[n][0] == got[n][1] for n in parts] == [True] * 3 and js(so)["metadata"]["partitions"] == 3,
+               f"msgInCounter/backlog per partition {got}; aggregate {js(so)['msgInCounter']}")
+    step("runbook topics partitioned-stats --per-partition", "admin", ["topics", "partitioned-stats", "--per-partition", p],
+         check=partitioned_in)
+    step("runbook topics partitioned-stats-internal", "admin", ["topics", "partitioned-stats-internal", p],
+         check=lambda so: expect(js(so)["metadata"]["partitions"] == 3 and sorted(js(so)["partitions"]) == parts
+                                 and sum(x["numberOfEntries"] for x in js(so)["partitions"].values()) == 12
+                                 and all(x["cursors"]["ops"]["markDeletePosition"].endswith(":-1") for x in js(so)["partitions"].values()),
+                                 so[-800:]))
+
+    # --- the plain topic's internals -----------------------------------------
+    ledger, last = ledger_entry(step("runbook topics last-message-id", "admin", ["topics", "last-message-id", t],
+                                     check=lambda so: expect(js(so)["entryId"] == 9 and js(so)["ledgerId"] >= 0, so)))
+
+    def internal(so):
+        s = js(so)
+        expect(s["entriesAddedCounter"] == 10 and s["numberOfEntries"] == 10 and s["totalSize"] > 0
+               and [l["ledgerId"] for l in s["ledgers"]] == [ledger] and s["ledgers"][0]["entries"] == 10
+               and s["lastConfirmedEntry"] == f"{ledger}:9" and sorted(s["cursors"]) == ["ops", "replay", "tmp"]
+               and all(c["markDeletePosition"] == f"{ledger}:-1" and c["readPosition"] == f"{ledger}:0"
+                       and c["individuallyDeletedMessages"] == "[]" and c["numberOfEntriesSinceFirstNotAckedMessage"] == 10
+                       for c in s["cursors"].values()), so[-1200:])
+    step("runbook topics stats-internal", "admin", ["topics", "stats-internal", t], check=internal)
+    step("runbook topics examine-messages latest", "admin", ["topics", "examine-messages", "-i", "latest", "-m", "1", t],
+         out=r"\|rb-09")
+    step("runbook topics examine-messages earliest 3", "admin", ["topics", "examine-messages", "-i", "earliest", "-m", "3", t],
+         out=r"\|rb-02")
+    step("runbook topics get-message-by-id", "admin", ["topics", "get-message-by-id", "-l", str(ledger), "-e", str(last - 4), t],
+         out=r"\|rb-05")
+
+    # --- the backlog commands on subscription ops of the plain topic -------------
+    step("runbook topics skip -n 3", "admin", ["topics", "skip", "-n", "3", "-s", "ops", t])
+    step("runbook topics stats: backlog 7 after skip", "admin", ["topics", "stats", t], check=backlog("ops", 7))
+    step("runbook topics analyze-backlog", "admin", ["topics", "analyze-backlog", "-s", "ops", t],
+         check=lambda so: expect(js(so)["entries"] == 7 and js(so)["messages"] == 7 and js(so)["aborted"] is False
+                                 and js(so)["firstMessageId"] == f"{ledger}:3" and js(so)["lastMessageId"] == f"{ledger}:9", so))
+    step("runbook topics analyze-backlog from a position", "admin",
+         ["topics", "analyze-backlog", "-s", "ops", "-p", f"{ledger}:6", t],
+         check=lambda so: expect(js(so)["entries"] == 4 and js(so)["messages"] == 4, so))
+    step("runbook topics expire-messages up to a message id", "admin",
+         ["topics", "expire-messages", "-s", "ops", "-p", f"{ledger}:4", t])
+    step("runbook topics stats: backlog 5 after expire by id", "admin", ["topics", "stats", t], check=backlog("ops", 5))
+    step("runbook topics stats-internal: the cursor moved", "admin", ["topics", "stats-internal", t],
+         check=lambda so: expect(js(so)["cursors"]["ops"]["markDeletePosition"] == f"{ledger}:4"
+                                 and js(so)["cursors"]["replay"]["markDeletePosition"] == f"{ledger}:-1", so[-1200:]))
+    step("runbook topics expire-messages older than 0 s", "admin", ["topics", "expire-messages", "-s", "replay", "-t", "0", t])
+    step("runbook topics stats: replay backlog 0 after expire by time", "admin", ["topics", "stats", t],
+         check=lambda so: (backlog("replay", 0)(so), backlog("ops", 5)(so)))
+    step("runbook topics clear-backlog", "admin", ["topics", "clear-backlog", "-s", "ops", t])
+    step("runbook topics stats: backlog 0 after clear-backlog", "admin", ["topics", "stats", t], check=backlog("ops", 0))
+    # Retention keeps what was acknowledged: the cursors go back.
+    step("runbook topics reset-cursor -m earliest", "admin", ["topics", "reset-cursor", "-s", "ops", "-m", "earliest", t])
+    step("runbook topics reset-cursor -t 1h", "admin", ["topics", "reset-cursor", "-s", "replay", "-t", "1h", t])
+    step("runbook topics stats: both backlogs 10 again", "admin", ["topics", "stats", t],
+         check=lambda so: (backlog("ops", 10)(so), backlog("replay", 10)(so)))
+
+    # --- the partitioned topic's cursor -----------------------------------------
+    step("runbook topics clear-backlog (partitioned)", "admin", ["topics", "clear-backlog", "-s", "ops", p])
+    step("runbook partitioned-stats: backlog 0 after clear-backlog", "admin", ["topics", "partitioned-stats", "--per-partition", p],
+         check=part_backlog("ops", [0, 0, 0]))
+    step("runbook topics reset-cursor -t 1h (partitioned)", "admin", ["topics", "reset-cursor", "-s", "ops", "-t", "1h", p])
+    step("runbook partitioned-stats: everything back after reset by time", "admin",
+         ["topics", "partitioned-stats", "--per-partition", p],
+         check=lambda so: part_backlog("ops", [per_in.get(n, -1) for n in parts])(so))
+    # By message id on the partitioned name: lakegate takes earliest and
+    # latest there, for every partition (Pulsar's broker refuses any
+    # position on a partitioned name, 405) ...
+    step("runbook topics reset-cursor -m latest (partitioned)", "admin", ["topics", "reset-cursor", "-s", "ops", "-m", "latest", p])
+    step("runbook partitioned-stats: backlog 0 after reset to latest", "admin", ["topics", "partitioned-stats", "--per-partition", p],
+         check=part_backlog("ops", [0, 0, 0]))
+    # ... and, as Pulsar, refuses a ledger:entry there: a position names one
+    # partition's ledger, the operator resets that partition.
+    l1, e1 = ledger_entry(step("runbook topics last-message-id of partition 1", "admin", ["topics", "last-message-id", parts[1]],
+                               check=lambda so: expect(js(so)["entryId"] == per_in.get(parts[1], 0) - 1, so)))
+    step("runbook topics reset-cursor -m ledger:entry on the partitioned name fails", "admin",
+         ["topics", "reset-cursor", "-s", "ops", "-m", f"{l1}:0", p], rc="nonzero")
+    step("runbook topics reset-cursor -m ledger:entry (partition 1)", "admin",
+         ["topics", "reset-cursor", "-s", "ops", "-m", f"{l1}:{e1 - 1}", parts[1]])
+    step("runbook partitioned-stats: partition 1 backlog 2 after reset by id", "admin",
+         ["topics", "partitioned-stats", "--per-partition", p], check=part_backlog("ops", [0, 2, 0]))
+    step("runbook topics reset-cursor -m earliest (partitioned)", "admin", ["topics", "reset-cursor", "-s", "ops", "-m", "earliest", p])
+    step("runbook partitioned-stats: everything back after reset to earliest", "admin",
+         ["topics", "partitioned-stats", "--per-partition", p],
+         check=lambda so: part_backlog("ops", [per_in.get(n, -1) for n in parts])(so))
+
+    # --- subscription properties ----------------------------------------------
+    step("runbook topics update-subscription-properties", "admin",
+         ["topics", "update-subscription-properties", "-s", "ops", "-p", "owner=payments", "-p", "tier=gold", p])
+    step("runbook topics get-subscription-properties", "admin", ["topics", "get-subscription-properties", "-s", "ops", p],
+         check=lambda so: expect(js(so) == {"owner": "payments", "tier": "gold"}, so))
+    step("runbook topics get-subscription-properties of a partition", "admin",
+         ["topics", "get-subscription-properties", "-s", "ops", parts[2]],
+         check=lambda so: expect(js(so) == {"owner": "payments", "tier": "gold"}, so))
+    step("runbook topics update-subscription-properties --clear", "admin",
+         ["topics", "update-subscription-properties", "-s", "ops", "-c", p])
+    step("runbook topics get-subscription-properties: cleared", "admin", ["topics", "get-subscription-properties", "-s", "ops", p],
+         check=lambda so: expect(js(so) == {}, so))
+
+    # --- unsubscribe ----------------------------------------------------------
+    step("runbook topics unsubscribe", "admin", ["topics", "unsubscribe", "-s", "tmp", t])
+    step("runbook topics subscriptions after unsubscribe", "admin", ["topics", "subscriptions", t],
+         check=lambda so: expect(sorted(so.split()) == ["ops", "replay"], so))
+    if ONLY.search("runbook topics unsubscribe --force"):
+        # A consumer attached: unsubscribe is refused; --force deletes the
+        # subscription and disconnects the consumer (which, as with Pulsar,
+        # reconnects and subscribes anew: one consumer, connected since later).
+        lt = f"persistent://{ns}/live"
+        since = []
+
+        def attached(so):
+            cs = stats_sub(so, "live")["consumers"]
+            since[:] = [c["connectedSince"] for c in cs]
+            return len(cs) == 1
+
+        def reconnected(so):
+            now = [c["connectedSince"] for c in stats_sub(so, "live")["consumers"]]
+            return len(now) == 1 and now != since
+        cons = start("client", ["consume", "-s", "live", "-n", "0", lt])
+        try:
+            wait_admin("runbook topics unsubscribe --force: a consumer attached", ["topics", "stats", lt], attached)
+            step("runbook topics unsubscribe --force: refused without", "admin", ["topics", "unsubscribe", "-s", "live", lt],
+                 rc="nonzero", err=r"(?i)consumer")
+            step("runbook topics unsubscribe --force", "admin", ["topics", "unsubscribe", "-f", "-s", "live", lt])
+            wait_admin("runbook topics unsubscribe --force: the consumer was disconnected", ["topics", "stats", lt], reconnected)
+        finally:
+            cons.kill()
+            cons.communicate()
+        # The consumer gone, its subscription goes without --force.
+        wait_admin("runbook topics unsubscribe --force: unsubscribe once the consumer left",
+                   ["topics", "unsubscribe", "-s", "live", lt], lambda so: True)
+        step("runbook topics unsubscribe --force: no subscription left", "admin", ["topics", "subscriptions", lt],
+             check=lambda so: expect(so.split() == [], so))
+
+    # --- namespace-wide commands ------------------------------------------------
+    step("runbook namespaces clear-backlog -s ops", "admin", ["namespaces", "clear-backlog", "-s", "ops", "--force", ns])
+    step("runbook topics stats: ops cleared, replay kept", "admin", ["topics", "stats", t],
+         check=lambda so: (backlog("ops", 0)(so), backlog("replay", 10)(so)))
+    step("runbook partitioned-stats: ops cleared on every partition", "admin", ["topics", "partitioned-stats", "--per-partition", p],
+         check=part_backlog("ops", [0, 0, 0]))
+    step("runbook namespaces clear-backlog", "admin", ["namespaces", "clear-backlog", "--force", ns])
+    step("runbook topics stats: every backlog 0", "admin", ["topics", "stats", t],
+         check=lambda so: (backlog("ops", 0)(so), backlog("replay", 0)(so)))
+    step("runbook namespaces unsubscribe", "admin", ["namespaces", "unsubscribe", "-s", "replay", ns])
+    step("runbook topics subscriptions after namespaces unsubscribe", "admin", ["topics", "subscriptions", t],
+         check=lambda so: expect(so.split() == ["ops"], so))
+    step("runbook namespaces unload", "admin", ["namespaces", "unload", ns])
+    step("runbook produce after unload", "client", ["produce", "-db", "-m", "after-unload", t], err=r"1 messages successfully produced")
+    step("runbook topics last-message-id after unload", "admin", ["topics", "last-message-id", t],
+         check=lambda so: expect(js(so)["entryId"] == 10 and js(so)["ledgerId"] == ledger, so))
+    step("runbook topics stats: the new message is ops' backlog", "admin", ["topics", "stats", t], check=backlog("ops", 1))
+    step("runbook topics examine-messages after unload", "admin", ["topics", "examine-messages", "-i", "latest", "-m", "1", t],
+         out=r"\|after-unload")
+
+    # --- cleanup -----------------------------------------------------------------
+    step("runbook namespaces delete", "admin", ["namespaces", "delete", "-f", ns])
+    step("runbook tenants delete", "admin", ["tenants", "delete", RB_TENANT])
 
 
 def main():
@@ -350,6 +592,8 @@ def main():
     step("namespaces delete", "admin", ["namespaces", "delete", "-f", NS])
     step("tenants delete", "admin", ["tenants", "delete", TENANT])
     step("tenants get deleted fails", "admin", ["tenants", "get", TENANT], rc="nonzero", err=r"(?i)does not exist|not found")
+
+    runbook()
 
     passed = sum(1 for _, ok, _ in results if ok)
     print(f"tools: {passed}/{len(results)} commands passed", flush=True)
