@@ -16,7 +16,7 @@ import (
 // caughtUpRecheck, a bound on what a missed change could cost.
 
 // caughtUpRecheck is the longest a caught-up log goes without a call.
-const caughtUpRecheck = time.Minute
+const caughtUpRecheck = 5 * time.Minute
 
 var (
 	// errCaughtUp: no chunk past the table's end; the table holds the
