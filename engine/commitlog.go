@@ -73,10 +73,12 @@ type commitLog struct {
 		// not delivered yet (bounded by maxOwnAhead: a stalled watch stops
 		// the appends it would stop without applyOwn).
 		ahead int
-		// touched is, per log, the revision of the newest held record
-		// naming it (dropped with the record: the fold wrote it into the
-		// log's keys); resynced the revision of the last resync, which
-		// may have missed records. LogRevision answers from both.
+		// touched is, per log, the revision of the newest record naming
+		// it that this engine applied; resynced the revision of the last
+		// resync (which may have missed records) or of the last time
+		// touched outgrew touchedMax and was cleared. LogRevision answers
+		// the larger: never lower than an earlier answer, and higher once
+		// a new record names the log.
 		touched  map[lakestream.LogID]int64
 		resynced int64
 	}
@@ -162,7 +164,7 @@ func (c *commitLog) resyncRead(ctx context.Context) (int64, error) {
 	c.mu.lastRec = 0
 	c.mu.ahead = 0
 	c.mu.epoch++
-	c.mu.resynced = rev
+	c.mu.resynced = max(c.mu.resynced, rev)
 	clear(c.mu.touched)
 	c.wakeLocked()
 	c.mu.Unlock()
@@ -305,7 +307,18 @@ func (c *commitLog) holdLocked(hr *heldRecord) {
 	}
 }
 
+// touchedMax bounds commitLog.mu.touched (≈ 40 bytes an entry).
+const touchedMax = 1 << 16
+
 func (c *commitLog) touchLocked(id lakestream.LogID, rev int64) {
+	if _, ok := c.mu.touched[id]; !ok && len(c.mu.touched) >= touchedMax {
+		// Every log's answer becomes this revision: higher than any
+		// earlier one (each caller sees a change once), never lower.
+		for _, r := range c.mu.touched {
+			c.mu.resynced = max(c.mu.resynced, r)
+		}
+		clear(c.mu.touched)
+	}
 	c.mu.touched[id] = max(c.mu.touched[id], rev)
 }
 
@@ -371,19 +384,6 @@ func (c *commitLog) dropLocked(key string) {
 		if l := c.e.openLog(lakestream.LogID(ch.Log)); l != nil {
 			l.dropTail(hr.rev)
 		}
-		c.untouchLocked(lakestream.LogID(ch.Log), hr.rev)
-	}
-	for _, op := range hr.rec.Controls {
-		c.untouchLocked(lakestream.LogID(op.Log), hr.rev)
-	}
-}
-
-// untouchLocked forgets log id's revision when rev, folded, was its
-// newest: the map holds only logs with held records. LogRevision then
-// answers an older revision, which its callers read as a change (safe).
-func (c *commitLog) untouchLocked(id lakestream.LogID, rev int64) {
-	if c.mu.touched[id] <= rev {
-		delete(c.mu.touched, id)
 	}
 }
 

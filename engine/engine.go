@@ -88,12 +88,12 @@ func (e *Engine) Metrics() Metrics {
 	return m
 }
 
-// LogRevision returns a metadata revision that changes whenever log id
-// may have new committed chunks or control operations: the revision of the
-// newest commit record naming it that this engine holds, else of the
-// commit log's last resync. Equal answers at two times mean no record for
-// the log was applied in between; a different one means there may have
-// been (a fold or a resync also changes it). Materialization skips a log
+// LogRevision returns a metadata revision that grows whenever log id may
+// have new committed chunks or control operations: the revision of the
+// newest commit record naming it that this engine applied, or of the
+// commit log's last resync if that is later. It never decreases; equal
+// answers at two times mean no record for the log was applied in between
+// (a resync also changes it). Materialization skips a log
 // that the table held whole at an unchanged revision (package tables).
 func (e *Engine) LogRevision(id lakestream.LogID) int64 { return e.clog.logRevision(id) }
 
