@@ -226,6 +226,35 @@ func TestAdminTenantsAreImplicitOrRecorded(t *testing.T) {
 	}
 }
 
+// TestAdminBrokersFixedNames: Pulsar's fixed names under /admin/v2/brokers/
+// are not taken for a cluster name: /brokers lists this cluster's brokers,
+// ready answers ok, the ones lakegate
+// does not serve say so (not "cluster … does not exist").
+func TestAdminBrokersFixedNames(t *testing.T) {
+	cat := &nsCatalog{nss: map[string]map[string]string{"public/default": {}}}
+	brk, err := broker.New(broker.Config{Catalog: cat, Membership: testmember.New(lakestream.Member{ID: "test"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(Config{Node: noTopics{}, Broker: brk, Catalog: cat, Membership: testmember.New(lakestream.Member{ID: "test"})})
+	var brokers []string
+	if code := adminCall(t, h, "GET", "/admin/v2/brokers", "", &brokers); code != 200 {
+		t.Fatalf("brokers (no cluster): %d", code)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/admin/v2/brokers/ready", nil))
+	if w.Code != 200 || w.Body.String() != "ok" {
+		t.Fatalf("brokers/ready: %d %q", w.Code, w.Body.String())
+	}
+	for _, name := range []string{"version", "backlog-quota-check", "internal-configuration"} {
+		var e adminError
+		code := adminCall(t, h, "GET", "/admin/v2/brokers/"+name, "", &e)
+		if code != 404 || !strings.Contains(e.Reason, "is not an admin endpoint lakegate serves") {
+			t.Errorf("brokers/%s: %d %q", name, code, e.Reason)
+		}
+	}
+}
+
 // noTopics is a node that serves no topic: the admin REST's tenants and
 // namespaces are the catalog's and the broker's alone (authorization off).
 type noTopics struct{ Node }

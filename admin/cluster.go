@@ -62,9 +62,10 @@ func (a *admin) lookupTopic(r *http.Request) (any, error) {
 }
 
 // listBrokers lists the live members by their admin address (host:port),
-// as Pulsar lists its brokers' web service addresses.
+// as Pulsar lists its brokers' web service addresses. GET /admin/v2/brokers
+// (no cluster) lists this cluster's, as Pulsar's getActiveBrokers() does.
 func (a *admin) listBrokers(r *http.Request) (any, error) {
-	if c := r.PathValue("cluster"); c != adminClusterName {
+	if c := r.PathValue("cluster"); c != "" && c != adminClusterName {
 		return nil, fmt.Errorf("%w: cluster %q does not exist", errAdminNotFound, c)
 	}
 	members, err := a.cfg.Membership.Members(r.Context())

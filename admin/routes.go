@@ -71,9 +71,16 @@ func (a *admin) routes() []route {
 	rs := []route{
 		{"GET /admin/v2/clusters", ruleAny, handler(a.listClusters)},
 		{"GET /admin/v2/clusters/{cluster}", ruleAny, handler(a.getCluster)},
-		{"GET /admin/v2/brokers/{cluster}", ruleAny, handler(a.listBrokers)}, // cluster.go
+		{"GET /admin/v2/brokers", ruleAny, handler(a.listBrokers)}, // this cluster's (cluster.go)
+		{"GET /admin/v2/brokers/{cluster}", ruleAny, handler(a.listBrokers)},
 		{"GET /admin/v2/brokers/configuration/runtime", ruleAny, handler(a.runtimeConfiguration)},
 		{"GET /admin/v2/brokers/configuration", ruleAny, handler(noDynamicConfiguration)},
+		{"GET /admin/v2/brokers/ready", ruleAny, handler(a.ready)},
+		// Pulsar's other fixed names under /brokers/: without these rows
+		// /brokers/{cluster} answered them "cluster … does not exist".
+		{"GET /admin/v2/brokers/version", ruleAny, handler(notAnEndpoint)},
+		{"GET /admin/v2/brokers/backlog-quota-check", ruleAny, handler(notAnEndpoint)},
+		{"GET /admin/v2/brokers/internal-configuration", ruleAny, handler(notAnEndpoint)},
 		{"GET /lookup/v2/topic/persistent/{tenant}/{ns}/{topic}", ruleLookup, handler(a.lookupTopic)},
 		{"PUT /admin/v2/namespaces/{tenant}/{ns}/unload", ruleTenant, handler(a.unloadNamespace)},
 		{"GET /admin/v2/lakegate/doctor", ruleSuper, handler(a.doctor)}, // lakegate extension (cluster.go)
@@ -200,6 +207,18 @@ func (a *admin) routes() []route {
 // noDynamicConfiguration answers GET /admin/v2/brokers/configuration: no
 // setting is dynamic (cluster.go, runtimeConfiguration).
 func noDynamicConfiguration(*http.Request) (any, error) { return []string{}, nil }
+
+// ready answers GET /admin/v2/brokers/ready (Pulsar's isReady, a
+// Kubernetes readiness probe): "ok" while the node serves, 503 once it
+// shuts down. Unlike brokers/health it writes and reads nothing.
+func (a *admin) ready(*http.Request) (any, error) {
+	if a.node.Closing() {
+		return nil, fmt.Errorf("%w: the node is shutting down", broker.ErrServiceNotReady)
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "text/plain")
+	return octets{header: h, body: []byte("ok")}, nil
+}
 
 func npNotImplemented(r *http.Request) (any, error) {
 	return nil, fmt.Errorf("%w: %s %s: lakegate serves only list, stats, partitions and unload of non-persistent topics", errAdminNotImplemented, r.Method, r.URL.Path)
