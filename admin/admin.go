@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -324,10 +325,15 @@ func (a *admin) putNamespace(r *http.Request) (any, error) {
 	if _, err := a.tenant(ctx, tenant); err != nil {
 		return nil, err
 	}
-	if _, err := readBody(r); err != nil { // policies: accepted, not applied
+	b, err := readBody(r)
+	if err != nil {
 		return nil, err
 	}
-	_, err := a.cat.CreateNamespace(ctx, tenant+"/"+ns, nil)
+	props, err := createPolicies(b)
+	if err != nil {
+		return nil, err
+	}
+	_, err = a.cat.CreateNamespace(ctx, tenant+"/"+ns, props)
 	if errors.Is(err, lakestream.ErrAlreadyExists) {
 		err = fmt.Errorf("%w: namespace %s/%s already exists", errAdminConflict, tenant, ns)
 	}
@@ -378,4 +384,38 @@ func userProperties(props map[string]string) map[string]string {
 
 func (a *admin) listNamespaceTopics(r *http.Request) (any, error) {
 	return a.listTopics(r)
+}
+
+// createPolicies maps the Policies body of a namespace creation (what the
+// Java admin client's createNamespace(ns, policies) sends) onto the
+// namespace's properties: its retention and message TTL, as the
+// retention and messageTTL paths would set them. The Java client sends
+// every other field at its default; those are not policies lakegate
+// stores at creation (set them through their own paths).
+func createPolicies(body []byte) (map[string]string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil
+	}
+	var p struct {
+		Retention *broker.RetentionPolicy `json:"retention_policies"`
+		TTL       *int64                  `json:"message_ttl_in_seconds"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, fmt.Errorf("%w: namespace policies: %v", errAdminBadRequest, err)
+	}
+	props := map[string]string{}
+	if r := p.Retention; r != nil {
+		if r.TimeMinutes < -1 || r.SizeMB < -1 {
+			return nil, fmt.Errorf("%w: retention limits are ≥ 0, or -1 for no limit (got %d min, %d MB)", errAdminPrecondition, r.TimeMinutes, r.SizeMB)
+		}
+		v, _ := json.Marshal(r)
+		props[broker.RetentionProperty] = string(v)
+	}
+	if p.TTL != nil {
+		if *p.TTL < 0 || *p.TTL > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: message TTL %d: want a number of seconds ≥ 0", errAdminPrecondition, *p.TTL)
+		}
+		props[broker.MessageTTLProperty] = strconv.FormatInt(*p.TTL, 10)
+	}
+	return props, nil
 }

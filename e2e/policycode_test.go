@@ -487,3 +487,33 @@ func TestRetentionMinAgeKeepsRecent(t *testing.T) {
 		t.Fatalf("backlog after reset-cursor: %d, want the 10 acknowledged messages back", b)
 	}
 }
+
+// TestCreateNamespaceWithPolicies: the Policies body of a namespace
+// creation (pulsaradmin's CreateNsWithPolices, the Java client's
+// createNamespace(ns, policies)) sets the namespace's retention and message
+// TTL, which then read back as if set through their own paths.
+func TestCreateNamespaceWithPolicies(t *testing.T) {
+	c := startPolicyNode(t, testnode.Config{})
+	a := admClient(t, admServer(t, c))
+	ttl := 120
+	pol := utils.NewDefaultPolicies()
+	pol.RetentionPolicies = &utils.RetentionPolicies{RetentionTimeInMinutes: 60, RetentionSizeInMB: 10}
+	pol.MessageTTLInSeconds = &ttl
+	if err := a.Namespaces().CreateNsWithPolices("public/withpol", *pol); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Namespaces().GetRetention("public/withpol")
+	if err != nil || r == nil || r.RetentionTimeInMinutes != 60 || r.RetentionSizeInMB != 10 {
+		t.Fatalf("retention %+v, %v", r, err)
+	}
+	if got, err := a.Namespaces().GetNamespaceMessageTTL("public/withpol"); err != nil || got != 120 {
+		t.Fatalf("message TTL %d, %v", got, err)
+	}
+	// Without policies in the body: none set.
+	if err := a.Namespaces().CreateNsWithPolices("public/nopol", *utils.NewDefaultPolicies()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := a.Namespaces().GetRetention("public/nopol"); err != nil || r != nil && (r.RetentionTimeInMinutes != 0 || r.RetentionSizeInMB != 0) {
+		t.Fatalf("retention of a namespace created without: %+v, %v", r, err)
+	}
+}
