@@ -479,9 +479,6 @@ func (t *Topic[P, C]) DisconnectProducers() int {
 	return n
 }
 
-// limits returns the topic's current limits.
-func (t *Topic[P, C]) limits() TopicLimits { return t.lim.Limits() }
-
 // Limits returns the topic's current limits.
 func (t *Topic[P, C]) Limits() TopicLimits { return t.lim.Limits() }
 
@@ -542,7 +539,7 @@ func (t *Topic[P, C]) ReleaseConsumer(sub string) { t.lim.ReleaseConsumer(sub) }
 // the topic has MaxSubscriptions already (durable cursors and running
 // subscriptions count). t.mu held (no subscription starts meanwhile).
 func (t *Topic[P, C]) checkSubscriptionLimitLocked(ctx context.Context, name string) error {
-	n := t.limits().MaxSubscriptions
+	n := t.Limits().MaxSubscriptions
 	if n <= 0 || t.liveSubLocked(name) != nil {
 		return nil
 	}
@@ -658,7 +655,7 @@ func (t *Topic[P, C]) Subscription(ctx context.Context, c *pb.CommandSubscribe, 
 		// The subscription's mode is its first consumer's (broker/compaction.go).
 		opts.Compacted = t.compaction.View()
 	}
-	l := t.limits()
+	l := t.Limits()
 	opts.MaxUnackedPerConsumer, opts.MaxUnackedPerSubscription = l.MaxUnackedPerConsumer, l.MaxUnackedPerSubscription
 	opts.DispatchLimiters = limiters
 	sub := actors.StartSubscription(t.rt, opts)
