@@ -1,7 +1,7 @@
 package actors
 
 import (
-	"slices"
+	"container/heap"
 	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
@@ -42,6 +42,10 @@ type MaterializationSchedule struct {
 	policy   MaterializationPolicy
 	jobs     map[lakestream.LogID]*scheduledJob
 	inflight int
+	// waiting holds the jobs neither running nor removed, by due time
+	// (then log id): Start and NextDue look at its top only. A job
+	// removed while waiting stays in it until it reaches the top.
+	waiting jobHeap
 }
 
 type scheduledJob struct {
@@ -50,6 +54,38 @@ type scheduledJob struct {
 	running  bool
 	failures int
 	removed  bool // no longer in the catalog; dropped when it finishes
+}
+
+// jobHeap is a container/heap of jobs by due time, then log id (a
+// deterministic order).
+type jobHeap []*scheduledJob
+
+func (h jobHeap) Len() int { return len(h) }
+func (h jobHeap) Less(i, j int) bool {
+	if c := h[i].dueAt.Compare(h[j].dueAt); c != 0 {
+		return c < 0
+	}
+	return h[i].job.Log < h[j].job.Log
+}
+func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *jobHeap) Push(x any)   { *h = append(*h, x.(*scheduledJob)) }
+func (h *jobHeap) Pop() any {
+	old := *h
+	sj := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return sj
+}
+
+// top returns the earliest waiting job, dropping removed ones; nil if none.
+func (s *MaterializationSchedule) top() *scheduledJob {
+	for len(s.waiting) > 0 {
+		if sj := s.waiting[0]; !sj.removed {
+			return sj
+		}
+		heap.Pop(&s.waiting)
+	}
+	return nil
 }
 
 // NewMaterializationSchedule returns an empty schedule.
@@ -68,15 +104,16 @@ func (s *MaterializationSchedule) SetJobs(now time.Time, jobs []lakestream.Mater
 			sj.job, sj.removed = j, false
 			continue
 		}
-		s.jobs[j.Log] = &scheduledJob{job: j, dueAt: now}
+		sj := &scheduledJob{job: j, dueAt: now}
+		s.jobs[j.Log] = sj
+		heap.Push(&s.waiting, sj)
 	}
 	for id, sj := range s.jobs {
 		if seen[id] {
 			continue
 		}
-		if sj.running {
-			sj.removed = true
-		} else {
+		sj.removed = true // dropped from waiting when it reaches the top
+		if !sj.running {
 			delete(s.jobs, id)
 		}
 	}
@@ -95,30 +132,14 @@ func (s *MaterializationSchedule) Start(now time.Time) []lakestream.Materializat
 	if free <= 0 {
 		return nil
 	}
-	// The free oldest due, ties by log id (a deterministic order): a
-	// selection of at most free jobs, without sorting every due one.
-	before := func(a, b *scheduledJob) bool {
-		if c := a.dueAt.Compare(b.dueAt); c != 0 {
-			return c < 0
+	var due []*scheduledJob
+	for len(due) < free {
+		sj := s.top()
+		if sj == nil || sj.dueAt.After(now) {
+			break
 		}
-		return a.job.Log < b.job.Log
-	}
-	due := make([]*scheduledJob, 0, free)
-	for _, sj := range s.jobs {
-		if sj.running || sj.removed || sj.dueAt.After(now) {
-			continue
-		}
-		if len(due) == free && !before(sj, due[free-1]) {
-			continue
-		}
-		if len(due) == free {
-			due = due[:free-1]
-		}
-		i := len(due)
-		for i > 0 && before(sj, due[i-1]) {
-			i--
-		}
-		due = slices.Insert(due, i, sj)
+		heap.Pop(&s.waiting)
+		due = append(due, sj)
 	}
 	out := make([]lakestream.MaterializationJob, len(due))
 	for i, sj := range due {
@@ -151,6 +172,7 @@ func (s *MaterializationSchedule) Done(now time.Time, id lakestream.LogID, r lak
 		}
 		sj.failures++
 		sj.dueAt = now.Add(d)
+		heap.Push(&s.waiting, sj)
 		return d
 	}
 	sj.failures = 0
@@ -159,6 +181,7 @@ func (s *MaterializationSchedule) Done(now time.Time, id lakestream.LogID, r lak
 	} else {
 		sj.dueAt = now.Add(s.policy.Interval)
 	}
+	heap.Push(&s.waiting, sj)
 	return 0
 }
 
@@ -169,15 +192,9 @@ func (s *MaterializationSchedule) NextDue() (time.Time, bool) {
 	if s.inflight >= s.policy.MaxInflight {
 		return time.Time{}, false
 	}
-	var next time.Time
-	found := false
-	for _, sj := range s.jobs {
-		if sj.running || sj.removed {
-			continue
-		}
-		if !found || sj.dueAt.Before(next) {
-			next, found = sj.dueAt, true
-		}
+	sj := s.top()
+	if sj == nil {
+		return time.Time{}, false
 	}
-	return next, found
+	return sj.dueAt, true
 }

@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"cmp"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -126,5 +129,112 @@ func TestCompactionScheduleFollowsTheCatalog(t *testing.T) {
 	s.Done(t0, 3, lakestream.MaterializationResult{}, nil)
 	if s.Inflight() != 1 {
 		t.Fatalf("inflight = %d, want 1", s.Inflight())
+	}
+}
+
+// TestCompactionScheduleMatchesAModel: random catalog changes, starts and
+// results; every Start returns what a plain scan of the jobs would (the
+// oldest due not running, ties by log id, up to the free slots), and
+// NextDue the earliest of them.
+func TestCompactionScheduleMatchesAModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	type mj struct {
+		due     time.Time
+		running bool
+		removed bool
+	}
+	for round := range 50 {
+		s := NewMaterializationSchedule(MaterializationPolicy{Interval: 5 * time.Second, MaxInflight: 3, BackoffMin: time.Second})
+		model := map[lakestream.LogID]*mj{}
+		now := time.Unix(1000, 0)
+		var running []lakestream.LogID
+		for step := range 300 {
+			now = now.Add(time.Duration(r.IntN(2000)) * time.Millisecond)
+			switch op := r.IntN(10); {
+			case op == 0: // a catalog scan: a random subset of logs 1..12
+				var jobs []lakestream.MaterializationJob
+				listed := map[lakestream.LogID]bool{}
+				for id := lakestream.LogID(1); id <= 12; id++ {
+					if r.IntN(4) > 0 {
+						jobs = append(jobs, job(id))
+						listed[id] = true
+					}
+				}
+				s.SetJobs(now, jobs)
+				for id := range listed {
+					if m := model[id]; m != nil {
+						m.removed = false
+					} else {
+						model[id] = &mj{due: now}
+					}
+				}
+				for id, m := range model {
+					if !listed[id] {
+						if m.running {
+							m.removed = true
+						} else {
+							delete(model, id)
+						}
+					}
+				}
+			case op < 6 && len(running) > 0: // a call ends
+				i := r.IntN(len(running))
+				id := running[i]
+				running = slices.Delete(running, i, i+1)
+				var err error
+				res := lakestream.MaterializationResult{More: r.IntN(3) == 0}
+				if r.IntN(5) == 0 {
+					err = errors.New("boom")
+				}
+				d := s.Done(now, id, res, err)
+				m := model[id]
+				m.running = false
+				switch {
+				case m.removed:
+					delete(model, id)
+				case err != nil:
+					m.due = now.Add(d)
+				case res.More:
+					m.due = now
+				default:
+					m.due = now.Add(5 * time.Second)
+				}
+			default: // start what is due
+				var want []lakestream.LogID
+				for id, m := range model {
+					if !m.running && !m.removed && !m.due.After(now) {
+						want = append(want, id)
+					}
+				}
+				slices.SortFunc(want, func(a, b lakestream.LogID) int {
+					if c := model[a].due.Compare(model[b].due); c != 0 {
+						return c
+					}
+					return cmp.Compare(a, b)
+				})
+				want = want[:min(len(want), 3-len(running))]
+				got := logsOf(s.Start(now))
+				if !slices.Equal(got, want) {
+					t.Fatalf("round %d step %d: started %v, want %v", round, step, got, want)
+				}
+				for _, id := range got {
+					model[id].running = true
+				}
+				running = append(running, got...)
+			}
+			var next time.Time
+			found := false
+			for _, m := range model {
+				if !m.running && !m.removed && (!found || m.due.Before(next)) {
+					next, found = m.due, true
+				}
+			}
+			if len(running) >= 3 {
+				found = false
+			}
+			if got, ok := s.NextDue(); ok != found || ok && !got.Equal(next) {
+				t.Fatalf("round %d step %d: NextDue %v %v, want %v %v", round, step, got, ok, next, found)
+			}
+		}
 	}
 }
