@@ -43,7 +43,7 @@ func (a *admin) runbookRoutes() []route {
 		{"POST " + nsp + "/clearBacklog/{sub}", ruleTenant, handler(a.clearNamespaceBacklog)},
 		{"POST " + nsp + "/unsubscribe/{sub}", ruleTenant, handler(a.unsubscribeNamespace)},
 		{"GET /admin/v2/brokers/leaderBroker", ruleAny, handler(a.leaderBroker)},
-		{"GET /admin/v2/brokers/health", ruleAny, handler(a.health)},
+		{"GET /admin/v2/brokers/health", ruleSuper, handler(a.health)}, // it writes: superusers, as Pulsar
 	}
 }
 

@@ -276,6 +276,13 @@ func TestSecurity(t *testing.T) {
 		}
 		_, err = n.admin(t, n.token(t, "acme-admin", time.Hour)).Namespaces().GetNamespaces("public")
 		wantCode(t, "a tenant admin in another tenant", err, http.StatusForbidden)
+		// The health check appends to the node's heartbeat log: superusers
+		// only, as Pulsar's brokers healthcheck.
+		err = n.admin(t, n.token(t, "reader", time.Hour)).Brokers().HealthCheck()
+		wantCode(t, "a reader runs the health check", err, http.StatusForbidden)
+		if err := admin.Brokers().HealthCheck(); err != nil {
+			t.Fatalf("a superuser runs the health check: %v", err)
+		}
 		// Revoked: refused again.
 		tenantAdmin := n.admin(t, n.token(t, "acme-admin", time.Hour))
 		ns, _ := utils.GetNamespaceName("acme/ns")
