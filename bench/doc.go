@@ -13,6 +13,7 @@
 //
 //	engine.go            Run, Config: the engine benchmark
 //	tables.go            RunTables, TablesConfig: the month of small ranges
+//	etcdcap.go           RunEtcd, EtcdConfig: commit records/s one etcd carries
 //	hist.go              the latency histogram and its quantiles
 //
 // Beside it, not part of the package (scripts and separate programs):
@@ -27,6 +28,8 @@
 //	remote.sh            lakegate on S3 (SeaweedFS) behind faultproxy/, a
 //	                     proxy adding a fixed latency to every request
 //	tables-cluster.sh    compaction against ingest on a three-node cluster
+//	idle-cost.sh         an idle node's (or cluster's) CPU and etcd writes
+//	etcd-capacity.sh     `lakegate bench etcd` against a real etcd member
 //	tools/               a separate Go module pinning the perf tool and
 //	                     holding tools/e2e and tools/plot
 package bench

@@ -12,14 +12,26 @@
 # restarted after the creation and the topics are loaded again by reading
 # their stats, so the creation's own work is not in the window.
 #
+# With NODES=N (N > 1) the same on a cluster as a user deploys it
+# (e2e/interop/nodes.sh): one real etcd member and N `lakegate serve`
+# processes on one file:// store; the topics spread over the nodes by
+# placement, and the line says each node's CPU, the etcd member's, and the
+# transactions of all nodes together.
+#
 # Environment: TOPICS (1000), SETTLE (40), WINDOW (60), RESTART (0),
-# LAKEGATE_BIN (default: builds .cache/bin/lakegate), KEEP=1 (keep the data
-# directory), LAKEGATE_CPUPROFILE (a CPU profile of the measured process).
-# Prints one line: cpu % of a core, etcd txns/s.
+# NODES (1), LAKEGATE_BIN (default: builds .cache/bin/lakegate), KEEP=1
+# (keep the data directory), LAKEGATE_CPUPROFILE (a CPU profile of the
+# measured process; on a cluster one per node, <file>.<pid>, of the
+# measured window). Prints one line: cpu % of a core,
+# etcd txns/s.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-TOPICS=${TOPICS:-1000} SETTLE=${SETTLE:-40} WINDOW=${WINDOW:-60} RESTART=${RESTART:-0}
+TOPICS=${TOPICS:-1000} SETTLE=${SETTLE:-40} WINDOW=${WINDOW:-60} RESTART=${RESTART:-0} NODES=${NODES:-1}
+if [[ $NODES -gt 1 && $RESTART == 1 ]]; then
+  echo "RESTART=1 is for one node (NODES=1)" >&2
+  exit 2
+fi
 bin=${LAKEGATE_BIN:-}
 if [[ -z $bin ]]; then
   mkdir -p .cache/bin
@@ -32,6 +44,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/lakegate-idle.XXXXXX")
 pid=
 cleanup() {
   [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [[ $NODES -gt 1 ]] && { stop_lakegate || true; }
   if [[ ${KEEP:-0} == 1 ]]; then echo "kept $dir" >&2; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
@@ -58,8 +71,24 @@ each() { # each METHOD SUFFIX: one admin request per topic, with progress
 }
 prof=${LAKEGATE_CPUPROFILE:-}
 unset LAKEGATE_CPUPROFILE
-[[ $RESTART == 1 ]] || export LAKEGATE_CPUPROFILE=$prof
-start
+if [[ $NODES -gt 1 ]]; then
+  repo=$ROOT tmp=$dir
+  say() { echo "idle-cost: $*" >&2; }
+  source "$ROOT/e2e/interop/nodes.sh"
+  # One profile per node ("%p": its pid), of the measured window only.
+  [[ -n $prof ]] && export LAKEGATE_CPUPROFILE="$prof.%p" LAKEGATE_CPUPROFILE_ON=SIGUSR1
+  LAKEGATE_NODES=$NODES start_lakegate "$bin"
+  base=$lg_http_url
+  node_http=()
+  for log in "${lg_logs[@]}"; do
+    node_http+=("http://$(attr "$(grep -m1 'lakegate node ready' "$log")" http)")
+  done
+else
+  [[ $RESTART == 1 ]] || export LAKEGATE_CPUPROFILE=$prof
+  start
+  lg_pids=("$pid")
+  node_http=("$base")
+fi
 echo "creating $TOPICS topics with a subscription each" >&2
 each PUT ""
 each PUT /subscription/s
@@ -72,11 +101,24 @@ if [[ $RESTART == 1 ]]; then
 fi
 echo "settling ${SETTLE}s, then measuring ${WINDOW}s" >&2
 sleep "$SETTLE"
-txns() { curl -sf "$base/metrics" | awk '/^lakegate_etcd_txns_total/ {s += $2} END {print s + 0}'; }
-cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-t0=$(txns); c0=$(cpu); s0=$(date +%s.%N)
+[[ $RESTART == 1 ]] && lg_pids=("$pid")
+txns() { for h in "${node_http[@]}"; do curl -sf "$h/metrics"; done | awk '/^lakegate_etcd_txns_total/ {s += $2} END {print s + 0}'; }
+cpus() { # utime+stime ticks of every node, then of the etcd member (0 for standalone)
+  local p
+  for p in "${lg_pids[@]}"; do awk '{printf "%d ", $14 + $15}' "/proc/$p/stat"; done
+  if [[ -n ${etcd_pid:-} ]]; then awk '{print $14 + $15}' "/proc/$etcd_pid/stat"; else echo 0; fi
+}
+if [[ $NODES -gt 1 && -n $prof ]]; then kill -USR1 "${lg_pids[@]}"; fi
+t0=$(txns); c0=$(cpus); s0=$(date +%s.%N)
 sleep "$WINDOW"
-c1=$(cpu); s1=$(date +%s.%N); t1=$(txns)
+c1=$(cpus); s1=$(date +%s.%N); t1=$(txns)
 python3 -c "
 d = $s1 - $s0
-print('idle, %d topics + subscriptions: cpu %.1f%% of a core, etcd txns %.2f/s over %.0f s' % ($TOPICS, 100 * ($c1 - $c0) / $(getconf CLK_TCK) / d, ($t1 - $t0) / d, d))"
+c0, c1 = '$c0'.split(), '$c1'.split()
+pct = [100 * (int(b) - int(a)) / $(getconf CLK_TCK) / d for a, b in zip(c0, c1)]
+nodes, etcd = pct[:-1], pct[-1]
+if len(nodes) == 1:
+    print('idle, %d topics + subscriptions: cpu %.1f%% of a core, etcd txns %.2f/s over %.0f s' % ($TOPICS, nodes[0], ($t1 - $t0) / d, d))
+else:
+    print('idle, %d topics + subscriptions on %d nodes: cpu per node %s %% of a core, etcd member %.1f%%, etcd txns %.2f/s (all nodes) over %.0f s' % (
+        $TOPICS, len(nodes), ' / '.join('%.1f' % p for p in nodes), etcd, ($t1 - $t0) / d, d))"

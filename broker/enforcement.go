@@ -279,11 +279,14 @@ func (b *Broker) RunPolicies(ctx context.Context, interval time.Duration, served
 			return
 		case <-tick.C:
 		}
+		// One read of each namespace per round, whatever the number of
+		// its topics (a change made during the round is seen next round).
+		rctx := withNamespaceMemo(ctx)
 		for _, t := range served() {
 			if t.Closing() || ctx.Err() != nil {
 				continue
 			}
-			tctx, cancel := context.WithTimeout(ctx, policyTopicTimeout)
+			tctx, cancel := context.WithTimeout(rctx, policyTopicTimeout)
 			if err := b.EnforcePolicies(tctx, t, hooks); err != nil {
 				if tctx.Err() == nil && !t.Closing() {
 					b.cfg.Logger.Warn("enforcing a topic's policies", "topic", t.Name(), "err", err)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate/lakestream"
@@ -96,7 +97,7 @@ func ParseQuotas(v string) (map[string]BacklogQuota, error) {
 // PoliciesOf resolves the policies of stream md: each one the topic's,
 // else its namespace's. A damaged value is reported, not applied.
 func (b *Broker) PoliciesOf(ctx context.Context, md lakestream.StreamMetadata) (TopicPolicies, error) {
-	ns, err := b.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
+	ns, err := b.loadNamespace(ctx, md.ID.Namespace)
 	if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
 		return TopicPolicies{}, err
 	}
@@ -174,7 +175,7 @@ func (r DispatchRateJSON) Limit() RateLimit {
 // topic's policy, else its namespace's, else the node's default. A
 // damaged value is reported, not applied.
 func (b *Broker) LimitsOf(ctx context.Context, md lakestream.StreamMetadata) (TopicLimits, error) {
-	ns, err := b.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
+	ns, err := b.loadNamespace(ctx, md.ID.Namespace)
 	if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
 		return TopicLimits{}, err
 	}
@@ -236,7 +237,7 @@ func (b *Broker) DedupEnabled(ctx context.Context, md lakestream.StreamMetadata)
 	if v, ok := md.Properties[DedupProperty]; ok {
 		return v == "true", nil
 	}
-	ns, err := b.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
+	ns, err := b.loadNamespace(ctx, md.ID.Namespace)
 	if errors.Is(err, lakestream.ErrNoSuchNamespace) {
 		return false, nil
 	}
@@ -251,7 +252,7 @@ func (b *Broker) DedupEnabled(ctx context.Context, md lakestream.StreamMetadata)
 func (b *Broker) CompactionThreshold(ctx context.Context, md lakestream.StreamMetadata) (int64, error) {
 	v, ok := md.Properties[CompactionThresholdProperty]
 	if !ok {
-		ns, err := b.cfg.Catalog.LoadNamespace(ctx, md.ID.Namespace)
+		ns, err := b.loadNamespace(ctx, md.ID.Namespace)
 		if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
 			return 0, err
 		}
@@ -260,4 +261,48 @@ func (b *Broker) CompactionThreshold(ctx context.Context, md lakestream.StreamMe
 		}
 	}
 	return strconv.ParseInt(v, 10, 64)
+}
+
+// namespaceMemoKey is the context key of a namespaceMemo.
+type namespaceMemoKey struct{}
+
+// namespaceMemo keeps the namespaces read during one policy round
+// (RunPolicies): every topic of a namespace shares one read.
+type namespaceMemo struct {
+	mu sync.Mutex
+	m  map[string]namespaceRead
+}
+
+type namespaceRead struct {
+	ns  lakestream.Namespace
+	err error
+}
+
+// withNamespaceMemo returns ctx carrying a new, empty namespaceMemo.
+func withNamespaceMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, namespaceMemoKey{}, &namespaceMemo{m: map[string]namespaceRead{}})
+}
+
+// loadNamespace is Catalog.LoadNamespace, answered from ctx's
+// namespaceMemo when it has one (a policy round) and the namespace was
+// read in it already.
+func (b *Broker) loadNamespace(ctx context.Context, name string) (lakestream.Namespace, error) {
+	memo, _ := ctx.Value(namespaceMemoKey{}).(*namespaceMemo)
+	if memo == nil {
+		return b.cfg.Catalog.LoadNamespace(ctx, name)
+	}
+	memo.mu.Lock()
+	r, ok := memo.m[name]
+	memo.mu.Unlock()
+	if ok {
+		return r.ns, r.err
+	}
+	ns, err := b.cfg.Catalog.LoadNamespace(ctx, name)
+	if err != nil && !errors.Is(err, lakestream.ErrNoSuchNamespace) {
+		return ns, err // a failed read is not kept: the next topic tries again
+	}
+	memo.mu.Lock()
+	memo.m[name] = namespaceRead{ns, err}
+	memo.mu.Unlock()
+	return ns, err
 }

@@ -931,14 +931,20 @@ func configCheck(t *testing.T, bin, file string, env []string) map[string]string
 }
 
 // podEnv is the container's literal env, with $(VAR) references expanded
-// from earlier variables and the downward-API fields given.
-func podEnv(c any, fields map[string]string) []string {
+// from earlier variables and the downward-API fields given; a
+// resourceFieldRef is the container's resource in bytes (limits.memory:
+// a "Gi" or "Mi" quantity).
+func podEnv(t *testing.T, c any, fields map[string]string) []string {
 	vals := map[string]string{}
 	var out []string
 	for _, e := range list(c, "env") {
 		n := str(e, "name")
 		v, ok := get(e, "value").(string)
-		if !ok {
+		switch {
+		case ok:
+		case str(e, "valueFrom.resourceFieldRef.resource") != "":
+			v = strconv.FormatInt(quantityBytes(t, str(c, "resources."+str(e, "valueFrom.resourceFieldRef.resource"))), 10)
+		default:
 			v = fields[str(e, "valueFrom.fieldRef.fieldPath")]
 		}
 		v = regexp.MustCompile(`\$\((\w+)\)`).ReplaceAllStringFunc(v, func(s string) string { return vals[s[2:len(s)-1]] })
@@ -946,6 +952,21 @@ func podEnv(c any, fields map[string]string) []string {
 		out = append(out, n+"="+v)
 	}
 	return out
+}
+
+// quantityBytes is a Kubernetes memory quantity ("2Gi", "512Mi") in bytes.
+func quantityBytes(t *testing.T, q string) int64 {
+	t.Helper()
+	for suffix, unit := range map[string]int64{"Gi": 1 << 30, "Mi": 1 << 20} {
+		if n, ok := strings.CutSuffix(q, suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			if err == nil {
+				return v * unit
+			}
+		}
+	}
+	t.Fatalf("memory quantity %q: want <n>Gi or <n>Mi", q)
+	return 0
 }
 
 func TestConfigsLoad(t *testing.T) {
@@ -965,7 +986,7 @@ func TestConfigsLoad(t *testing.T) {
 	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := podEnv(c, map[string]string{"metadata.name": "lakegate-7d9f-x2", "status.podIP": "10.1.2.3"})
+	env := podEnv(t, c, map[string]string{"metadata.name": "lakegate-7d9f-x2", "status.podIP": "10.1.2.3"})
 	kv := configCheck(t, bin, file, env)
 	want := map[string]string{
 		"pulsar.advertisedAddr": "10.1.2.3:6650",
@@ -973,6 +994,8 @@ func TestConfigsLoad(t *testing.T) {
 		"pulsar.addr":           ":" + strconv.Itoa(containerPort(c, "pulsar")),
 		"http.addr":             ":" + strconv.Itoa(containerPort(c, "http")),
 		"log.json":              "true",
+		// The memory budget is the container's limit (docs/memory.md).
+		"memory.limit": strconv.FormatInt(quantityBytes(t, str(c, "resources.limits.memory")), 10),
 	}
 	for k, v := range want {
 		if kv[k] != v {

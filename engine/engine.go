@@ -23,6 +23,7 @@ type Engine struct {
 	meta     meta.Store
 	keys     keys
 	cache    *chunkCache
+	loads    chan struct{} // load slots: Options.MaxConcurrentLoads
 	clog     *commitLog
 	writer   *walWriter
 	metrics  metrics
@@ -54,6 +55,7 @@ func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 		meta:  ms,
 		keys:  keys{root: opts.MetaRoot},
 		cache: newChunkCache(opts.CacheBytes),
+		loads: make(chan struct{}, opts.MaxConcurrentLoads),
 	}
 	e.metrics.init()
 	e.preparer = objstore.PreparerOf(store)

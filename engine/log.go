@@ -358,10 +358,11 @@ func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk,
 		return nil, fmt.Errorf("engine: log %d offsets %d..%d are in a %v chunk this engine cannot read", l.id, ie.First, ie.Last(), ie.Kind)
 	}
 	loc := chunkLoc{ie.Object, ie.Offset}
-	if c := l.e.cache.get(loc); c != nil {
-		l.e.metrics.cacheHits.Add(1)
-		return c, nil
+	c, release, err := l.e.cachedOrSlot(ctx, loc)
+	if c != nil || err != nil {
+		return c, err
 	}
+	defer release()
 	b, err := l.e.store.GetRange(ctx, ie.Object, ie.Offset, ie.Length)
 	if err != nil {
 		if errors.Is(err, objstore.ErrNotFound) {
@@ -374,7 +375,7 @@ func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk,
 	if int64(len(b)) != ie.Length {
 		return nil, fmt.Errorf("%w: log %d chunk %s@%d: got %d bytes, want %d", wal.ErrCorrupt, l.id, ie.Object, ie.Offset, len(b), ie.Length)
 	}
-	c, err := decodeChunk(b)
+	c, err = decodeChunk(b)
 	if err != nil {
 		return nil, fmt.Errorf("log %d chunk %s@%d: %w", l.id, ie.Object, ie.Offset, err)
 	}
@@ -390,10 +391,11 @@ func (l *logHandle) loadChunk(ctx context.Context, ie indexEntry) (*loadedChunk,
 // the object with ranged GETs and decodes it (port.go).
 func (l *logHandle) loadDecodedChunk(ctx context.Context, ie indexEntry) (*loadedChunk, error) {
 	loc := chunkLoc{ie.Object, ie.Offset}
-	if c := l.e.cache.get(loc); c != nil {
-		l.e.metrics.cacheHits.Add(1)
-		return c, nil
+	c, release, err := l.e.cachedOrSlot(ctx, loc)
+	if c != nil || err != nil {
+		return c, err
 	}
+	defer release()
 	dec := l.e.opts.ChunkDecoder
 	if dec == nil {
 		return nil, fmt.Errorf("engine: log %d offsets %d..%d are in a %v chunk and no ChunkDecoder is configured", l.id, ie.First, ie.Last(), ie.Kind)
@@ -417,12 +419,34 @@ func (l *logHandle) loadDecodedChunk(ctx context.Context, ie indexEntry) (*loade
 	if int64(len(ents)) != ie.Entries {
 		return nil, fmt.Errorf("%w: log %d file %s: %d entries, index says %d", wal.ErrCorrupt, l.id, ie.Object, len(ents), ie.Entries)
 	}
-	c := &loadedChunk{writeMs: ie.WriteMs, entries: ents}
+	c = &loadedChunk{writeMs: ie.WriteMs, entries: ents}
 	for _, de := range ents {
 		c.size += int64(len(de.Payload))
 	}
 	l.e.cache.put(loc, c)
 	return c, nil
+}
+
+// cachedOrSlot returns loc's chunk from the cache, or else a load slot
+// (Options.MaxConcurrentLoads): the caller reads and decodes the chunk,
+// puts it in the cache and calls release. While it waited for the slot
+// another reader may have loaded the chunk: the cache is asked again.
+func (e *Engine) cachedOrSlot(ctx context.Context, loc chunkLoc) (*loadedChunk, func(), error) {
+	if c := e.cache.get(loc); c != nil {
+		e.metrics.cacheHits.Add(1)
+		return c, nil, nil
+	}
+	select {
+	case e.loads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	if c := e.cache.get(loc); c != nil {
+		<-e.loads
+		e.metrics.cacheHits.Add(1)
+		return c, nil, nil
+	}
+	return nil, func() { <-e.loads }, nil
 }
 
 // prefixEnd is the smallest key greater than every key with prefix p.

@@ -66,6 +66,11 @@ type Options struct {
 
 	// CacheBytes bounds the chunk read cache. Default 256 MiB.
 	CacheBytes int64
+	// MaxConcurrentLoads bounds the chunks read from the store and decoded
+	// at once, over every log (a decoded table file or row group holds
+	// several times its payload while it is being rebuilt): what reads
+	// from behind take beyond the cache is this many decodes. Default 2.
+	MaxConcurrentLoads int
 	// CursorPersistInterval is how often dirty cursors are written.
 	// Default 1 s.
 	CursorPersistInterval time.Duration
@@ -164,6 +169,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 256 << 20
+	}
+	if o.MaxConcurrentLoads <= 0 {
+		o.MaxConcurrentLoads = 2
 	}
 	if o.CursorPersistInterval <= 0 {
 		o.CursorPersistInterval = time.Second

@@ -27,11 +27,13 @@ func runBench(args []string) error {
 		return runBenchEngine(args[1:])
 	case "tables":
 		return runBenchTables(args[1:])
+	case "etcd":
+		return runBenchEtcd(args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, "usage: lakegate bench engine|tables [flags]   (lakegate bench engine -h lists the flags)")
+		fmt.Fprintln(os.Stderr, "usage: lakegate bench engine|tables|etcd [flags]   (lakegate bench engine -h lists the flags)")
 		return nil
 	default:
-		return fmt.Errorf("bench: unknown benchmark %q (have: engine, tables)", args[0])
+		return fmt.Errorf("bench: unknown benchmark %q (have: engine, tables, etcd)", args[0])
 	}
 }
 
@@ -137,4 +139,44 @@ func runBenchTables(args []string) error {
 	defer stop()
 	_, err := bench.RunTables(ctx, c)
 	return err
+}
+
+func runBenchEtcd(args []string) error {
+	fs := flag.NewFlagSet("bench etcd", flag.ContinueOnError)
+	var (
+		c              bench.EtcdConfig
+		endpoints, rbs string
+	)
+	fs.StringVar(&endpoints, "etcd", "", "comma-separated etcd endpoints (required; bench/etcd-capacity.sh starts a member)")
+	fs.StringVar(&rbs, "record-bytes", "400,4000,25000", "commit record sizes, one run each (≈ 100 + 25 bytes per log of a flush)")
+	fs.IntVar(&c.Writers, "writers", 3, "commit loops (nodes), one transaction at a time each")
+	fs.IntVar(&c.Watchers, "watchers", 3, "watches of the commit records (nodes)")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "measured time of each run (after 1 s of warm-up)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lakegate bench etcd --etcd URL[,URL…] [flags]\n\nCommit records per second one etcd cluster carries: writers shaped as the WAL\nwriter's commit loop, watchers as the nodes' commit-log watches.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench etcd: unexpected arguments %q", fs.Args())
+	}
+	for _, e := range strings.Split(endpoints, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			c.Endpoints = append(c.Endpoints, e)
+		}
+	}
+	for _, s := range strings.Split(rbs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bench etcd: --record-bytes: %q is not a size", s)
+		}
+		c.RecordBytes = append(c.RecordBytes, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.RunEtcd(ctx, c, os.Stdout)
 }

@@ -68,7 +68,7 @@ type Config struct {
 		BrokerMaxConnections                        int   `yaml:"brokerMaxConnections" default:"0" doc:"Open Pulsar connections on the node; one more is answered ERROR NotAllowedError and closed. 0: no limit."`
 		BrokerMaxConnectionsPerIP                   int   `yaml:"brokerMaxConnectionsPerIp" default:"0" doc:"Open Pulsar connections per client IP address; the same answer beyond. 0: no limit."`
 		MaxPendingPublishRequestsPerConnection      int   `yaml:"maxPendingPublishRequestsPerConnection" default:"1000" doc:"SENDs a connection may have unanswered; at this many its reads pause until half are answered (backpressure, no error). 0 turns it off."`
-		MaxMessagePublishBufferSizeInMB             int64 `yaml:"maxMessagePublishBufferSizeInMB" default:"0" doc:"SEND payload the node holds unanswered, in MiB; beyond it the reads of every connection with producers pause until half is answered. 0: half of GOMEMLIMIT when set, else 256, at least 64."`
+		MaxMessagePublishBufferSizeInMB             int64 `yaml:"maxMessagePublishBufferSizeInMB" default:"0" doc:"SEND payload the node holds unanswered, in MiB; beyond it the reads of every connection with producers pause until half is answered. 0: 1/10 of memory.limit (without a budget half of GOMEMLIMIT when set, else 256, at least 64)."`
 		MaxProducersPerTopic                        int   `yaml:"maxProducersPerTopic" default:"0" doc:"Producers per topic partition; more are refused with ProducerBusy. 0: no limit."`
 		MaxConsumersPerTopic                        int   `yaml:"maxConsumersPerTopic" default:"0" doc:"Consumers per topic partition; more are refused with ConsumerBusy. 0: no limit."`
 		MaxConsumersPerSubscription                 int   `yaml:"maxConsumersPerSubscription" default:"0" doc:"Consumers per subscription; more are refused with ConsumerBusy. 0: no limit."`
@@ -129,6 +129,12 @@ type Config struct {
 	} `yaml:"cluster"`
 
 	// Metrics with Pulsar's switches (docs/metrics.md, "Pulsar's names").
+	// The node's memory budget (docs/memory.md): one number that sizes
+	// the Go runtime's soft limit and every cache and queue left at 0.
+	Memory struct {
+		Limit int64 `yaml:"limit" default:"805306368" doc:"Memory budget of the node in bytes, the resident set it stays under (docs/memory.md). The Go runtime's soft limit is the budget less the mapped program, max(128 MiB, 1/8) (unless GOMEMLIMIT is set), and each size left at 0 is a share: engine.cacheBytes 1/5, limits.maxMessagePublishBufferSizeInMB 1/10, engine.maxPendingBytes 1/20, tables.maxBytes 1/64 (per compaction), tables.repack.spanBytes 1/64. At least 256 MiB; 0: no budget (fixed sizes: 256, 256, 64, 64 and 16 MiB)."`
+	} `yaml:"memory"`
+
 	Metrics struct {
 		ExposeTopicLevelMetricsInPrometheus    bool `yaml:"exposeTopicLevelMetricsInPrometheus" default:"true" doc:"Export the pulsar_* topic families per topic (labels cluster, namespace, topic) and the pulsar_subscription_* families; false sums the topic families per namespace (labels cluster, namespace) and exports no subscription series, as Pulsar's setting."`
 		ExposeConsumerLevelMetricsInPrometheus bool `yaml:"exposeConsumerLevelMetricsInPrometheus" default:"false" doc:"Also export the pulsar_consumer_* families (labels consumer_name, consumer_id), as Pulsar's setting; needs exposeTopicLevelMetricsInPrometheus."`
@@ -155,11 +161,11 @@ type Config struct {
 		NodeID             string        `yaml:"nodeId" doc:"Name of this node in WAL object names. Default a random id per start."`
 		FlushBytes         int           `yaml:"flushBytes" default:"0" doc:"Flush a WAL object at this many pending bytes. 0 = 1 MiB for local stores, 4 MiB for s3/gs/azblob; at most 64 MiB."`
 		Linger             time.Duration `yaml:"linger" default:"0s" doc:"Flush a WAL object this long after its first entry. 0 = 2ms local, 250ms for s3/gs/azblob."`
-		MaxPendingBytes    int64         `yaml:"maxPendingBytes" default:"67108864" doc:"Payload bytes accepted but not yet acknowledged; appends wait beyond it."`
+		MaxPendingBytes    int64         `yaml:"maxPendingBytes" default:"0" doc:"Payload bytes accepted but not yet acknowledged; appends wait beyond it. 0: 1/20 of memory.limit (64 MiB without a budget)."`
 		MaxInflightFlushes int           `yaml:"maxInflightFlushes" default:"4" doc:"WAL objects PUT concurrently (commits stay in order)."`
 		PrepareAhead       int           `yaml:"prepareAhead" default:"4" doc:"On a file:// store, WAL objects of the next flushes created ahead of time, so that a flush only writes into its file (docs/index-format.md, \"Prepared WAL objects\"); 0 turns it off."`
 		CommitTimeout      time.Duration `yaml:"commitTimeout" default:"30s" doc:"Bound on PUT (retried with backoff on store errors and throttling) plus commit of one WAL object; appends fail after it (docs/storage.md)."`
-		CacheBytes         int64         `yaml:"cacheBytes" default:"268435456" doc:"Bytes of decoded chunks kept for reads."`
+		CacheBytes         int64         `yaml:"cacheBytes" default:"0" doc:"Bytes of decoded chunks kept for reads. 0: 1/5 of memory.limit (256 MiB without a budget)."`
 		CursorPersist      time.Duration `yaml:"cursorPersistInterval" default:"1s" doc:"How often changed subscription cursors are written to etcd."`
 		GCInterval         time.Duration `yaml:"gcInterval" default:"1m" doc:"How often unreferenced WAL objects and orphaned table files are deleted (docs/gc.md); 0 turns it off."`
 	} `yaml:"engine"`
@@ -180,10 +186,10 @@ type Config struct {
 		} `yaml:"maintenance"`
 		Repack struct {
 			TargetBytes int64         `yaml:"targetBytes" default:"134217728" doc:"Size bin-packing merges a log's small table files into (files under 3/4 of it are small; docs/compaction.md, Bin-packing); 0 turns bin-packing off."`
-			SpanBytes   int64         `yaml:"spanBytes" default:"16777216" doc:"Entry payload bytes per row group of a bin-packed file: one index entry each, what one cold read of an old offset decodes."`
+			SpanBytes   int64         `yaml:"spanBytes" default:"0" doc:"Entry payload bytes per row group of a bin-packed file: one index entry each, what one cold read of an old offset decodes. 0: 1/64 of memory.limit, at least 1 MiB (16 MiB without a budget)."`
 			Interval    time.Duration `yaml:"interval" default:"10m" doc:"How often the node that compacts a table bin-packs each of its logs; 0 turns bin-packing off."`
 		} `yaml:"repack"`
-		MaxBytes int64 `yaml:"maxBytes" default:"67108864" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day)."`
+		MaxBytes int64 `yaml:"maxBytes" default:"0" doc:"WAL payload bytes one compaction takes (one table file per partition and publish day). 0: 1/64 of memory.limit, at least 4 MiB (64 MiB without a budget)."`
 		Iceberg  struct {
 			Kind                 string   `yaml:"kind" default:"auto" doc:"Iceberg catalog the tables are committed to: lakegate (kept in etcd, shared by every node, served over the Iceberg REST API: docs/iceberg-catalog.md), sql (a sqlite file, one node only), rest (an external REST catalog), or auto = sql for standalone, lakegate for serve."`
 			URI                  string   `yaml:"uri" doc:"sql: the sqlite file (default <dataDir>/iceberg/catalog.db); rest: the catalog's base URL."`
@@ -405,6 +411,9 @@ func (c *Config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("config log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	if _, err := budgetOf(c); err != nil {
+		return err
 	}
 	if c.DataDir == "" && (c.Objects == "" || len(c.Etcd.Endpoints) == 0) {
 		return errors.New("config dataDir: empty, and objects or etcd.endpoints is not set")

@@ -31,6 +31,7 @@ func main() {
 		os.Exit(2)
 	}
 	stopProfile := startCPUProfile()
+	stopHeapProfile := startHeapProfile()
 	var err error
 	switch os.Args[1] {
 	case "standalone":
@@ -63,6 +64,7 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	stopHeapProfile()
 	stopProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lakegate:", err)

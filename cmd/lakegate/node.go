@@ -55,6 +55,11 @@ func runNode(c *Config) error {
 	if err != nil {
 		return err
 	}
+	mem, _ := budgetOf(c) // checked by storageConfig
+	if mem.apply() {
+		log.Info("memory budget", "limit_mib", mem.Limit>>20, "go_limit_mib", mem.GoLimit>>20,
+			"cache_mib", sc.Engine.CacheBytes>>20, "compaction_mib", sc.Tables.CompactMaxBytes>>20)
+	}
 	sec, err := newSecurity(c)
 	if err != nil {
 		return err
@@ -139,6 +144,10 @@ func storageConfig(c *Config, log *slog.Logger) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
+	mem, err := budgetOf(c)
+	if err != nil {
+		return node.Config{}, err
+	}
 	if etcdPassword != "" && etcdTLS == nil && !allHTTPS(c.Etcd.Endpoints) {
 		log.Warn("the etcd password travels in clear: give the etcd members TLS (https:// endpoints, etcd.tlsCaFile)")
 	}
@@ -151,17 +160,17 @@ func storageConfig(c *Config, log *slog.Logger) (node.Config, error) {
 			NodeID:                c.Engine.NodeID,
 			FlushBytes:            c.Engine.FlushBytes,
 			Linger:                c.Engine.Linger,
-			MaxPendingBytes:       c.Engine.MaxPendingBytes,
+			MaxPendingBytes:       or(c.Engine.MaxPendingBytes, mem.Pending),
 			MaxInflightFlushes:    c.Engine.MaxInflightFlushes,
 			PrepareAhead:          prepareAhead(c.Engine.PrepareAhead),
 			CommitTimeout:         c.Engine.CommitTimeout,
-			CacheBytes:            c.Engine.CacheBytes,
+			CacheBytes:            or(c.Engine.CacheBytes, mem.Cache),
 			CursorPersistInterval: c.Engine.CursorPersist,
 			Logger:                log,
 		},
 		Tables: tables.Options{
 			CompactAge:          c.Tables.Age,
-			CompactMaxBytes:     c.Tables.MaxBytes,
+			CompactMaxBytes:     or(c.Tables.MaxBytes, mem.Compaction),
 			IcebergCatalog:      icebergCatalogConfig(c),
 			MaintenanceInterval: maintenanceInterval(c.Tables.Maintenance.Interval),
 			SnapshotRetention:   c.Tables.Maintenance.SnapshotRetention,
@@ -169,7 +178,7 @@ func storageConfig(c *Config, log *slog.Logger) (node.Config, error) {
 			DeltaLogRetention:   c.Tables.Maintenance.DeltaLogRetention,
 			OrphanAge:           c.Tables.Maintenance.OrphanAge,
 			BinpackTargetBytes:  repackTarget(c.Tables.Repack.TargetBytes),
-			BinpackSpanBytes:    c.Tables.Repack.SpanBytes,
+			BinpackSpanBytes:    or(c.Tables.Repack.SpanBytes, mem.Span),
 			BinpackInterval:     maintenanceInterval(c.Tables.Repack.Interval),
 		},
 	}, nil
@@ -276,7 +285,8 @@ func gatewayLimits(c *Config, g *gateway.Config) {
 	g.MaxConnections = l.BrokerMaxConnections
 	g.MaxConnectionsPerIP = l.BrokerMaxConnectionsPerIP
 	g.MaxPendingPublishRequestsPerConnection = int(off(int64(l.MaxPendingPublishRequestsPerConnection)))
-	g.MaxPublishBufferBytes = l.MaxMessagePublishBufferSizeInMB << 20 // 0: the default
+	mem, _ := budgetOf(c)                                                            // checked by storageConfig
+	g.MaxPublishBufferBytes = or(l.MaxMessagePublishBufferSizeInMB<<20, mem.Publish) // 0: the gateway's default
 	g.TopicLimits = gateway.TopicLimits{
 		MaxProducers:                l.MaxProducersPerTopic,
 		MaxConsumers:                l.MaxConsumersPerTopic,
@@ -317,8 +327,6 @@ func prepareAhead(n int) int {
 	return n
 }
 
-// maintenanceInterval maps the config's 0 (off) to the table layer's
-// negative.
 // repackTarget maps the configuration's 0 (off) to the table layer's
 // negative.
 func repackTarget(n int64) int64 {
@@ -328,6 +336,8 @@ func repackTarget(n int64) int64 {
 	return n
 }
 
+// maintenanceInterval maps the config's 0 (off) to the table layer's
+// negative.
 func maintenanceInterval(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
