@@ -25,7 +25,10 @@ go build -o .cache/bin/etcdmember ./internal/testservers/etcdmember
 dir=$(mktemp -d "${TMPDIR:-/tmp}/lakegate-etcdcap.XXXXXX")
 etcd_pid=
 cleanup() {
-  [[ -n $etcd_pid ]] && kill "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+  if [[ -n $etcd_pid ]]; then
+    kill "$etcd_pid" 2>/dev/null || true
+    wait "$etcd_pid" 2>/dev/null || true
+  fi
   rm -rf "$dir"
 }
 trap cleanup EXIT
