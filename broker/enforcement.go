@@ -151,14 +151,27 @@ type logView struct {
 	last        lakestream.EntryHeader // valid when next > first
 }
 
+// boundsReader is a log that reads its first and next offsets in one
+// read of its head (the engine's logs): a policy round of an idle topic
+// does one read fewer.
+type boundsReader interface {
+	Bounds(ctx context.Context) (first, next int64, err error)
+}
+
 func viewOf(ctx context.Context, log lakestream.Log) (logView, error) {
 	var v logView
 	var err error
-	if v.first, err = log.FirstOffset(ctx); err != nil {
-		return v, err
-	}
-	if v.next, err = log.NextOffset(ctx); err != nil {
-		return v, err
+	if b, ok := log.(boundsReader); ok {
+		if v.first, v.next, err = b.Bounds(ctx); err != nil {
+			return v, err
+		}
+	} else {
+		if v.first, err = log.FirstOffset(ctx); err != nil {
+			return v, err
+		}
+		if v.next, err = log.NextOffset(ctx); err != nil {
+			return v, err
+		}
 	}
 	if v.next > v.first {
 		v.last, err = log.EntryHeader(ctx, v.next-1)

@@ -228,6 +228,11 @@ func TestFenceAndTrim(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].Offset != 8 {
 		t.Fatalf("after hard trim: %v %+v", err, got)
 	}
+	// Bounds is FirstOffset and NextOffset in one read, on the engine
+	// that did not trim too.
+	if first, next, err := la.(*logHandle).Bounds(ctx); err != nil || first != 8 || next != 12 {
+		t.Fatalf("Bounds after the hard trim = %d, %d, %v; want 8, 12", first, next, err)
+	}
 }
 
 // A cursor deleted on one engine is never written back by a handle another

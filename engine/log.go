@@ -829,6 +829,13 @@ func (l *logHandle) FirstOffset(ctx context.Context) (int64, error) {
 	return h.First, err
 }
 
+// Bounds returns the first and the next offset from one linearizable read
+// of the head (FirstOffset and NextOffset read it once each).
+func (l *logHandle) Bounds(ctx context.Context) (first, next int64, err error) {
+	h, err := l.refresh(ctx)
+	return h.First, h.Next, err
+}
+
 // NextOffset implements lakestream.Log.
 func (l *logHandle) NextOffset(ctx context.Context) (int64, error) {
 	h, err := l.refresh(ctx)
