@@ -21,8 +21,8 @@
 # Environment: TOPICS (1000), SETTLE (40), WINDOW (60), RESTART (0),
 # NODES (1), LAKEGATE_BIN (default: builds .cache/bin/lakegate), KEEP=1
 # (keep the data directory), LAKEGATE_CPUPROFILE (a CPU profile of the
-# measured process; on a cluster one per node, <file>.<pid>, of the
-# measured window). Prints one line: cpu % of a core,
+# measured window, written when it ends; on a cluster one per node,
+# <file>.<pid>). Prints one line: cpu % of a core,
 # etcd txns/s.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -71,12 +71,14 @@ each() { # each METHOD SUFFIX: one admin request per topic, with progress
 }
 prof=${LAKEGATE_CPUPROFILE:-}
 unset LAKEGATE_CPUPROFILE
+# Profiles cover the measured window only: from one SIGUSR1 to the next.
+export LAKEGATE_CPUPROFILE_ON=SIGUSR1
 if [[ $NODES -gt 1 ]]; then
   repo=$ROOT tmp=$dir
   say() { echo "idle-cost: $*" >&2; }
   source "$ROOT/e2e/interop/nodes.sh"
   # One profile per node ("%p": its pid), of the measured window only.
-  [[ -n $prof ]] && export LAKEGATE_CPUPROFILE="$prof.%p" LAKEGATE_CPUPROFILE_ON=SIGUSR1
+  [[ -n $prof ]] && export LAKEGATE_CPUPROFILE="$prof.%p"
   LAKEGATE_NODES=$NODES start_lakegate "$bin"
   base=$lg_http_url
   node_http=()
@@ -108,10 +110,13 @@ cpus() { # utime+stime ticks of every node, then of the etcd member (0 for stand
   for p in "${lg_pids[@]}"; do awk '{printf "%d ", $14 + $15}' "/proc/$p/stat"; done
   if [[ -n ${etcd_pid:-} ]]; then awk '{print $14 + $15}' "/proc/$etcd_pid/stat"; else echo 0; fi
 }
-if [[ $NODES -gt 1 && -n $prof ]]; then kill -USR1 "${lg_pids[@]}"; fi
-t0=$(txns); c0=$(cpus); s0=$(date +%s.%N)
+t0=$(txns)
+[[ -n $prof ]] && kill -USR1 "${lg_pids[@]}"
+c0=$(cpus); s0=$(date +%s.%N)
 sleep "$WINDOW"
-c1=$(cpus); s1=$(date +%s.%N); t1=$(txns)
+c1=$(cpus); s1=$(date +%s.%N)
+[[ -n $prof ]] && kill -USR1 "${lg_pids[@]}"
+t1=$(txns)
 python3 -c "
 d = $s1 - $s0
 c0, c1 = '$c0'.split(), '$c1'.split()

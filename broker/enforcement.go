@@ -294,7 +294,9 @@ func (b *Broker) RunPolicies(ctx context.Context, interval time.Duration, served
 		}
 		// One read of each namespace per round, whatever the number of
 		// its topics (a change made during the round is seen next round).
-		rctx := withNamespaceMemo(ctx)
+		// And one fresh read of the logs' state per second of the round,
+		// not one per topic (lakestream.WithStaleReads).
+		rctx := lakestream.WithStaleReads(withNamespaceMemo(ctx), time.Second)
 		for _, t := range served() {
 			if t.Closing() || ctx.Err() != nil {
 				continue

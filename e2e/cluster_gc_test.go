@@ -1,20 +1,21 @@
 package e2e
 
-// GC across processes against prepared WAL objects (docs/gc.md;
-// docs/storage.md, "Prepared objects"): three `lakegate serve` nodes on one
-// file store each prepare the objects of their next flushes, and each
-// node's GC — every 300 ms — lists the other nodes' prepared files among
-// the objects it may delete, while a deleted topic gives it garbage to
-// delete. No prepared file may go before its flush (the engine counts
-// those: lakegate_engine_prepared_objects_gone_total) and no acknowledged
-// message may be lost. The engine's TestPreparedObjectsOutliveTheirWindow
-// checks the rule behind it on a controlled clock (a prepared name keeps
-// its window's intent after the window is over).
+// GC across processes against WAL segments (docs/gc.md; docs/index-format.md,
+// "WAL segments"): three `lakegate serve` nodes on one file store each
+// append their flushes to an open segment, and each node's GC — every
+// 300 ms — lists the other nodes' open segments among the objects it may
+// delete, while a deleted topic gives it garbage to delete (whole segments
+// whose chunks are gone, next to open segments whose first chunks are gone
+// too). No open segment may go: after the run every node is killed and
+// restarted, so that every acknowledged message is read back from the
+// store, not from a cache. The engine's TestWALSegmentOutlivesItsChunks
+// and TestWALSegmentRollsWithAge check the rule behind it on one process.
 
 import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,11 +23,13 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-func TestClusterGCKeepsPreparedObjects(t *testing.T) {
+func TestClusterGCKeepsWALSegments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), append(keepAllFlags, "--engine-gc-interval", "300ms")...)
+	c := startLGCluster(t, 3, "file://"+filepath.ToSlash(t.TempDir()), append(keepAllFlags, "--engine-gc-interval", "300ms",
+		// Small segments, so that some hold gc-gone's chunks only.
+		"--engine-wal-segment-bytes", "4096")...)
 	ctx := ctxFor(t, 2*time.Minute)
 	cl := c.client(c.serviceURL())
 	const parts, perRound = 12, 600
@@ -77,15 +80,20 @@ func TestClusterGCKeepsPreparedObjects(t *testing.T) {
 
 	// gc-gone's objects become garbage once the topic is deleted; gc-keep
 	// is written meanwhile, in rounds, until some node's GC has deleted
-	// objects — with the writers' prepared files listed next to them.
+	// objects — with the writers' open segments listed next to them.
 	produce("gc-gone", 0)
 	if code := admDo(t, http.MethodDelete, c.nodes[0].httpURL+"/admin/v2/persistent/public/default/gc-gone/partitions?force=true", "", "", nil); code/100 != 2 {
 		t.Fatalf("delete gc-gone: HTTP %d", code)
 	}
-	round := 0
+	// gc-gone's segments are collectable once closed and their windows'
+	// intents are gone (up to 10 s): a round every half second meanwhile.
+	round, last := 0, time.Time{}
 	waitFor(t, ctx, "GC to delete gc-gone's objects", func() bool {
-		round++
-		produce("gc-keep", round)
+		if time.Since(last) >= 500*time.Millisecond {
+			round++
+			produce("gc-keep", round)
+			last = time.Now()
+		}
 		deleted := 0.0
 		for _, n := range c.nodes {
 			deleted += metric(n, "lakegate_engine_gc_deleted_objects_total")
@@ -94,17 +102,24 @@ func TestClusterGCKeepsPreparedObjects(t *testing.T) {
 	})
 	produce("gc-keep", round+1) // once more with GC deleting on every pass
 
-	filling := 0
+	appending := 0
 	for _, n := range c.nodes {
-		if gone := metric(n, "lakegate_engine_prepared_objects_gone_total"); gone != 0 {
-			t.Fatalf("%s: %v prepared WAL objects were deleted before their flush (GC took protected objects)", n.name, gone)
+		if fb := metric(n, "lakegate_engine_wal_segment_fallbacks_total"); fb != 0 {
+			t.Fatalf("%s: %v flushes could not go to a WAL segment (the log says why)", n.name, fb)
 		}
-		if metric(n, "lakegate_engine_prepared_objects_filled_total") > 0 {
-			filling++
+		if v, _ := familyValue(scrape(t, n.httpURL+"/metrics")["lakegate_object_requests_total"], map[string]string{"op": "append", "result": "ok"}); v > 0 {
+			appending++
 		}
 	}
-	if filling < 2 {
-		t.Fatalf("only %d node(s) filled prepared objects; the test needs several writers", filling)
+	if appending < 2 {
+		t.Fatalf("only %d node(s) appended to WAL segments; the test needs several writers", appending)
+	}
+	// Cold caches: every node killed and started again.
+	for _, n := range c.nodes {
+		n.kill(t)
+	}
+	for _, n := range slices.Clone(c.nodes) {
+		c.restart(n)
 	}
 
 	// Every acknowledged message of gc-keep is there, read through a fresh
@@ -133,5 +148,5 @@ func TestClusterGCKeepsPreparedObjects(t *testing.T) {
 	if len(got) != len(sent) {
 		t.Fatalf("read %d messages, %d were acknowledged", len(got), len(sent))
 	}
-	t.Logf("%d rounds of %d messages while GC ran on every node; %d nodes filled prepared objects", round+1, perRound, filling)
+	t.Logf("%d rounds of %d messages while GC ran on every node; %d nodes appended to WAL segments", round+1, perRound, appending)
 }

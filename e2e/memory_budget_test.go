@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -111,10 +110,11 @@ func TestMemoryBudget(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			a, f, ok := rssParts(pid)
+			st, ok := procStatus(pid)
 			if !ok {
 				return
 			}
+			a, f := st["RssAnon"], st["RssFile"]+st["RssShmem"]
 			if a > peakAnon.Load() {
 				peakAnon.Store(a)
 			}
@@ -159,7 +159,11 @@ func TestMemoryBudget(t *testing.T) {
 		return materialized > 0
 	})
 
-	hwm, rss := procStatusKiB(t, pid, "VmHWM"), procStatusKiB(t, pid, "VmRSS")
+	st, ok := procStatus(pid)
+	if !ok || st["VmHWM"] == 0 {
+		t.Fatalf("/proc/%d/status: no VmHWM (the process is gone?)", pid)
+	}
+	hwm, rss := st["VmHWM"], st["VmRSS"]
 	t.Logf("produced %d messages of 1 KiB in %s (%.0f msg/s), read %d from behind, %.0f materialized; peak RSS %.0f MiB, now %.0f MiB (sampled peaks: anonymous %.0f, mapped files %.0f), budget %d MiB",
 		acked.Load(), produceFor, float64(acked.Load())/produceFor.Seconds(), received.Load(), materialized,
 		float64(hwm)/1024, float64(rss)/1024, float64(peakAnon.Load())/1024, float64(peakFile.Load())/1024, limit>>20)
@@ -171,50 +175,23 @@ func TestMemoryBudget(t *testing.T) {
 	}
 }
 
-// procStatusKiB reads a "Name: N kB" line of /proc/<pid>/status.
-func procStatusKiB(t *testing.T, pid int, name string) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("/proc/%d/status %s: %v", pid, name, err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("/proc/%d/status has no %s", pid, name)
-	return 0
-}
-
-// rssParts reads the anonymous and the file-backed (and shared) resident
-// set of pid, in KiB; ok is false once the process is gone.
-func rssParts(pid int) (anon, file int64, ok bool) {
+// procStatus reads the kB fields of /proc/<pid>/status (VmHWM, VmRSS,
+// RssAnon, …) in KiB; ok is false once the process is gone.
+func procStatus(pid int) (kib map[string]int64, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, false
+		return nil, false
 	}
+	kib = map[string]int64{}
 	for _, line := range strings.Split(string(b), "\n") {
 		name, v, found := strings.Cut(line, ":")
 		if !found {
 			continue
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "RssAnon":
-			anon = n
-		case "RssFile", "RssShmem":
-			file += n
+		v, isKiB := strings.CutSuffix(strings.TrimSpace(v), "kB")
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && isKiB {
+			kib[name] = n
 		}
 	}
-	return anon, file, true
+	return kib, true
 }

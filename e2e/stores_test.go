@@ -143,10 +143,11 @@ func storeScenario(t *testing.T, storeURL string) {
 		}
 	}
 	for {
-		// A live node on file:// keeps the objects of its next flushes
-		// prepared: empty files until a flush fills them
-		// (docs/index-format.md, "Prepared WAL objects"); they hold no
-		// data.
+		// On file:// the node appends its flushes to a WAL segment
+		// (docs/index-format.md, "WAL segments"): the last one is
+		// collected once it is retired (at most PendingWindow after it was
+		// made) and its window's intent is gone, some seconds after the
+		// compaction.
 		wal := 0
 		if err := n.Store.List(ctx, "wal/", func(oi objstore.ObjectInfo) error {
 			if oi.Size > 0 {

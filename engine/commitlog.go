@@ -81,6 +81,11 @@ type commitLog struct {
 		// a new record names the log.
 		touched  map[lakestream.LogID]int64
 		resynced int64
+		// lastSync is the revision of commits/sync that the newest
+		// successful sync read, and syncStart when that read began
+		// (lakestream.WithStaleReads).
+		lastSync  int64
+		syncStart time.Time
 	}
 	started chan struct{}
 	kick    chan struct{} // asks the fold loop for a fold now
@@ -421,15 +426,33 @@ func (c *commitLog) waitApplied(ctx context.Context, rev int64) error {
 
 // sync waits until every record committed before the call (on any node) is
 // applied: one linearizable read of commits/sync.
+//
+// Under lakestream.WithStaleReads(ctx, d) a sync whose read began at most d
+// ago serves instead: the caller waits for what that read saw.
 func (c *commitLog) sync(ctx context.Context) error {
+	if d := lakestream.StaleReadsOf(ctx); d > 0 {
+		c.mu.Lock()
+		rev, at := c.mu.lastSync, c.mu.syncStart
+		c.mu.Unlock()
+		if !at.IsZero() && time.Since(at) <= d {
+			return c.waitApplied(ctx, rev)
+		}
+	}
+	start := time.Now()
 	kv, found, err := c.e.meta.Get(ctx, c.e.keys.commitSync())
 	if err != nil {
 		return fmt.Errorf("%w: commit log: %w", lakestream.ErrUnavailable, err)
 	}
-	if !found {
-		return nil
+	var rev int64
+	if found {
+		rev = kv.ModRevision
 	}
-	return c.waitApplied(ctx, kv.ModRevision)
+	c.mu.Lock()
+	if start.After(c.mu.syncStart) {
+		c.mu.lastSync, c.mu.syncStart = rev, start
+	}
+	c.mu.Unlock()
+	return c.waitApplied(ctx, rev)
 }
 
 // forgetIfFolded drops a held record that the store no longer has (it was

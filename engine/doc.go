@@ -18,9 +18,9 @@
 // once their record is applied. Any number of engines may append to the
 // same logs. Appends made as links of an append chain (chain.go) commit in
 // order or not at all: a failed one fails every later one of its chain. On
-// a store that can (file://), the objects of the next flushes are created
-// ahead of time under their window intent (prepare.go), so that a flush's
-// PUT only writes into its file.
+// a store that can append (file://), the flushes go into one object, a WAL
+// segment, per node and intent window (segment.go): one file create per
+// segment rather than per flush.
 //
 // Read path: a log's head is its head key plus the records applied after
 // it; a ceiling lookup on the index (or on the applied records not folded
@@ -54,7 +54,7 @@
 //	commitlog.go  the commit log: records, their watch, application and fold
 //	writer.go     the node's single WAL writer: batching, PUTs, commits
 //	chain.go      append chains (ordered appends that fail together)
-//	prepare.go    objects created ahead of their flushes (file://)
+//	segment.go    WAL segments: flushes appended to one object (file://)
 //	putretry.go   the retry schedules of PUTs and metadata operations
 //	cache.go      the byte-bounded cache of decoded chunks
 //	cursor.go     durable and ephemeral cursors (lakestream.LogCursor)

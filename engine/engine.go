@@ -18,8 +18,8 @@ import (
 type Engine struct {
 	opts  Options
 	store objstore.Store
-	// preparer is the store's objstore.Preparer (file:// only), or nil.
-	preparer objstore.Preparer
+	// appender is the store's objstore.Appender (file:// only), or nil.
+	appender objstore.Appender
 	meta     meta.Store
 	keys     keys
 	cache    *chunkCache
@@ -58,7 +58,7 @@ func New(store objstore.Store, ms meta.Store, opts Options) (*Engine, error) {
 		loads: make(chan struct{}, opts.MaxConcurrentLoads),
 	}
 	e.metrics.init()
-	e.preparer = objstore.PreparerOf(store)
+	e.appender = objstore.AppenderOf(store)
 	e.store = measuredStore{Store: store, m: &e.metrics}
 	e.meta = measuredMeta{Store: ms, m: &e.metrics}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -82,12 +82,7 @@ func (e *Engine) NodeID() string { return e.opts.NodeID }
 
 // Metrics returns a snapshot of the engine's counters.
 func (e *Engine) Metrics() Metrics {
-	m := e.metrics.snapshot()
-	if e.preparer != nil {
-		st := e.preparer.PrepareStats()
-		m.PreparedFilled, m.PreparedGone = st.Filled, st.Gone
-	}
-	return m
+	return e.metrics.snapshot()
 }
 
 // LogRevision returns a metadata revision that grows whenever log id may

@@ -37,8 +37,7 @@ type Metrics struct {
 	FoldTxns         int64 // transactions of those folds
 	CursorPersists   int64
 	GCDeletedObjects int64
-	PreparedFilled   int64 // prepared WAL objects a flush filled (file:// only)
-	PreparedGone     int64 // prepared WAL objects deleted by someone else before their flush (it created them anew)
+	SegmentFallbacks int64 // flushes that became their own object because a WAL segment could not be made or appended to (file:// only)
 	CompactionRuns   int64 // table compactions (tables.Materialize) that compacted a range
 	CompactedRecords int64
 	CompactedBytes   int64 // table file bytes written by compaction
@@ -65,6 +64,7 @@ type metrics struct {
 	chainRefusals                 atomic.Int64
 	txnNanos                      atomic.Int64
 	cursorPersists, gcDeleted     atomic.Int64
+	segmentFallbacks              atomic.Int64
 
 	compactRuns, compactRecords, compactBytes atomic.Int64
 
@@ -102,7 +102,7 @@ func (m *metrics) init() {
 	})
 	m.objRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lakegate_object_requests_total",
-		Help: "Object store requests by op (put, get, delete, list, prepare) and result (ok, not_found, exists, error).",
+		Help: "Object store requests by op (put, get, delete, list; segment: a WAL segment created, append: a flush appended to one) and result (ok, not_found, exists, error).",
 	}, []string{"op", "result"})
 	m.objSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "lakegate_object_request_seconds", Buckets: latencyBuckets,
@@ -306,7 +306,8 @@ func (m *metrics) snapshot() Metrics {
 		ApplyWaits: m.applyWaits.Load(), ApplyWaitNanos: m.applyWaitNanos.Load(), OwnApplies: m.ownApplies.Load(),
 		ChainRefusals:  m.chainRefusals.Load(),
 		CursorPersists: m.cursorPersists.Load(), GCDeletedObjects: m.gcDeleted.Load(),
-		CompactionRuns: m.compactRuns.Load(), CompactedRecords: m.compactRecords.Load(), CompactedBytes: m.compactBytes.Load(),
+		SegmentFallbacks: m.segmentFallbacks.Load(),
+		CompactionRuns:   m.compactRuns.Load(), CompactedRecords: m.compactRecords.Load(), CompactedBytes: m.compactBytes.Load(),
 	}
 }
 
@@ -451,8 +452,7 @@ func (c engineCollector) counters() []counterValue {
 		{"commit_log_fold_txns_total", "Transactions of those folds.", float64(m.FoldTxns)},
 		{"cursor_persists_total", "Cursor states written.", float64(m.CursorPersists)},
 		{"gc_deleted_objects_total", "WAL objects deleted by GC.", float64(m.GCDeletedObjects)},
-		{"prepared_objects_filled_total", "Prepared WAL objects filled by their flush (file:// only).", float64(m.PreparedFilled)},
-		{"prepared_objects_gone_total", "Prepared WAL objects found deleted at their flush, which created them anew; anything but 0 means something deleted objects their window intent protected.", float64(m.PreparedGone)},
+		{"wal_segment_fallbacks_total", "Flushes written as their own WAL object because a WAL segment could not be made or appended to (file:// only; the log says why).", float64(m.SegmentFallbacks)},
 		{"materialized_records_total", "Records moved into tables by table materialization.", float64(m.CompactedRecords)},
 		{"materialized_bytes_total", "Table (Parquet) bytes written by table materialization.", float64(m.CompactedBytes)},
 		{"compacted_records_total", "Deprecated alias of lakegate_engine_materialized_records_total (removed in the next release).", float64(m.CompactedRecords)},

@@ -41,12 +41,12 @@ type Options struct {
 	// MaxInflightFlushes bounds WAL objects being PUT concurrently; commits
 	// stay in object order. Default 4.
 	MaxInflightFlushes int
-	// PrepareAhead is how many flushes beyond the last one cut have their
-	// WAL object created ahead of time on a store that can do that
-	// (objstore.Preparer: file://), so that the flush's PUT only writes
-	// into it (docs/index-format.md, "Prepared WAL objects"). Default 4;
-	// negative: none.
-	PrepareAhead int
+	// WALSegmentBytes is the size up to which a store that can append
+	// (objstore.Appender: file://) takes the WAL flushes of this engine in
+	// one object, a WAL segment, instead of one object per flush
+	// (docs/index-format.md, "WAL segments"). Default 64 MiB; negative:
+	// every flush is its own object.
+	WALSegmentBytes int64
 	// MaxEntryBytes bounds one entry's payload. Default and maximum 16 MiB.
 	MaxEntryBytes int
 	// CommitTimeout bounds PUT plus commit of one object; appends fail
@@ -108,9 +108,6 @@ type hooks struct {
 	// repackStep is called after each step of RepackWAL ("put",
 	// "replace", "cursor").
 	repackStep func(log int64, step string) error
-	// prepared is called with the keys of WAL objects prepared ahead,
-	// once flushes can take them.
-	prepared func(keys []string)
 }
 
 // Caps that keep every flush inside the WAL format's object limit
@@ -176,8 +173,8 @@ func (o Options) withDefaults() Options {
 	if o.CursorPersistInterval <= 0 {
 		o.CursorPersistInterval = time.Second
 	}
-	if o.PrepareAhead == 0 {
-		o.PrepareAhead = 4
+	if o.WALSegmentBytes == 0 {
+		o.WALSegmentBytes = 64 << 20
 	}
 	if o.PendingIntentTTL <= 0 {
 		o.PendingIntentTTL = 10 * time.Minute

@@ -61,7 +61,7 @@ type walWriter struct {
 	ownOff atomic.Int64
 
 	windows windowIntents
-	prep    preparedNames
+	segs    walSegments
 	// committed is the seq of the last flush whose commit transactions are
 	// done (committed or failed): flushes commit in seq order, so every
 	// flush up to it is (window intents' "done", docs/index-format.md).
@@ -124,7 +124,7 @@ func newWALWriter(e *Engine) *walWriter {
 		recordID: hex.EncodeToString(rnd[:]),
 	}
 	w.windows.init(w)
-	w.prep.init(w, e.preparer)
+	w.segs.init(w, e.appender)
 	w.done.Add(2)
 	go w.batchLoop()
 	go w.commitLoop()
@@ -239,7 +239,7 @@ func (w *walWriter) close() {
 		w.e.clog.abandonPending()
 		<-answered
 	}
-	w.prep.close()
+	w.segs.close()
 	w.windows.close()
 }
 
@@ -279,7 +279,6 @@ func (w *walWriter) batchLoop() {
 		f := cur
 		cur = nil
 		w.waiting.Add(1)
-		f.object, f.window, _ = w.prep.take(f.seq)
 		go w.put(f)
 		w.commitCh <- f
 	}
@@ -385,7 +384,8 @@ func (w *walWriter) put(f *flush) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.CommitTimeout)
 	defer cancel()
-	if f.object == "" { // no prepared object (prepare.go): name one now
+	putStart := time.Now()
+	if !w.segs.append(ctx, f) { // no WAL segment (segment.go): the flush is its own object
 		f.object = walObjectName(w.opts.NodeID, f.writeMs, f.seq)
 		start, err := w.windows.protect(ctx, f.writeMs, 1)
 		if err != nil {
@@ -393,11 +393,10 @@ func (w *walWriter) put(f *flush) {
 			return
 		}
 		f.window = start
-	}
-	putStart := time.Now()
-	if err := w.putObject(ctx, f); err != nil { // retried until ctx ends (putretry.go)
-		f.putErr = fmt.Errorf("engine: put %s: %w", f.object, err)
-		return
+		if err := w.putObject(ctx, f); err != nil { // retried until ctx ends (putretry.go)
+			f.putErr = fmt.Errorf("engine: put %s: %w", f.object, err)
+			return
+		}
 	}
 	w.e.metrics.observePut(len(f.data), time.Since(putStart))
 	for _, ref := range f.refs {
@@ -939,6 +938,7 @@ func (wi *windowIntents) loop() {
 			wi.release(next, 1)
 		}
 		wi.publish(ctx)
+		wi.w.segs.retireOld()
 		wi.sweep(ctx, now)
 		cancel()
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lakegate/lakegate/actors"
+	"github.com/lakegate/lakegate/lakestream"
 )
 
 // Gateway metrics (docs/metrics.md). Counters and histograms have no
@@ -197,6 +198,9 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 
 	ctx, cancel := context.WithTimeout(s.ctx, metricsScrapeTimeout)
 	defer cancel()
+	// One fresh read of the logs' state serves the whole scrape (it lasts
+	// at most metricsScrapeTimeout), not one per topic.
+	ctx = lakestream.WithStaleReads(ctx, metricsScrapeTimeout)
 	var producers, consumers, series, dropped, blockedConsumers, blockedSubs int
 	for _, t := range topics {
 		n, _ := t.Counts()

@@ -51,3 +51,11 @@ type MaterializationResult struct {
 type Materializer interface {
 	MaterializeLog(ctx context.Context, j MaterializationJob) (MaterializationResult, error)
 }
+
+// IdleMaterializer is a Materializer that can tell, from memory and at
+// once, that a call for j would do nothing now (a zero result, no error):
+// a worker then skips the call and counts it done.
+type IdleMaterializer interface {
+	Materializer
+	Idle(j MaterializationJob) bool
+}

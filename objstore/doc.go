@@ -14,9 +14,9 @@
 //     O_TMPFILE file on Linux, file_linux.go), atomic
 //     across processes, with fsync of data and directories; fileblob's own
 //     IfNotExist is check-then-rename and is not used.
-//   - Preparer (prepare.go): file:// creates objects ahead of their data,
-//     so that a later PutIfAbsent only writes into the existing file and
-//     syncs its data (docs/storage.md, "Prepared objects").
+//   - Appender (append.go): file:// objects written by appends, each
+//     durable when it returns, with one create per object rather than per
+//     write (docs/storage.md, "Appended objects").
 //   - Instrument: counters of operations, errors and bytes (Stats), read by
 //     the metrics exporter.
 //   - NewFaulty: a wrapper for tests that injects failures before an
@@ -52,7 +52,7 @@
 //	               of data and directories
 //	file_linux.go  O_TMPFILE files linked into place, fdatasync (Linux)
 //	file_other.go  the same without O_TMPFILE (other systems)
-//	prepare.go     Preparer: file:// objects created ahead of their data
+//	append.go      Appender: file:// objects written by appends
 //	metrics.go     Instrument: operation, error and byte counters (Stats)
 //	faulty.go      NewFaulty: fault injection for tests (Op, Hook,
 //	               ErrInjected)

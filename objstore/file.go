@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -41,14 +40,6 @@ type fileBackend struct {
 	prefix string      // prepended to every key (Open's prefix= parameter)
 	fsync  bool        // fsync data and directories before a write returns
 	noAnon atomic.Bool // createAnon is not available here: use named temporary files
-
-	// prepared are the keys Prepare created for a later fill by put
-	// (docs/storage.md, "Prepared objects").
-	prepared struct {
-		sync.Mutex
-		m map[string]bool
-	}
-	filled, gone atomic.Int64 // prepared keys put filled, and found deleted
 }
 
 const (
@@ -79,9 +70,7 @@ func newFileBackend(dir, prefix string, fsync bool) (*fileBackend, error) {
 	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, fmt.Errorf("objstore: file store: %w", err)
 	}
-	f := &fileBackend{root: abs, prefix: prefix, fsync: fsync}
-	f.prepared.m = map[string]bool{}
-	return f, nil
+	return &fileBackend{root: abs, prefix: prefix, fsync: fsync}, nil
 }
 
 func (f *fileBackend) path(key string) string {
@@ -104,16 +93,6 @@ func (f *fileBackend) put(ctx context.Context, key string, data []byte, exclusiv
 		return err
 	}
 	path := f.path(key)
-	if f.takePrepared(key) && exclusive {
-		if ok, err := f.fill(key, path, data); ok {
-			if err == nil {
-				f.filled.Add(1)
-			}
-			return err
-		}
-		// Deleted since it was prepared (by another process): create it.
-		f.gone.Add(1)
-	}
 	dir := filepath.Dir(path)
 	if err := f.mkdirs(dir); err != nil {
 		return err
@@ -174,7 +153,6 @@ func (f *fileBackend) put(ctx context.Context, key string, data []byte, exclusiv
 // directories stay behind (removing them would race with a put creating a
 // file in them).
 func (f *fileBackend) remove(key string) error {
-	f.takePrepared(key)
 	path := f.path(key)
 	fi, err := os.Lstat(path)
 	if err == nil && fi.IsDir() {
@@ -190,103 +168,6 @@ func (f *fileBackend) remove(key string) error {
 		return fmt.Errorf("objstore: delete %q: %w", key, ErrNotFound)
 	}
 	return fmt.Errorf("objstore: delete %q: %w", key, err)
-}
-
-// takePrepared ends key's preparation: whether it was prepared.
-func (f *fileBackend) takePrepared(key string) bool {
-	f.prepared.Lock()
-	defer f.prepared.Unlock()
-	ok := f.prepared.m[key]
-	delete(f.prepared.m, key)
-	return ok
-}
-
-func (f *fileBackend) putPrepared(key string) {
-	f.prepared.Lock()
-	f.prepared.m[key] = true
-	f.prepared.Unlock()
-}
-
-// prepare creates keys as empty files (docs/storage.md, "Prepared
-// objects"): each file exclusively, synced, then each directory once. On
-// an error it removes the files it created.
-func (f *fileBackend) prepare(ctx context.Context, keys []string) (err error) {
-	var created []string
-	defer func() {
-		if err != nil {
-			for _, p := range created {
-				_ = os.Remove(p)
-			}
-		}
-	}()
-	dirs := map[string]bool{}
-	for _, key := range keys {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		path := f.path(key)
-		dir := filepath.Dir(path)
-		if err := f.mkdirs(dir); err != nil {
-			return fmt.Errorf("objstore: prepare %q: %w", key, err)
-		}
-		fd, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
-		if err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("objstore: prepare %q: %w", key, ErrExists)
-			}
-			return fmt.Errorf("objstore: prepare %q: %w", key, err)
-		}
-		created = append(created, path)
-		dirs[dir] = true
-		if f.fsync {
-			err = fd.Sync()
-		}
-		if cerr := fd.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("objstore: prepare %q: %w", key, err)
-		}
-	}
-	if f.fsync {
-		for dir := range dirs {
-			if err := syncDir(dir); err != nil {
-				return fmt.Errorf("objstore: prepare: %w", err)
-			}
-		}
-	}
-	f.prepared.Lock()
-	for _, key := range keys {
-		f.prepared.m[key] = true
-	}
-	f.prepared.Unlock()
-	return nil
-}
-
-// fill writes data into key's empty prepared file at path and syncs its
-// data. A fill that fails empties the file again and leaves key prepared
-// for a retry (if emptying fails too, the key stays an existing object).
-// ok is false when the file is gone (nothing was written).
-func (f *fileBackend) fill(key, path string, data []byte) (ok bool, err error) {
-	fd, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		f.putPrepared(key)
-		return true, err
-	}
-	_, err = fd.Write(data)
-	if err == nil && f.fsync {
-		err = datasync(fd)
-	}
-	if err != nil && fd.Truncate(0) == nil {
-		f.putPrepared(key)
-	}
-	if cerr := fd.Close(); err == nil {
-		err = cerr
-	}
-	return true, err
 }
 
 // mkdirs is os.MkdirAll that also fsyncs the parent of every directory it

@@ -47,9 +47,23 @@ func TestCaughtUpLogsAreSkipped(t *testing.T) {
 	if n := runs(); n != 0 {
 		t.Fatalf("%d calls reached Materialize on a caught-up log", n)
 	}
+	// The worker need not even make the call (lakestream.IdleMaterializer);
+	// not for the first partition while the table's maintenance is due.
+	idle := mat.(lakestream.IdleMaterializer)
+	if !idle.Idle(job) {
+		t.Fatal("Idle is false for a caught-up log")
+	}
+	first := job
+	first.Partition = 0
+	if idle.Idle(first) {
+		t.Fatal("Idle is true for the first partition of a table whose maintenance is due")
+	}
 
 	// A new entry changes the log's revision: the next call runs.
 	appendPulsar(t, e, id, r, 1, clk.now().UnixMilli())
+	if idle.Idle(job) {
+		t.Fatal("Idle is true after an append")
+	}
 	if n := runs(); n != 1 {
 		t.Fatalf("%d calls after an append, want 1 (too young to materialize)", n)
 	}
@@ -68,6 +82,9 @@ func TestCaughtUpLogsAreSkipped(t *testing.T) {
 		t.Fatalf("%d calls on a caught-up log", n)
 	}
 	clk.advance(caughtUpRecheck)
+	if idle.Idle(job) {
+		t.Fatal("Idle is true after caughtUpRecheck")
+	}
 	if n := runs(); n != 1 {
 		t.Fatalf("%d calls after caughtUpRecheck, want 1", n)
 	}

@@ -37,6 +37,16 @@ type jobRunner struct{ t *Tables }
 // bin-packs the log every BinpackInterval, and the first partition's job
 // maintains the table every MaintenanceInterval (table retention, then
 // Maintain, then orphan removal).
+// Idle implements lakestream.IdleMaterializer: the log is caught up at
+// its current revision and neither bin-packing nor the table's
+// maintenance is due, so MaterializeLog would do nothing.
+func (r jobRunner) Idle(j lakestream.MaterializationJob) bool {
+	if _, skip := r.t.unchanged(j.Log); !skip || r.t.isBinpackDue(j.Log) {
+		return false
+	}
+	return j.Partition > 0 || !r.t.isMaintenanceDue(TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema).Root)
+}
+
 func (r jobRunner) MaterializeLog(ctx context.Context, j lakestream.MaterializationJob) (lakestream.MaterializationResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
 	tg.Writers = lakehouse.SchemaHistory(j.Properties)

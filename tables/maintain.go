@@ -75,6 +75,15 @@ func isNoTable(err error) bool {
 // binpackDue reports whether log id was not bin-packed for BinpackInterval
 // on this node, and marks it bin-packed now.
 func (t *Tables) binpackDue(id lakestream.LogID) bool {
+	return t.checkBinpackDue(id, true)
+}
+
+// isBinpackDue is binpackDue without marking anything.
+func (t *Tables) isBinpackDue(id lakestream.LogID) bool {
+	return t.checkBinpackDue(id, false)
+}
+
+func (t *Tables) checkBinpackDue(id lakestream.LogID, mark bool) bool {
 	if t.opts.BinpackInterval < 0 || t.opts.BinpackTargetBytes < 0 {
 		return false
 	}
@@ -87,13 +96,24 @@ func (t *Tables) binpackDue(id lakestream.LogID) bool {
 	if last, ok := t.binpacked.m[id]; ok && now.Sub(last) < t.opts.BinpackInterval {
 		return false
 	}
-	t.binpacked.m[id] = now
+	if mark {
+		t.binpacked.m[id] = now
+	}
 	return true
 }
 
 // maintenanceDue reports whether the table at root was not maintained for
 // MaintenanceInterval on this node, and marks it maintained now.
 func (t *Tables) maintenanceDue(root string) bool {
+	return t.checkMaintenanceDue(root, true)
+}
+
+// isMaintenanceDue is maintenanceDue without marking anything.
+func (t *Tables) isMaintenanceDue(root string) bool {
+	return t.checkMaintenanceDue(root, false)
+}
+
+func (t *Tables) checkMaintenanceDue(root string, mark bool) bool {
 	if t.opts.MaintenanceInterval < 0 {
 		return false
 	}
@@ -106,6 +126,8 @@ func (t *Tables) maintenanceDue(root string) bool {
 	if last, ok := t.maintained.m[root]; ok && now.Sub(last) < t.opts.MaintenanceInterval {
 		return false
 	}
-	t.maintained.m[root] = now
+	if mark {
+		t.maintained.m[root] = now
+	}
 	return true
 }

@@ -37,6 +37,42 @@ func runBench(args []string) error {
 	}
 }
 
+// parseBench parses a bench subcommand's flags. help is true after -h
+// (the usage was printed); arguments left over are an error.
+func parseBench(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	if fs.NArg() > 0 {
+		return false, fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
+	}
+	return false, nil
+}
+
+// positiveInts parses the comma-separated value of a bench flag: positive
+// integers, empty items skipped; what names one in the error.
+func positiveInts(fs *flag.FlagSet, name, list, what string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: --%s: %q is not %s", fs.Name(), name, s, what)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// benchContext is cancelled by SIGINT or SIGTERM.
+func benchContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
 func runBenchEngine(args []string) error {
 	cfg, err := parseEngineBenchFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -45,7 +81,7 @@ func runBenchEngine(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchContext()
 	defer stop()
 	return bench.Run(ctx, cfg)
 }
@@ -75,18 +111,15 @@ func parseEngineBenchFlags(args []string) (bench.Config, error) {
 		fmt.Fprintln(fs.Output(), "usage: lakegate bench engine [flags]\n\nProgress goes to stderr (one line a second), the results table (Markdown) to stdout.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseBench(fs, args); help || err != nil {
+		if help {
+			err = flag.ErrHelp
+		}
 		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("bench engine: unexpected arguments %q", fs.Args())
-	}
-	for _, s := range strings.Split(logs, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("bench engine: --logs: %q is not a positive count", s)
-		}
-		c.LogCounts = append(c.LogCounts, n)
+	var err error
+	if c.LogCounts, err = positiveInts(fs, "logs", logs, "a positive count"); err != nil {
+		return c, err
 	}
 	if etcd != "" {
 		c.Etcd = strings.Split(etcd, ",")
@@ -117,27 +150,16 @@ func runBenchTables(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: lakegate bench tables [flags]\n\nA simulated month of a low-throughput topic: one small compaction per partition\nevery simulated 10 minutes; one progress line per simulated day.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
+	if help, err := parseBench(fs, args); help || err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench tables: unexpected arguments %q", fs.Args())
+	var err error
+	if c.ScanDays, err = positiveInts(fs, "scan-days", scanDays, "a day"); err != nil {
+		return err
 	}
-	for _, s := range strings.Split(scanDays, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return fmt.Errorf("bench tables: --scan-days: %q is not a day", s)
-		}
-		c.ScanDays = append(c.ScanDays, n)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchContext()
 	defer stop()
-	_, err := bench.RunTables(ctx, c)
+	_, err = bench.RunTables(ctx, c)
 	return err
 }
 
@@ -156,27 +178,19 @@ func runBenchEtcd(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: lakegate bench etcd --etcd URL[,URL…] [flags]\n\nCommit records per second one etcd cluster carries: writers shaped as the WAL\nwriter's commit loop, watchers as the nodes' commit-log watches.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
+	if help, err := parseBench(fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench etcd: unexpected arguments %q", fs.Args())
 	}
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			c.Endpoints = append(c.Endpoints, e)
 		}
 	}
-	for _, s := range strings.Split(rbs, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("bench etcd: --record-bytes: %q is not a size", s)
-		}
-		c.RecordBytes = append(c.RecordBytes, n)
+	var err error
+	if c.RecordBytes, err = positiveInts(fs, "record-bytes", rbs, "a size"); err != nil {
+		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchContext()
 	defer stop()
 	return bench.RunEtcd(ctx, c, os.Stdout)
 }

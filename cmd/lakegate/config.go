@@ -163,7 +163,7 @@ type Config struct {
 		Linger             time.Duration `yaml:"linger" default:"0s" doc:"Flush a WAL object this long after its first entry. 0 = 2ms local, 250ms for s3/gs/azblob."`
 		MaxPendingBytes    int64         `yaml:"maxPendingBytes" default:"0" doc:"Payload bytes accepted but not yet acknowledged; appends wait beyond it. 0: 1/20 of memory.limit (64 MiB without a budget)."`
 		MaxInflightFlushes int           `yaml:"maxInflightFlushes" default:"4" doc:"WAL objects PUT concurrently (commits stay in order)."`
-		PrepareAhead       int           `yaml:"prepareAhead" default:"4" doc:"On a file:// store, WAL objects of the next flushes created ahead of time, so that a flush only writes into its file (docs/index-format.md, \"Prepared WAL objects\"); 0 turns it off."`
+		WALSegmentBytes    int64         `yaml:"walSegmentBytes" default:"67108864" doc:"On a file:// store, the size up to which a node appends its WAL flushes to one file, a WAL segment, instead of creating a file per flush (docs/index-format.md, \"WAL segments\"); 0: a file per flush."`
 		CommitTimeout      time.Duration `yaml:"commitTimeout" default:"30s" doc:"Bound on PUT (retried with backoff on store errors and throttling) plus commit of one WAL object; appends fail after it (docs/storage.md)."`
 		CacheBytes         int64         `yaml:"cacheBytes" default:"0" doc:"Bytes of decoded chunks kept for reads. 0: 1/5 of memory.limit (256 MiB without a budget)."`
 		CursorPersist      time.Duration `yaml:"cursorPersistInterval" default:"1s" doc:"How often changed subscription cursors are written to etcd."`
@@ -453,8 +453,8 @@ func (c *Config) validate() error {
 	if c.Tables.MaxInflight < 1 {
 		return errors.New("config tables.maxInflight: must be at least 1")
 	}
-	if c.Engine.PrepareAhead < 0 {
-		return errors.New("config engine.prepareAhead: must not be negative")
+	if c.Engine.WALSegmentBytes < 0 {
+		return errors.New("config engine.walSegmentBytes: must not be negative")
 	}
 	if c.Engine.MaxInflightFlushes < 1 {
 		return errors.New("config engine.maxInflightFlushes: must be at least 1")

@@ -162,7 +162,7 @@ func storageConfig(c *Config, log *slog.Logger) (node.Config, error) {
 			Linger:                c.Engine.Linger,
 			MaxPendingBytes:       or(c.Engine.MaxPendingBytes, mem.Pending),
 			MaxInflightFlushes:    c.Engine.MaxInflightFlushes,
-			PrepareAhead:          prepareAhead(c.Engine.PrepareAhead),
+			WALSegmentBytes:       walSegmentBytes(c.Engine.WALSegmentBytes),
 			CommitTimeout:         c.Engine.CommitTimeout,
 			CacheBytes:            or(c.Engine.CacheBytes, mem.Cache),
 			CursorPersistInterval: c.Engine.CursorPersist,
@@ -319,8 +319,8 @@ func gcInterval(d time.Duration) time.Duration {
 	return d
 }
 
-// prepareAhead maps the config's 0 (off) to the engine's negative.
-func prepareAhead(n int) int {
+// walSegmentBytes maps the config's 0 (off) to the engine's negative.
+func walSegmentBytes(n int64) int64 {
 	if n == 0 {
 		return -1
 	}

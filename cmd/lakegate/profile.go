@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,8 +18,8 @@ import (
 // start to a clean exit (SIGTERM included); "%p" in the name is the
 // process id (several processes of one cluster). With
 // LAKEGATE_CPUPROFILE_ON=SIGUSR1 the profile starts at that signal instead
-// (bench/idle-cost.sh: the measured window, not the start). The returned
-// function stops it.
+// and ends at the next one (bench/idle-cost.sh: the measured window, not
+// the start). The returned function stops it.
 func startCPUProfile() func() {
 	path := strings.ReplaceAll(os.Getenv("LAKEGATE_CPUPROFILE"), "%p", strconv.Itoa(os.Getpid()))
 	if path == "" {
@@ -29,19 +30,29 @@ func startCPUProfile() func() {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1)
-	started := make(chan func(), 1)
+	var mu sync.Mutex
+	var stop func() // of the profile running, if one is
+	halt := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stop != nil {
+			stop()
+			stop = func() {} // written: a later signal starts nothing
+		}
+	}
 	go func() {
 		<-sig
-		signal.Stop(sig)
-		started <- profileTo(path)
+		mu.Lock()
+		if stop == nil {
+			stop = profileTo(path)
+		}
+		mu.Unlock()
+		<-sig
+		halt()
 	}()
 	return func() {
 		signal.Stop(sig)
-		select {
-		case stop := <-started:
-			stop()
-		default:
-		}
+		halt()
 	}
 }
 

@@ -7,6 +7,7 @@
 # URL, as a client of a cluster is configured.
 #
 # Usage (after `repo`, `tmp` and `say` are set):
+#   start_etcd_member DIR [FLAG…]  one etcd member alone (below); sets etcd_pid, etcd_url
 #   start_lakegate BIN [FLAG…]  extra flags go to every node; sets lg_pulsar_url,
 #                               lg_http_url (plain listeners, when there are), lg_pulsar_tls_url,
 #                               lg_https_url (TLS listeners, when there are), lg_logs (one per node)
@@ -34,6 +35,35 @@ wait_ready() {
 # attr LINE KEY: the value of key=value in a slog text line ("" if absent).
 attr() { grep -oE "(^| )$2=[^ ]+" <<<"$1" | head -1 | sed -E "s/^ ?$2=//" || true; }
 
+# start_etcd_member DIR [FLAG…]: one real etcd member (built from
+# internal/testservers/etcdmember) on free loopback ports, its data in
+# DIR/etcd and its log in DIR/etcd.log, the flags added; waits until it is
+# healthy (up to 30 s). Sets etcd_pid and etcd_url.
+start_etcd_member() {
+  local dir=$1 ports cport pport
+  shift
+  (cd "$repo" && go build -o .cache/bin/etcdmember ./internal/testservers/etcdmember)
+  ports=$(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1",0)) for x in s]
+print(" ".join(str(x.getsockname()[1]) for x in s))')
+  cport=${ports% *} pport=${ports#* }
+  "$repo/.cache/bin/etcdmember" --name=m0 --data-dir="$dir/etcd" \
+    --listen-client-urls="http://127.0.0.1:$cport" --advertise-client-urls="http://127.0.0.1:$cport" \
+    --listen-peer-urls="http://127.0.0.1:$pport" --initial-advertise-peer-urls="http://127.0.0.1:$pport" \
+    --initial-cluster="m0=http://127.0.0.1:$pport" --log-level=warn "$@" \
+    2>"$dir/etcd.log" &
+  etcd_pid=$!
+  etcd_url=http://127.0.0.1:$cport
+  for _ in $(seq 1 300); do
+    curl -fsS "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' && return 0
+    sleep 0.1
+  done
+  cat "$dir/etcd.log" >&2
+  say "etcd not healthy"
+  return 1
+}
+
 start_lakegate() {
   local bin=$1 nodes=${LAKEGATE_NODES:-1} ready urls=() tlsurls=() https=() httpss=() a
   shift
@@ -44,28 +74,11 @@ start_lakegate() {
     lg_pids=($!)
     lg_logs=("$tmp/lakegate.log")
   else
-    go build -o "$repo/.cache/bin/etcdmember" ./internal/testservers/etcdmember
-    local ports
-    ports=$(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))')
-    local cport=${ports% *} pport=${ports#* }
-    "$repo/.cache/bin/etcdmember" --name=m0 --data-dir="$tmp/etcd" \
-      --listen-client-urls="http://127.0.0.1:$cport" --advertise-client-urls="http://127.0.0.1:$cport" \
-      --listen-peer-urls="http://127.0.0.1:$pport" --initial-advertise-peer-urls="http://127.0.0.1:$pport" \
-      --initial-cluster="m0=http://127.0.0.1:$pport" --max-txn-ops=1024 --max-request-bytes=8388608 \
-      --heartbeat-interval=100 --election-timeout=1000 --unsafe-no-fsync --log-level=warn \
-      2>"$tmp/etcd.log" &
-    etcd_pid=$!
-    for _ in $(seq 1 300); do
-      curl -fsS "http://127.0.0.1:$cport/health" 2>/dev/null | grep -q '"health":"true"' && break
-      sleep 0.1
-    done
-    curl -fsS "http://127.0.0.1:$cport/health" | grep -q '"health":"true"' || { cat "$tmp/etcd.log" >&2; say "etcd not healthy"; return 1; }
+    start_etcd_member "$tmp" --max-txn-ops=1024 --max-request-bytes=8388608 \
+      --heartbeat-interval=100 --election-timeout=1000 --unsafe-no-fsync || return 1
     for i in $(seq 0 $((nodes - 1))); do
       "$bin" serve --data-dir "$tmp/node$i" --objects "file://$tmp/objects" \
-        --etcd-endpoints "http://127.0.0.1:$cport" --engine-node-id "node$i" \
+        --etcd-endpoints "$etcd_url" --engine-node-id "node$i" \
         --pulsar-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --cluster-session-ttl 2s "${extra[@]}" \
         2>"$tmp/lakegate$i.log" &
       lg_pids+=($!)

@@ -341,10 +341,10 @@ func countObjects(t *testing.T, st objstore.Store) int {
 	return n
 }
 
-// noPrepare makes an engine create every WAL object at its PUT, for tests
-// that count the objects in the store (a prepared object is listed before
-// its flush exists; docs/index-format.md, "Prepared WAL objects").
-func noPrepare(o *engine.Options) { o.PrepareAhead = -1 }
+// objectPerFlush makes an engine write every flush as its own WAL object,
+// for tests that count the objects in the store (on a store that appends,
+// flushes share WAL segments; docs/index-format.md, "WAL segments").
+func objectPerFlush(o *engine.Options) { o.WALSegmentBytes = -1 }
 
 // sizeCut makes an engine cut WAL objects on size only: exactly when the
 // pending payload reaches flushBytes (Linger is an hour). Tests use it to
@@ -982,7 +982,7 @@ func testHardTrimAndGC(t *testing.T, env Env) {
 	ctx := testCtx(t)
 	// Objects are cut at exactly 100 payload bytes: a 100-byte entry is an
 	// object of its own; two 50-byte entries appended together share one.
-	w := env.Start(t, sizeCut(100), noPrepare)
+	w := env.Start(t, sizeCut(100), objectPerFlush)
 	l1, l2 := openLog(t, w, 1), openLog(t, w, 2)
 	objA := appendTogether(t, job{l1, 0, spec{1, 100, 0}})
 	objB := appendTogether(t, job{l1, 1, spec{1, 50, 0}}, job{l2, 0, spec{1, 50, 0}})
@@ -999,7 +999,7 @@ func testHardTrimAndGC(t *testing.T, env Env) {
 	// Every object is referenced: a pass (intents honoured or not) keeps all.
 	gcPass(t, w, engine.GCStats{Listed: 4, Referenced: 4})
 	// gc treats every pending intent as dead: only index references protect.
-	gc := env.Start(t, func(o *engine.Options) { o.PendingIntentTTL = time.Nanosecond }, noPrepare)
+	gc := env.Start(t, func(o *engine.Options) { o.PendingIntentTTL = time.Nanosecond }, objectPerFlush)
 	gcPass(t, gc, engine.GCStats{Listed: 4, Referenced: 4})
 
 	check := func(what string, objects int, want1, want2 []lakestream.Entry) {
@@ -1061,7 +1061,7 @@ func testHardTrimAndGC(t *testing.T, env Env) {
 // may contain '/'); none may confuse the GC's scan of index entries.
 func testGCCursorNames(t *testing.T, env Env) {
 	ctx := testCtx(t)
-	e := env.Start(t, noPrepare)
+	e := env.Start(t, objectPerFlush)
 	l := openLog(t, e, 1)
 	all := appendSeq(t, []lakestream.Log{l}, []spec{{1, 10, 0}, {1, 10, 0}})
 	names := []string{"a/b", "sub/idx/0", "x/idx/"}
@@ -1639,7 +1639,7 @@ func testManyLogsSmallTxns(t *testing.T, env Env) {
 	// transaction (its commit record), whatever the number of logs; the
 	// fold then writes their heads and index entries in transactions of at
 	// most 16 operations.
-	a := env.StartOn(t, ms, sizeCut(logs*size), noPrepare)
+	a := env.StartOn(t, ms, sizeCut(logs*size), objectPerFlush)
 	b := env.StartOn(t, ms)
 	round := func(e *engine.Engine, r int, ids []lakestream.LogID) map[lakestream.LogID]lakestream.Entry {
 		t.Helper()
