@@ -280,6 +280,12 @@ func TestCompactionFailureRecorded(t *testing.T) {
 	a := admClient(t, admServer(t, c))
 	const topic = "persistent://public/default/compaction-fails"
 	tn := admTopic(t, topic)
+	// A subscription holds the messages: with the default retention (0/0)
+	// a policy round may trim an unsubscribed topic's log before the
+	// compaction reads it, and the compaction would then find nothing.
+	if err := a.Subscriptions().Create(tn, "holds", utils.Earliest); err != nil {
+		t.Fatal(err)
+	}
 	sendKeyed(t, ctx, c.client(), topic, 6, 2)
 
 	// Streams in the place of the next 8 compacted logs (as many as a
