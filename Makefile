@@ -15,13 +15,13 @@ FUZZ_TARGETS := \
 	./actors:FuzzDecodeCompactedEntry ./actors:FuzzDecodeCompactionRecord \
 	./lakehouse:FuzzDecodeEntry:100000x ./lakehouse:FuzzNestedDecode:100000x ./lakehouse/delta:FuzzParseCommit:30000x \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x \
-	./auth:FuzzParseJWKS:100000x
+	./auth:FuzzParseJWKS:100000x ./kafka:FuzzEntryFromBatch:100000x ./kafka:FuzzAppendBatch:100000x
 
 .PHONY: run build test test-scripts test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
 
 ## run: a standalone node on the embedded defaults (data in ./data)
 run: build
-	$(BIN)/lakegate standalone --data-dir ./data
+	$(BIN)/lakegate standalone --data-dir ./data --kafka-addr :9092
 
 build:
 	@mkdir -p $(BIN)
@@ -66,8 +66,9 @@ BENCHTIME   ?= 5000x
 ## cluster (one etcd, three `lakegate serve`), Pulsar's own pulsar-admin and pulsar-client
 ## (e2e/interop/tools), against a secured node (TLS, tokens, mTLS, grants: e2e/interop/secure), with
 ## their OAuth2 plugins against a test OpenID Connect issuer (e2e/interop/oauth), and through Apache
-## Pulsar's own proxy (pulsar-proxy 4.0.8) in front of three secured nodes (e2e/interop/proxy);
-## pinned packages go into .cache/ (venvs, jars, m2); two lanes at once (e2e/interop/lanes.sh;
+## Pulsar's own proxy (pulsar-proxy 4.0.8) in front of three secured nodes (e2e/interop/proxy),
+## and Kafka clients on the Kafka listener — Java kafka-clients 4.4.0, Kafka's CLI tools, confluent-kafka
+## — against one node and three (e2e/interop/kafka); pinned packages go into .cache/ (venvs, jars, m2); two lanes at once (e2e/interop/lanes.sh;
 ## INTEROP_LANES=1: one after the other)
 interop:
 	$(call timed,interop,./e2e/interop/lanes.sh)

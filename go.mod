@@ -14,11 +14,12 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/klauspost/compress v1.20.4
-	github.com/pierrec/lz4/v4 v4.1.29
+	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.67.5
 	github.com/sirupsen/logrus v1.9.4
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
@@ -30,6 +31,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.57.0
 )
+
+require github.com/twmb/franz-go v1.22.3
 
 require (
 	cel.dev/expr v0.25.3 // indirect

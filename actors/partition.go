@@ -98,7 +98,26 @@ type ProducerSpec struct {
 	// Epoch is the topic epoch a reconnecting exclusive producer asks for;
 	// nil for none.
 	Epoch *uint64
+	// Dedup: the partition judges this producer's sequence ids even when
+	// deduplication is off for the topic, with a Kafka idempotent
+	// producer's rules (docs/kafka.md): its first SEND has sequence 0 and
+	// each next one follows the highest stored or in flight — a gap is
+	// refused with ErrOutOfOrderSequence (the client resends in order); a
+	// resend is a duplicate, as Pulsar's. It needs a deduplication state
+	// (PartitionConfig.Dedup, or PartitionState.Sequences loaded: the
+	// deduplication cursor exists); otherwise AddProducer answers
+	// ErrNoDedupState.
+	Dedup bool
 }
+
+// ErrOutOfOrderSequence: a SEND of a Dedup producer whose sequence does
+// not follow the producer's last (Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER).
+var ErrOutOfOrderSequence = errors.New("actors: out of order sequence")
+
+// ErrNoDedupState: a producer asks for deduplication (ProducerSpec.Dedup)
+// from a partition that keeps no deduplication state; the caller creates
+// the state (EnsureDedupCursor) and loads the partition again.
+var ErrNoDedupState = errors.New("actors: the partition keeps no deduplication state")
 
 // SendRequest is one SEND: an entry of Records records.
 type SendRequest struct {
@@ -114,7 +133,10 @@ type SendRequest struct {
 
 // PartitionConfig configures a Partition.
 type PartitionConfig struct {
-	// Dedup turns producer deduplication on (Pulsar's brokerDeduplication).
+	// Dedup turns producer deduplication on (Pulsar's brokerDeduplication)
+	// for every producer. Without it, a partition whose state was loaded
+	// (PartitionState.Sequences not nil) judges only the producers that ask
+	// (ProducerSpec.Dedup).
 	Dedup bool
 	// DedupSnapshotEntries: appends between deduplication snapshots, at
 	// most. Default 1000.
@@ -327,11 +349,14 @@ func NewPartition(cfg PartitionConfig, st PartitionState) *Partition {
 		inflight:     map[uint64]*pendingSend{},
 		chain:        1,
 	}
-	if cfg.Dedup {
+	if cfg.Dedup || st.Sequences != nil {
 		p.dedup = newDedupTable(st.Sequences, st.DedupEnd, cfg.DedupFailedMax)
 	}
 	return p
 }
+
+// KeepsDedup reports whether the partition keeps a deduplication state.
+func (p *Partition) KeepsDedup() bool { return p.dedup != nil }
 
 // Producers is the number of attached producers (waiting ones excluded).
 func (p *Partition) Producers() int { return len(p.byName) }
@@ -391,6 +416,8 @@ func (p *Partition) AddProducer(spec ProducerSpec) []Action {
 		return refuse(fmt.Errorf("%w: the topic was terminated", lakestream.ErrFenced))
 	case p.producers[spec.ID] != nil:
 		return refuse(fmt.Errorf("%w: producer %d is attached already", ErrProducerBusy, spec.ID))
+	case spec.Dedup && p.dedup == nil:
+		return refuse(ErrNoDedupState)
 	}
 	switch spec.Mode {
 	case AccessShared, AccessExclusive, AccessWaitForExclusive, AccessExclusiveWithFencing:
@@ -652,7 +679,13 @@ func (p *Partition) pump(np *partProducer) []Action {
 		if p.chainBroken {
 			return out // later SENDs wait behind it, in order
 		}
-		if p.dedup != nil {
+		if p.dedup != nil && (p.cfg.Dedup || np.spec.Dedup) {
+			if np.spec.Dedup {
+				if err := p.dedup.inOrder(np.spec.Name, s.req); err != nil {
+					s.state, s.err = sendDone, err
+					continue
+				}
+			}
 			switch p.dedup.admit(np.spec.Name, s.req) {
 			case dedupDuplicate:
 				s.state, s.dup = sendDone, true
@@ -881,6 +914,23 @@ func newDedupTable(seqs map[string]int64, end int64, failedMax int) *dedupTable 
 }
 
 func highestOf(r SendRequest) int64 { return max(int64(r.Seq), int64(r.Highest)) }
+
+// inOrder checks a Kafka idempotent producer's SEND follows its last: a
+// resend (at or below the highest known) is judged by admit; the next
+// sequence is the highest stored or in flight + 1, and 0 without history.
+func (d *dedupTable) inOrder(name string, r SendRequest) error {
+	last := int64(-1)
+	if v, ok := d.persisted[name]; ok {
+		last = v
+	}
+	for h := range d.inflight[name] {
+		last = max(last, h)
+	}
+	if seq := int64(r.Seq); seq > last+1 {
+		return fmt.Errorf("%w: sequence %d after %d", ErrOutOfOrderSequence, seq, last)
+	}
+	return nil
+}
 
 func (d *dedupTable) admit(name string, r SendRequest) dedupVerdict {
 	seq, highest := int64(r.Seq), highestOf(r)

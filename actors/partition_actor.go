@@ -122,6 +122,8 @@ type PartitionInfo struct {
 	Terminated bool
 	Epoch      uint64
 	HasEpoch   bool
+	// Dedup: the partition keeps a deduplication state (ProducerSpec.Dedup).
+	Dedup bool
 }
 
 // StartPartition spawns the actor of one partition.
@@ -309,7 +311,7 @@ func (h *partHandler) Receive(msg any) {
 	case partInfoMsg:
 		e, ok := h.sm.Epoch()
 		m.reply <- PartitionInfo{Producers: h.sm.Producers(), Waiting: h.sm.Waiting(), Inflight: h.sm.Inflight(),
-			Terminated: h.sm.Terminated(), Epoch: e, HasEpoch: ok}
+			Terminated: h.sm.Terminated(), Epoch: e, HasEpoch: ok, Dedup: h.sm.KeepsDedup()}
 	}
 	h.maybeFinishUnload()
 }

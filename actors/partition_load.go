@@ -76,25 +76,54 @@ func LoadPartition(ctx context.Context, log lakestream.Log, dedup bool, opts ...
 			lp.State.Epoch, lp.State.HasEpoch = uint64(e), true
 		}
 	}
-	if dedup {
-		if err := lp.loadDedup(ctx); err != nil {
+	var cur lakestream.LogCursor
+	if !dedup {
+		// Off for the topic: the state is still kept when its cursor
+		// exists (producers that ask for deduplication: ProducerSpec.Dedup).
+		cur, err = log.LoadCursor(ctx, DedupCursorName, opts...)
+		switch {
+		case errors.Is(err, lakestream.ErrNoSuchCursor):
+			return lp, nil
+		case err != nil:
 			lp.Close(ctx)
 			return nil, err
 		}
 	}
+	if err := lp.loadDedup(ctx, cur); err != nil {
+		lp.Close(ctx)
+		return nil, err
+	}
 	return lp, nil
 }
 
-func (lp *LoadedPartition) loadDedup(ctx context.Context) error {
-	last, err := lp.log.LastOffset(ctx)
+// EnsureDedupCursor creates a partition's deduplication cursor at the head
+// when it has none, so that the partition keeps a deduplication state
+// from its next load (ProducerSpec.Dedup).
+func EnsureDedupCursor(ctx context.Context, log lakestream.Log, opts ...lakestream.CursorOption) error {
+	last, err := log.LastOffset(ctx)
 	if err != nil {
 		return err
 	}
-	// A new cursor starts at the head: deduplication turned on for a topic
-	// with history only knows producers from now on.
-	cur, err := lp.log.OpenCursor(ctx, DedupCursorName, last, lp.opts...)
+	cur, err := log.OpenCursor(ctx, DedupCursorName, last, opts...)
 	if err != nil {
 		return err
+	}
+	return cur.Close(ctx)
+}
+
+// loadDedup loads the deduplication state from cur, or (nil) from the
+// cursor it opens, created at the head when absent.
+func (lp *LoadedPartition) loadDedup(ctx context.Context, cur lakestream.LogCursor) error {
+	if cur == nil {
+		last, err := lp.log.LastOffset(ctx)
+		if err != nil {
+			return err
+		}
+		// A new cursor starts at the head: deduplication turned on for a
+		// topic with history only knows producers from now on.
+		if cur, err = lp.log.OpenCursor(ctx, DedupCursorName, last, lp.opts...); err != nil {
+			return err
+		}
 	}
 	lp.dedupCursor = cur
 	seqs := maps.Clone(cur.Properties())

@@ -334,17 +334,7 @@ func (a *admin) dropStream(ctx context.Context, id lakestream.StreamIdentifier, 
 			}
 		}
 	}
-	// Stop serving it everywhere first: its clients are told to reconnect
-	// and then find it gone.
-	for _, unit := range broker.StreamUnits(md) {
-		if err := a.node.UnloadUnit(ctx, unit, ""); err != nil {
-			return err
-		}
-	}
-	if err := a.brk.DropCompactedLogs(ctx, md); err != nil {
-		a.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", id.String(), "err", err)
-	}
-	err = a.cat.DropStream(ctx, id, true)
+	err = a.brk.DropTopic(ctx, md, func(ctx context.Context, unit string) error { return a.node.UnloadUnit(ctx, unit, "") })
 	if errors.Is(err, lakestream.ErrNoSuchStream) {
 		return fmt.Errorf("%w: topic %s/%s not found", errAdminNotFound, id.Namespace, id.Name)
 	}

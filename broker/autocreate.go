@@ -99,6 +99,25 @@ func (b *Broker) AutoTopicCreationOf(ctx context.Context, namespace string) (Aut
 // is a partition's); ErrNoSuchStream when auto creation is off there.
 // A stream created meanwhile by another is no error.
 func (b *Broker) autoCreate(ctx context.Context, tn TopicName, id lakestream.StreamIdentifier) error {
+	return b.autoCreateWith(ctx, tn, id, nil)
+}
+
+// AutoCreateTopic creates a missing topic as its namespace's auto topic
+// creation says (lakestream.ErrNoSuchStream when it is off), with the
+// stream properties props (a front door's own policies: the Kafka
+// listener's retention); an existing topic is left as it is.
+func (b *Broker) AutoCreateTopic(ctx context.Context, name string, props map[string]string) error {
+	tn, err := ParseTopicName(name)
+	if err != nil {
+		return err
+	}
+	if tn.NonPersistent || tn.Partition >= 0 {
+		return fmt.Errorf("%w: %s: auto-created topics are named without a partition", ErrNotAllowed, tn)
+	}
+	return b.autoCreateWith(ctx, tn, FullStreamID(tn), props)
+}
+
+func (b *Broker) autoCreateWith(ctx context.Context, tn TopicName, id lakestream.StreamIdentifier, props map[string]string) error {
 	ac, err := b.AutoTopicCreationOf(ctx, id.Namespace)
 	if err != nil {
 		return err
@@ -110,7 +129,7 @@ func (b *Broker) autoCreate(ctx context.Context, tn TopicName, id lakestream.Str
 	if ac.Type == TopicTypePartitioned && !isPartitionName(id.Name) {
 		part.NumPartitions = max(ac.DefaultNumPartitions, 1)
 	}
-	_, err = b.cfg.Catalog.CreateStream(ctx, id, lakestream.StreamConfig{}, part, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, nil, nil)
+	_, err = b.cfg.Catalog.CreateStream(ctx, id, lakestream.StreamConfig{}, part, lakestream.SchemaConfig{Type: lakestream.SchemaNone}, props, nil)
 	if errors.Is(err, lakestream.ErrAlreadyExists) {
 		return nil
 	}

@@ -51,6 +51,11 @@ type Config struct {
 	// namespace and topic policies override (LimitsOf). Zero fields: no
 	// limit (the gateway's Config gives Pulsar's defaults).
 	TopicLimits TopicLimits
+	// Authorization checks roles against superusers, tenant admins and
+	// grants (authz.go); off, every role may do everything.
+	Authorization bool
+	// SuperUserRoles may do everything (Pulsar's superUserRoles).
+	SuperUserRoles []string
 }
 
 // Broker owns topic behaviour behind a Go API: the front doors (the

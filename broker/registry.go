@@ -307,3 +307,31 @@ func (t *Topic[P, C]) ForgetSubscription(name string, sub *actors.SubscriptionAc
 		delete(t.mu.subs, name)
 	}
 }
+
+// ServedPartition is a served topic-partition as a front door other than
+// the one whose producers and consumers the registry holds sees it (the
+// Kafka listener: it appends through the partition actor and reads the
+// log).
+type ServedPartition interface {
+	Name() string
+	TopicName() TopicName
+	Stream() lakestream.StreamIdentifier
+	// Partition is the Pulsar partition (-1: non-partitioned).
+	Partition() int32
+	Log() lakestream.Log
+	Actor() *actors.PartitionActor
+	// Owner is this node's ownership of it (the guard of owner-only writes).
+	Owner() lakestream.Ownership
+	Limits() TopicLimits
+	Closing() bool
+	// ResetSubscription moves a subscription (through its actor when one
+	// runs): target is the next offset delivered.
+	ResetSubscription(ctx context.Context, name string, target int64) (bool, error)
+	// LiveSubscription is the running actor of a subscription, or nil.
+	LiveSubscription(name string) *actors.SubscriptionActor
+	// WriteLatency is the topic's append latency (metrics).
+	WriteLatency() *WriteLatency
+}
+
+// AsServed is t as a ServedPartition.
+func AsServed[P AttachedProducer, C AttachedConsumer](t *Topic[P, C]) ServedPartition { return t }

@@ -165,3 +165,19 @@ func (b *Broker) TopicsOfNamespace(ctx context.Context, namespace string, partit
 	slices.Sort(out)
 	return out, nil
 }
+
+// DropTopic deletes a topic's stream (md), every partition first unloaded
+// wherever it is served (unload: the front door's hand-over of a unit, to
+// no one) so its clients are told to reconnect and then find it gone; its
+// compacted logs go with it.
+func (b *Broker) DropTopic(ctx context.Context, md lakestream.StreamMetadata, unload func(ctx context.Context, unit string) error) error {
+	for _, unit := range StreamUnits(md) {
+		if err := unload(ctx, unit); err != nil {
+			return err
+		}
+	}
+	if err := b.DropCompactedLogs(ctx, md); err != nil {
+		b.cfg.Logger.Warn("deleting a topic: dropping its compacted logs", "topic", md.ID.String(), "err", err)
+	}
+	return b.cfg.Catalog.DropStream(ctx, md.ID, true)
+}

@@ -320,6 +320,7 @@ func startLakegateTracked(t *testing.T, bin string, args []string, track func(*l
 				p.ready = true
 				p.pulsarURL = logAttr(line, "pulsar_url")
 				p.pulsarTLSURL = logAttr(line, "pulsar_tls_url")
+				p.kafkaAddr = logAttr(line, "kafka")
 				if a := logAttr(line, "http"); a != "" {
 					p.httpURL = "http://" + a
 				}

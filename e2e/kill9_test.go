@@ -284,7 +284,9 @@ type lakegateProc struct {
 	httpURL   string // "" without a plain listener
 	// pulsarTLSURL and httpsURL are the TLS listeners' ("" without).
 	pulsarTLSURL, httpsURL string
-	exited                 chan struct{}
+	// kafkaAddr is the Kafka listener's bound address ("" without one).
+	kafkaAddr string
+	exited    chan struct{}
 
 	logMu   sync.Mutex
 	logs    []string

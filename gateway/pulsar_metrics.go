@@ -218,7 +218,7 @@ func (s *Server) collectPulsar(ctx context.Context, ch chan<- prometheus.Metric,
 			p.dropped["topic"]++
 			continue
 		}
-		keep[t.Name()] = true
+		keep[t.Stream().String()] = true
 		if err := p.topic(ctx, t, ns); err != nil {
 			p.dropped["topic"]++
 			if ctx.Err() == nil {
@@ -346,22 +346,22 @@ func counterValue(c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// tableEnd is a topic's table end as last read (tableEnds).
+// tableEnd is a stream's table ends as last read (tableEnds): one read
+// of the table serves every partition of the stream.
 type tableEnd struct {
-	end  int64
-	has  bool // the topic has a table
+	ends map[lakestream.LogID]int64 // by log; nil when the stream has no table
 	read time.Time
 }
 
-// tableEnds caches the table end of the topics of the table lag, read
-// again after tableEndRefresh; it holds only the topics kept by the last
-// scrape (at most MetricsTopicsMax).
+// tableEnds caches the table ends of the streams of the table lag, by
+// stream, read again after tableEndRefresh; it holds only the streams of
+// the topics kept by the last scrape (at most MetricsTopicsMax).
 type tableEnds struct {
 	sync.Mutex
 	m map[string]tableEnd
 }
 
-// forgetTableEnds drops the cached table ends of the topics not in keep.
+// forgetTableEnds drops the cached table ends of the streams not in keep.
 func (s *Server) forgetTableEnds(keep map[string]bool) {
 	s.tables.Lock()
 	defer s.tables.Unlock()
@@ -377,36 +377,36 @@ func (s *Server) forgetTableEnds(keep map[string]bool) {
 // table.
 func (s *Server) topicTableEnd(ctx context.Context, t *topic) (end int64, has bool, err error) {
 	now := time.Now()
+	key := t.Stream().String()
 	s.tables.Lock()
-	e, ok := s.tables.m[t.Name()]
+	e, ok := s.tables.m[key]
 	s.tables.Unlock()
-	if ok && now.Sub(e.read) < tableEndRefresh {
-		return e.end, e.has, nil
-	}
-	st, err := s.cfg.Catalog.Stream(ctx, t.Stream())
-	if err != nil {
-		return 0, false, err
-	}
-	e = tableEnd{read: now}
-	info, err := st.Table().Info(ctx)
-	switch {
-	case errors.Is(err, lakestream.ErrNotMaterialized):
-	case err != nil:
-		return 0, false, err
-	default:
-		for _, p := range info.Partitions {
-			if p.Log == t.Log().ID() {
-				e.end, e.has = p.CompactedEnd, true
+	if !ok || now.Sub(e.read) >= tableEndRefresh {
+		st, err := s.cfg.Catalog.Stream(ctx, t.Stream())
+		if err != nil {
+			return 0, false, err
+		}
+		e = tableEnd{read: now}
+		info, err := st.Table().Info(ctx)
+		switch {
+		case errors.Is(err, lakestream.ErrNotMaterialized):
+		case err != nil:
+			return 0, false, err
+		default:
+			e.ends = make(map[lakestream.LogID]int64, len(info.Partitions))
+			for _, p := range info.Partitions {
+				e.ends[p.Log] = p.CompactedEnd
 			}
 		}
+		s.tables.Lock()
+		if s.tables.m == nil {
+			s.tables.m = map[string]tableEnd{}
+		}
+		s.tables.m[key] = e
+		s.tables.Unlock()
 	}
-	s.tables.Lock()
-	if s.tables.m == nil {
-		s.tables.m = map[string]tableEnd{}
-	}
-	s.tables.m[t.Name()] = e
-	s.tables.Unlock()
-	return e.end, e.has, nil
+	end, has = e.ends[t.Log().ID()]
+	return end, has, nil
 }
 
 // collectTableLag exports t's table lag when it has a table: the records

@@ -328,6 +328,8 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		DefaultNumPartitions:     cfg.DefaultNumPartitions,
 		DefaultRetention:         cfg.DefaultRetention,
 		RetentionMinAge:          cfg.RetentionMinAge,
+		Authorization:            cfg.Auth != nil && cfg.Authorization,
+		SuperUserRoles:           cfg.SuperUserRoles,
 	})
 	if err != nil {
 		return nil, err

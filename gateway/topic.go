@@ -123,3 +123,31 @@ func (s *session) handleGetTopicsOfNamespace(c *pb.CommandGetTopicsOfNamespace) 
 	}
 	s.send(protocol.GetTopicsOfNamespaceResponse(c.GetRequestId(), topics, filtered, ""))
 }
+
+// ServePartition returns the topic-partition of a name as another front
+// door (the Kafka listener) sees it: the same registry, so both protocols
+// append through one partition actor (serveTopic).
+func (s *Server) ServePartition(ctx context.Context, name string, create bool) (broker.ServedPartition, error) {
+	t, err := s.serveTopic(ctx, name, create)
+	if err != nil {
+		return nil, err
+	}
+	return broker.AsServed(t), nil
+}
+
+// ReloadPartition unloads a served topic-partition gracefully (its
+// clients reconnect) so that its next use loads it again — with the
+// deduplication state a front door just created (the Kafka listener's
+// idempotent producers).
+func (s *Server) ReloadPartition(ctx context.Context, name string) error {
+	tn, err := broker.ParseTopicName(name)
+	if err != nil {
+		return err
+	}
+	t, err := s.loadedTopic(tn.String())
+	if err != nil || t == nil {
+		return err
+	}
+	s.unloadTopic(t, true, "")
+	return nil
+}

@@ -47,6 +47,16 @@ type Config struct {
 		AdvertisedTLSAddr string `yaml:"advertisedTlsAddr" doc:"host:port of the pulsar+ssl listener that lookups name (and other members relay to). Default its bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
 	} `yaml:"pulsar"`
 
+	Kafka struct {
+		Addr           string `yaml:"addr" doc:"Kafka protocol listen address (docs/kafka.md), e.g. :9092 (make run sets it); empty: no Kafka listener. With auth.enabled, clients authenticate with SASL/PLAIN (the password is a token) or SASL/OAUTHBEARER."`
+		TLS            bool   `yaml:"tls" default:"false" doc:"Serve the Kafka listener over TLS (SSL / SASL_SSL) with tls.certFile and tls.keyFile."`
+		AdvertisedAddr string `yaml:"advertisedAddr" doc:"host:port Kafka clients are sent to (Metadata, FindCoordinator). Default the bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
+		Namespace      string `yaml:"namespace" default:"public/default" doc:"Pulsar namespace of the Kafka topics: Kafka topic t is persistent://<namespace>/t. Another than public/default must exist (pulsar-admin namespaces create)."`
+		MaxConnections int    `yaml:"maxConnections" default:"0" doc:"Open Kafka connections on the node; one more is closed at once. 0: no limit."`
+		// Consumer groups.
+		GroupInitialRebalanceDelay time.Duration `yaml:"groupInitialRebalanceDelay" default:"3s" doc:"How long a new consumer group's first join waits for more members (Kafka's group.initial.rebalance.delay.ms); 0: none."`
+	} `yaml:"kafka"`
+
 	HTTP struct {
 		Addr              string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address (http://); empty: no plain listener."`
 		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
@@ -509,6 +519,12 @@ func (c *Config) validateSecurity() error {
 	}
 	if c.Pulsar.Addr == "" && c.Pulsar.TLSAddr == "" {
 		return errors.New("config pulsar.addr, pulsar.tlsAddr: at least one Pulsar listener is needed")
+	}
+	if c.Kafka.TLS && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
+		return errors.New("config kafka.tls: needs tls.certFile and tls.keyFile")
+	}
+	if t, ns, ok := strings.Cut(c.Kafka.Namespace, "/"); !ok || t == "" || ns == "" || strings.Contains(ns, "/") {
+		return fmt.Errorf("config kafka.namespace: %q is not tenant/namespace", c.Kafka.Namespace)
 	}
 	if c.HTTP.Addr == "" && c.HTTP.TLSAddr == "" {
 		return errors.New("config http.addr, http.tlsAddr: at least one HTTP listener is needed")

@@ -61,6 +61,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{[]string{"--engine-cache-bytes", "-5"}, nil, "engine.cacheBytes"},
 		{[]string{"--log-level", "loud"}, nil, "log.level"},
 		{[]string{"--config", filepath.Join(dir, "missing.yaml")}, nil, "missing.yaml"},
+		{[]string{"--kafka-addr", ":0", "--kafka-namespace", "orders"}, nil, "kafka.namespace"},
+		{[]string{"--kafka-addr", ":0", "--kafka-namespace", "a/b/c"}, nil, "kafka.namespace"},
+		{[]string{"--kafka-addr", ":0", "--kafka-tls"}, nil, "kafka.tls"},
 	} {
 		_, err := loadConfig("standalone", tc.args, tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

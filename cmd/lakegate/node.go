@@ -18,6 +18,7 @@ import (
 	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/kafka"
 	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/node/assembly"
@@ -91,6 +92,15 @@ func runNode(c *Config) error {
 	return nil
 }
 
+// groupDelay maps kafka.groupInitialRebalanceDelay (0: none) onto
+// kafka.Config's (0: the default, negative: none).
+func groupDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 // setupLogging makes the configured logger the default one (the
 // libraries' loggers included) and returns it with its handler.
 func setupLogging(c *Config) (*slog.Logger, slog.Handler) {
@@ -111,11 +121,14 @@ func setupLogging(c *Config) (*slog.Logger, slog.Handler) {
 // (sc: the storage node's part) with the listeners ls.
 func assemblyConfig(c *Config, sc node.Config, sec *security, ls *listeners, log *slog.Logger, h slog.Handler) assembly.Config {
 	ac := assembly.Config{
-		Node:            sc,
-		Member:          engine.MembershipConfig{ID: c.Engine.NodeID, SessionTTL: c.Cluster.SessionTTL, Endpoints: ls.endpoints},
-		Gateway:         gatewayConfig(c, sec, ls),
-		Pulsar:          ls.pulsar,
-		PulsarTLS:       ls.pulsarTLS,
+		Node:      sc,
+		Member:    engine.MembershipConfig{ID: c.Engine.NodeID, SessionTTL: c.Cluster.SessionTTL, Endpoints: ls.endpoints},
+		Gateway:   gatewayConfig(c, sec, ls),
+		Pulsar:    ls.pulsar,
+		PulsarTLS: ls.pulsarTLS,
+		Kafka:     ls.kafka,
+		KafkaConfig: kafka.Config{Namespace: c.Kafka.Namespace, MaxConnections: c.Kafka.MaxConnections,
+			GroupInitialRebalanceDelay: groupDelay(c.Kafka.GroupInitialRebalanceDelay)},
 		Materialization: defaultMaterialization(c.Tables.Formats),
 		HTTPLimits:      httpLimits(c),
 		HTTPErrorLog:    slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("component", "http")}), slog.LevelWarn),
@@ -129,6 +142,9 @@ func assemblyConfig(c *Config, sc node.Config, sec *security, ls *listeners, log
 			Policy:       actors.MaterializationPolicy{Interval: c.Tables.Interval, MaxInflight: c.Tables.MaxInflight},
 			ScanInterval: c.Tables.ScanInterval,
 		}
+	}
+	if sec.authn != nil {
+		ac.KafkaConfig.Auth = sec.authn
 	}
 	for _, hl := range []net.Listener{ls.http, ls.https} {
 		if hl != nil {
@@ -210,7 +226,7 @@ func gatewayConfig(c *Config, sec *security, ls *listeners) gateway.Config {
 	g.RetentionMinAge = c.Policies.RetentionMinAge
 	g.DefaultRetention = broker.RetentionPolicy{TimeMinutes: c.Policies.DefaultRetentionTimeInMinutes, SizeMB: c.Policies.DefaultRetentionSizeInMB}
 	if sec.authn != nil {
-		g.Auth = sec.authn
+		g.Auth = sec.authn // the Kafka listener's too (assemblyConfig)
 		g.Authorization = c.Auth.Authorization
 		g.SuperUserRoles = c.Auth.SuperUserRoles
 		g.AuthRefreshGrace = c.Auth.RefreshGrace
@@ -241,6 +257,9 @@ func logReady(log *slog.Logger, n *assembly.Node, ls *listeners, sec *security) 
 	}
 	if ls.pulsarTLS != nil {
 		attrs = append(attrs, "pulsar_tls", ls.pulsarTLS.Addr().String(), "pulsar_tls_url", n.Gateway.ServiceURLTLS())
+	}
+	if ls.kafka != nil {
+		attrs = append(attrs, "kafka", ls.kafka.Addr().String(), "kafka_advertised", ls.kafkaAdv)
 	}
 	if sec.authn != nil {
 		attrs = append(attrs, "auth", strings.Join(sec.authn.Methods(), ","))

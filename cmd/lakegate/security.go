@@ -184,6 +184,8 @@ func (sec *security) clientTLS() func() *tls.Config {
 // endpoints it advertises.
 type listeners struct {
 	pulsar, pulsarTLS, http, https net.Listener
+	kafka                          net.Listener
+	kafkaAdv                       string
 	endpoints                      map[string]string
 	pulsarAdv, pulsarTLSAdv        string
 }
@@ -218,6 +220,10 @@ func openListeners(c *Config, sec *security) (*listeners, error) {
 		l.close()
 		return nil, fmt.Errorf("pulsar+ssl listener: %w", err)
 	}
+	if l.kafka, err = open(c.Kafka.Addr, c.Kafka.TLS); err != nil {
+		l.close()
+		return nil, fmt.Errorf("kafka listener: %w", err)
+	}
 	if l.http, err = open(c.HTTP.Addr, false, httpLimits(c).Listener); err != nil {
 		l.close()
 		return nil, fmt.Errorf("http listener: %w", err)
@@ -249,6 +255,12 @@ func openListeners(c *Config, sec *security) (*listeners, error) {
 		}
 		l.endpoints["pulsar+ssl"] = "pulsar+ssl://" + l.pulsarTLSAdv
 	}
+	if l.kafka != nil {
+		if l.kafkaAdv, err = adv(c.Kafka.AdvertisedAddr, l.kafka); err != nil {
+			return nil, fmt.Errorf("config kafka.advertisedAddr: %w", err)
+		}
+		l.endpoints["kafka"] = l.kafkaAdv
+	}
 	if l.http != nil {
 		a, err := adv(c.HTTP.AdvertisedAddr, l.http)
 		if err != nil {
@@ -267,7 +279,7 @@ func openListeners(c *Config, sec *security) (*listeners, error) {
 }
 
 func (l *listeners) close() {
-	for _, ln := range []net.Listener{l.pulsar, l.pulsarTLS, l.http, l.https} {
+	for _, ln := range []net.Listener{l.pulsar, l.pulsarTLS, l.kafka, l.http, l.https} {
 		if ln != nil {
 			ln.Close()
 		}

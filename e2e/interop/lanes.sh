@@ -8,13 +8,16 @@
 #
 #   lane 1  the table readers: delta-rs, Spark + delta-spark, pyiceberg, the
 #           Iceberg REST catalog, Spark + Iceberg, Databricks-style S3A,
-#           the 100 000-message tables scenario; then the Java scenario
-#           matrix against three nodes (it balances the lanes)
+#           the 100 000-message tables scenario; the Kafka clients (Java
+#           kafka-clients, Kafka's CLI tools, confluent-kafka) against one
+#           node; then the Java scenario matrix against three nodes (it
+#           balances the lanes)
 #   lane 2  the clients: Python and Java scenario matrices against one node,
 #           Python against three, Pulsar's pulsar-admin and pulsar-client
 #           (then their operator's runbook steps against three nodes),
 #           the secured node, OAuth2 against a test OpenID issuer,
-#           Apache Pulsar's proxy in front of three secured nodes
+#           Apache Pulsar's proxy in front of three secured nodes, the
+#           Kafka clients against three nodes
 #
 # The lanes share no setup and no fixed port. Within a lane the suites run
 # in order and the lane stops at its first failure, as make would. Each
@@ -34,6 +37,7 @@ lane1=(
   "./e2e/interop/iceberg-catalog/run.sh"
   "./e2e/interop/databricks/run.sh"
   "./e2e/interop/tables/run.sh"
+  "./e2e/interop/kafka/run.sh"
   "LAKEGATE_NODES=3 ./e2e/interop/java/run.sh"
 )
 lane2=(
@@ -45,12 +49,13 @@ lane2=(
   "./e2e/interop/secure/run.sh"
   "./e2e/interop/proxy/run.sh"
   "./e2e/interop/oauth/run.sh"
+  "LAKEGATE_NODES=3 ./e2e/interop/kafka/run.sh"
 )
 setups=(
   e2e/interop/delta/setup.sh e2e/interop/spark/setup.sh e2e/interop/iceberg/setup.sh
   e2e/interop/iceberg-rest/setup.sh e2e/interop/iceberg-catalog/setup-spark.sh
   e2e/interop/databricks/setup.sh e2e/interop/python/setup.sh e2e/interop/java/setup.sh
-  e2e/interop/tools/setup.sh e2e/interop/proxy/setup.sh
+  e2e/interop/tools/setup.sh e2e/interop/proxy/setup.sh e2e/interop/kafka/setup.sh
 )
 
 logs=.cache/interop-logs

@@ -53,6 +53,8 @@ type Config struct {
 	// GatewayCatalog, when set, wraps the catalog the gateway is given
 	// (e.g. to hold appends back: e2e/limits_test.go).
 	GatewayCatalog func(lakestream.StreamCatalog) lakestream.StreamCatalog
+	// Kafka starts the Kafka listener on 127.0.0.1:0 (Node.Kafka).
+	Kafka bool
 	// Logger is the logger of the node, the gateway and the worker where
 	// their configurations leave it nil. Default slog.Default().
 	Logger *slog.Logger
@@ -94,6 +96,12 @@ func Start(t testing.TB, cfg Config) *Node {
 		Materialization: cfg.Materialization,
 		Materializer:    cfg.Materializer,
 		Logger:          cfg.Logger,
+	}
+	if cfg.Kafka {
+		if ac.Kafka, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		ac.KafkaConfig.GroupInitialRebalanceDelay = -1 // tests start their consumers together
 	}
 	if cfg.HTTP {
 		// Listening now: the node advertises the address when it joins;

@@ -13,6 +13,7 @@ import (
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/kafka"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/nodehttp"
@@ -38,6 +39,12 @@ type Config struct {
 	Gateway gateway.Config
 	// Pulsar and PulsarTLS are the gateway's listeners (at least one).
 	Pulsar, PulsarTLS net.Listener
+	// Kafka, when set, is the Kafka listener (docs/kafka.md), configured
+	// by KafkaConfig (Broker, Catalog, Serve, Reload, AutoCreate and, when
+	// nil, Logger are filled in): it serves topics from the gateway's
+	// registry, and the node advertises it as its "kafka" endpoint.
+	Kafka       net.Listener
+	KafkaConfig kafka.Config
 	// GatewayCatalog, when set, wraps the catalog the gateway is given
 	// (a test holding appends back).
 	GatewayCatalog func(lakestream.StreamCatalog) lakestream.StreamCatalog
@@ -69,6 +76,8 @@ type Node struct {
 	Member     *engine.Membership
 	Runtime    actors.Runtime
 	Gateway    *gateway.Server
+	// Kafka is the Kafka listener (Config.Kafka), else nil.
+	Kafka *kafka.Server
 	// Worker is the materialization worker (Config.Materializer), else nil.
 	Worker *actors.MaterializationWorker
 	// Handler is the node's HTTP surface; Iceberg is true when it serves
@@ -140,6 +149,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.Gateway, err = gateway.Serve(cfg.Pulsar, gc, tlsLns...); err != nil {
 		return nil, fmt.Errorf("pulsar listener: %w", err)
 	}
+	if cfg.Kafka != nil {
+		kc := cfg.KafkaConfig
+		kc.Broker, kc.Catalog, kc.Serve, kc.Reload, kc.UnloadUnit = n.Gateway.Broker(), gc.Catalog, n.Gateway.ServePartition, n.Gateway.ReloadPartition, n.Gateway.UnloadUnit
+		kc.AutoCreate = !gc.DisableTopicAutoCreation
+		if kc.Logger == nil {
+			kc.Logger = cfg.Logger
+		}
+		if n.Kafka, err = kafka.Serve(cfg.Kafka, kc); err != nil {
+			return nil, fmt.Errorf("kafka listener: %w", err)
+		}
+	}
 	if err := n.serveHTTP(ctx); err != nil {
 		return nil, err
 	}
@@ -184,6 +204,9 @@ func (n *Node) join(ctx context.Context, gc gateway.Config) (*engine.Membership,
 	}
 	if gc.AdvertisedTLSAddr != "" {
 		eps["pulsar+ssl"] = "pulsar+ssl://" + gc.AdvertisedTLSAddr
+	}
+	if n.cfg.Kafka != nil {
+		eps["kafka"] = advertisedOf(n.cfg.Kafka)
 	}
 	for k, v := range mc.Endpoints {
 		eps[k] = v
@@ -232,6 +255,9 @@ func (n *Node) stop() error {
 	for _, srv := range n.servers {
 		srv.Close()
 	}
+	if n.Kafka != nil {
+		n.Kafka.Close()
+	}
 	if n.Gateway != nil {
 		if err := n.Gateway.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing the Pulsar gateway: %w", err))
@@ -257,7 +283,7 @@ func (n *Node) stop() error {
 
 // closeListeners closes the listeners a failed Start was given.
 func (n *Node) closeListeners() {
-	for _, ln := range append([]net.Listener{n.cfg.Pulsar, n.cfg.PulsarTLS}, n.cfg.HTTP...) {
+	for _, ln := range append([]net.Listener{n.cfg.Pulsar, n.cfg.PulsarTLS, n.cfg.Kafka}, n.cfg.HTTP...) {
 		if ln != nil {
 			ln.Close()
 		}
@@ -272,7 +298,7 @@ type topicUnits struct{ lakestream.Membership }
 func (m topicUnits) Owned() []lakestream.Ownership {
 	var out []lakestream.Ownership
 	for _, o := range m.Membership.Owned() {
-		if !actors.IsMaterializationUnit(o.Unit()) {
+		if !actors.IsMaterializationUnit(o.Unit()) && !kafka.IsGroupUnit(o.Unit()) {
 			out = append(out, o)
 		}
 	}

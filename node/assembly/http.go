@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakegate/lakegate/nodehttp"
 )
 
@@ -16,7 +18,11 @@ import (
 func (n *Node) serveHTTP(ctx context.Context) error {
 	ac := AdminConfig(n.Gateway)
 	ac.Doctor = n.Doctor
-	h := nodehttp.Handler(n.Gateway, ac, n.Catalog, n.Engine.Collector())
+	collectors := []prometheus.Collector{n.Engine.Collector()}
+	if n.Kafka != nil {
+		collectors = append(collectors, n.Kafka.Collector())
+	}
+	h := nodehttp.Handler(n.Gateway, ac, n.Catalog, collectors...)
 	if n.cfg.Iceberg != nil {
 		ice, err := n.cfg.Iceberg(ctx, n)
 		if err != nil {
