@@ -242,8 +242,16 @@ func rawBatch(pid int64, seq int32, values ...string) []byte {
 // returns the base offset answered (-1 for a duplicate).
 func produceRaw(t *testing.T, cl *kgo.Client, topic string, batch []byte) int64 {
 	t.Helper()
+	off, _ := produceRawCounted(t, cl, topic, batch)
+	return off
+}
+
+// produceRawCounted is produceRaw, also returning how many answers were
+// retried.
+func produceRawCounted(t *testing.T, cl *kgo.Client, topic string, batch []byte) (int64, int) {
+	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
-	for {
+	for retries := 0; ; retries++ {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 10_000
 		rt := kmsg.NewProduceRequestTopic()
@@ -264,7 +272,7 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, batch []byte) int64 
 		if err != nil {
 			t.Fatalf("produce: %v", err)
 		}
-		return p.BaseOffset
+		return p.BaseOffset, retries
 	}
 }
 
@@ -283,14 +291,26 @@ func TestKafkaIdempotentResend(t *testing.T) {
 		t.Fatalf("InitProducerId: %v %d", err, init.ErrorCode)
 	}
 	pid := init.ProducerID
-	if off := produceRaw(t, cl, "idem", rawBatch(pid, 0, "a", "b", "c")); off != 0 {
-		t.Fatalf("first batch at %d", off)
+	// A topic the listener created keeps a deduplication state from the
+	// start: the first idempotent batch is taken at once.
+	if off, retries := produceRawCounted(t, cl, "idem", rawBatch(pid, 0, "a", "b", "c")); off != 0 || retries != 0 {
+		t.Fatalf("first batch at %d after %d retried answers", off, retries)
 	}
 	if off := produceRaw(t, cl, "idem", rawBatch(pid, 0, "a", "b", "c")); off != -1 {
 		t.Fatalf("resent batch answered offset %d, want -1 (a duplicate)", off)
 	}
 	if off := produceRaw(t, cl, "idem", rawBatch(pid, 3, "d")); off != 3 {
 		t.Fatalf("next batch at %d", off)
+	}
+	// A topic created on the Pulsar side gets the state at its first
+	// idempotent batch (a reload, which the client retries through), and
+	// judges resends as well.
+	c.createPartitioned("persistent://public/default/idem-pulsar", 1)
+	if off := produceRaw(t, cl, "idem-pulsar", rawBatch(pid, 0, "x")); off != 0 {
+		t.Fatalf("first batch on the Pulsar-made topic at %d", off)
+	}
+	if off := produceRaw(t, cl, "idem-pulsar", rawBatch(pid, 0, "x")); off != -1 {
+		t.Fatalf("resend on the Pulsar-made topic answered offset %d, want -1", off)
 	}
 	// A Pulsar producer on the same topic is not judged by sequence.
 	pc := c.client()

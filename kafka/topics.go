@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 )
@@ -75,6 +76,7 @@ func (s *Server) topicInfo(ctx context.Context, topic string, create bool) (topi
 		// As the namespace's auto topic creation says, with Kafka's
 		// default retention (configs.go).
 		if err = s.cfg.Broker.AutoCreateTopic(ctx, s.pulsarName(topic), kafkaTopicProps(defaultRetention())); err == nil {
+			s.keepDedup(ctx, topic, 0)
 			n, err = s.cfg.Broker.Partitions(ctx, s.pulsarName(topic), false)
 		}
 	}
@@ -94,6 +96,30 @@ func (s *Server) topicInfo(ctx context.Context, topic string, create bool) (topi
 	}
 	ti := topicInfo{partitions: max(n, 1), partitioned: n > 0, id: topicID(md)}
 	return ti, nil
+}
+
+// keepDedup gives the partitions from index `from` on of a topic the
+// listener just created (or grew) a deduplication cursor, so that the partitions keep a deduplication state
+// from their first load: an idempotent producer's first batch is judged at
+// once, not after a reload (produce.go, enableDedup). A failure only logs:
+// the first idempotent batch then makes the cursor.
+func (s *Server) keepDedup(ctx context.Context, topic string, from int) {
+	tn, _ := broker.ParseTopicName(s.pulsarName(topic))
+	st, err := s.cfg.Catalog.Stream(ctx, broker.FullStreamID(tn))
+	if err == nil {
+		for i := from; i < st.Metadata().Partitioning.LogCount(); i++ {
+			var log lakestream.Log
+			if log, err = st.Log(ctx, i); err == nil {
+				err = actors.EnsureDedupCursor(ctx, log)
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		s.log.Warn("kafka: a new topic's deduplication cursors", "topic", topic, "err", err)
+	}
 }
 
 // topicID is a topic's Kafka id: a hash of its stream and creation time,
@@ -393,6 +419,8 @@ func handleCreateTopics(c *conn, req kmsg.Request, a *answer) {
 				rt.ErrorCode, msg = kerr.TopicAlreadyExists.Code, "topic "+t.Topic+" already exists"
 			case err != nil:
 				rt.ErrorCode, msg = errCode(err), err.Error()
+			default:
+				s.keepDedup(ctx, t.Topic, 0)
 			}
 			s.forget(t.Topic)
 		}
@@ -565,5 +593,8 @@ func (s *Server) growTopic(ctx context.Context, name string, n int, assigned, va
 	tn, _ := broker.ParseTopicName(s.pulsarName(name))
 	_, err = s.cfg.Catalog.IncreasePartitions(ctx, broker.FullStreamID(tn), n)
 	s.forget(name)
+	if err == nil {
+		s.keepDedup(ctx, name, info.partitions)
+	}
 	return err
 }

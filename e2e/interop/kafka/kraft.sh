@@ -92,7 +92,7 @@ ${KRAFT_PROPS:-}
 PROPS
   kraft_say "formatting $kraft_dir/data (cluster id $cid)"
   java -Xmx256m -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$cp" kafka.tools.StorageTool format \
-    -t "$cid" -c "$kraft_dir/server.properties" >"$kraft_dir/format.log" 2>&1 || {
+    --cluster-id="$cid" -c "$kraft_dir/server.properties" >"$kraft_dir/format.log" 2>&1 || {
     cat "$kraft_dir/format.log" >&2
     kraft_say "storage format failed"
     stop_kraft
