@@ -33,7 +33,17 @@ _kafka_server_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$_kafka_server_here/../../e2e/interop/kafka/kraft.sh"
 
 kafka_server_start() {
-  start_kraft || return 1
+  # kraft.sh draws the cluster id as URL-safe base64, which starts with '-'
+  # one time in 64; kafka-storage's argument parser then takes `-t -…` for
+  # an option ("argument --cluster-id/-t: expected one argument") and the
+  # format fails. Until kraft.sh passes --cluster-id=ID, a failed start is
+  # tried again (a fresh directory, a fresh id), at most three times.
+  local try
+  for try in 1 2 3; do
+    start_kraft && break
+    [[ $try == 3 ]] && return 1
+    echo "kafka-server: start $try failed (see above); trying again with a fresh cluster id" >&2
+  done
   kafka_dir=$kraft_dir
   kafka_pid=$kraft_pid
   kafka_flush=$(grep -m1 '^log.flush.interval.messages=' "$kraft_dir/server.properties")
