@@ -104,6 +104,9 @@ bench-pulsar:
 ## bench/pulsar) side by side under the same pulsar-perf and Go perf loads, alternating, a fresh
 ## server per run; prints the ratio table, writes a latency plot (bench/compare.sh; COMPARE_* knobs,
 ## COMPARE_DOC=1 updates docs/benchmarks.md). Not part of `make test`: ~31 min with 2 repeats.
+## The Kafka side: COMPARE_TARGETS="lakegate-kafka kafka kafka-fsync" (lakegate's Kafka listener,
+## Apache Kafka 4.4.0 KRaft with its default flush and with an fsync per append) and
+## COMPARE_LOADS="kmax1 kmax8 kmax100 kfixed20k ke2e10k" (kafka-producer-perf-test, bench/tools/kafkae2e).
 bench-compare:
 	./bench/compare.sh
 

@@ -109,7 +109,7 @@
 #                     of the measured ones)
 #   COMPARE_QUIET_BUSY  busy % of the machine under which a run starts
 #                     (default 15); COMPARE_QUIET_MAX: the most seconds to
-#                     wait for it (default 600; then the run starts anyway)
+#                     wait for it (default 120; then the run starts anyway)
 #   COMPARE_DRAIN     messages of the drain load (default 1000000)
 #   COMPARE_OUT       output directory (default .cache/compare/<time>)
 #   COMPARE_DOC=1     write the summary and the plot into docs/benchmarks.md
@@ -134,7 +134,7 @@ KWARMUP=${COMPARE_KWARMUP:-5}
 KRECORDS=${COMPARE_KRECORDS:-}
 KWARMUP_RECORDS=${COMPARE_KWARMUP_RECORDS:-}
 QUIET_BUSY=${COMPARE_QUIET_BUSY:-15}
-QUIET_MAX=${COMPARE_QUIET_MAX:-600}
+QUIET_MAX=${COMPARE_QUIET_MAX:-120}
 SIZE=1024
 OUTSTANDING=1000
 OUT=${COMPARE_OUT:-$ROOT/.cache/compare/$(date -u +%Y%m%dT%H%M%SZ)}

@@ -7,7 +7,9 @@ ke2e10k) on the Kafka targets (lakegate-kafka, kafka, kafka-fsync): medians
 per (load, server) over the runs whose status is ok, the ratios
 lakegate-kafka ÷ kafka and lakegate-kafka ÷ kafka-fsync, and every run.
 A (load, server) whose runs all failed shows "failed"; one with some failed
-runs says how many.
+runs says how many; a median marked † has a run with more than
+NOISY_PCT % of a core of other CPU (the machine's CPU less the server's and
+the client's over the run: a build or a test running beside it).
 
 Usage: bench/kafka/summary.py RESULTS.TSV [COMMAND]
 Standard library only (the Pulsar summary is bench/tools/plot).
@@ -18,6 +20,7 @@ import statistics
 import sys
 
 TARGETS = ["lakegate-kafka", "kafka", "kafka-fsync"]
+NOISY_PCT = 25
 LOADS = ["kmax1", "kmax8", "kmax100", "kfixed20k", "ke2e10k"]
 
 # (label, load, column, higher is better)
@@ -66,8 +69,15 @@ def runs_of(runs, load, target):
     return [r for r in runs if r["load"] == load and r["target"] == target]
 
 
+def noisy(r):
+    try:
+        return float(r.get("other_cpu_pct", "")) > NOISY_PCT
+    except ValueError:
+        return False
+
+
 def median(runs, load, target, col):
-    """(median over the ok runs or None, runs, failed runs)"""
+    """(median over the ok runs or None, runs, failed runs, any ok run noisy)"""
     rs = runs_of(runs, load, target)
     ok = [r for r in rs if r.get("status", "ok") == "ok"]
     vals = []
@@ -76,7 +86,7 @@ def median(runs, load, target, col):
             vals.append(float(r[col]))
         except (KeyError, ValueError):
             pass
-    return (statistics.median(vals) if vals else None), len(rs), len(rs) - len(ok)
+    return (statistics.median(vals) if vals else None), len(rs), len(rs) - len(ok), any(noisy(r) for r in ok)
 
 
 def ratio(a, b, higher_better):
@@ -113,20 +123,24 @@ def main():
         row = f"| {label} |"
         meds = {}
         for t in ts:
-            m, n, failed = median(runs, load, t, col)
+            m, n, failed, loud = median(runs, load, t, col)
             meds[t] = m
+            mark = " †" if loud else ""
             if n == 0:
                 cell = "–"
             elif failed == n:
                 cell = "failed"
             elif failed:
-                cell = f"{num(m)} ({failed} of {n} failed)"
+                cell = f"{num(m)}{mark} ({failed} of {n} failed)"
             else:
-                cell = num(m)
+                cell = num(m) + mark
             row += f" {cell} |"
         for b in ratios:
             row += f" {ratio(meds.get('lakegate-kafka'), meds.get(b), hb)} |"
         out.append(row)
+    if any(noisy(r) for r in runs):
+        out += ["", f"†: at least one of its runs had more than {NOISY_PCT} % of a core of other CPU (the machine's "
+                "user and system time less the server's and the client's: other work on the machine during the run)."]
     out += ["", "Every Kafka run (throughput msg/s and latency ms after the warm-up; server CPU % of one core "
             "after the warm-up; client and other CPU % of one core and peak RSS MiB over the whole run):", ""]
     out.append("|" + "".join(f" {h} |" for h, _ in RUN_COLS))
