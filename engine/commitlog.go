@@ -352,6 +352,7 @@ func (c *commitLog) applyOwn(key string, rev, after int64, rec index.Record) boo
 	c.mu.Lock()
 	if _, ok := c.mu.byKey[key]; ok {
 		c.mu.Unlock()
+		c.e.metrics.ownWatchFirst.Add(1)
 		return true // the watch was first; it answered
 	}
 	if c.mu.lastRec != after || rev <= c.mu.applied || c.mu.ahead >= maxOwnAhead {

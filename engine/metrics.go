@@ -32,6 +32,7 @@ type Metrics struct {
 	ApplyWaits       int64 // commit records of this engine applied by its watch
 	ApplyWaitNanos   int64 // total time from their transaction's reply to their application
 	OwnApplies       int64 // commit records of this engine applied on their transaction's reply (no record between them and the previous one)
+	OwnWatchFirst    int64 // commit records of this engine its transaction's reply could have applied, but its watch had already
 	Folds            int64 // folds of the commit log into heads and index keys
 	ChainRefusals    int64 // appends failed unsent because their WAL chunk held appends of a broken chain (lakestream.AppendChain)
 	FoldTxns         int64 // transactions of those folds
@@ -60,7 +61,7 @@ type metrics struct {
 	txns, txnConflicts, txnErrors atomic.Int64
 	folds, foldTxns               atomic.Int64
 	applyWaits, applyWaitNanos    atomic.Int64
-	ownApplies                    atomic.Int64
+	ownApplies, ownWatchFirst     atomic.Int64
 	chainRefusals                 atomic.Int64
 	txnNanos                      atomic.Int64
 	cursorPersists, gcDeleted     atomic.Int64
@@ -303,7 +304,7 @@ func (m *metrics) snapshot() Metrics {
 		ObjectGets: m.gets.Load(), ObjectGetBytes: m.getBytes.Load(), CacheHits: m.cacheHits.Load(),
 		Txns: m.txns.Load(), TxnConflicts: m.txnConflicts.Load(), TxnErrors: m.txnErrors.Load(), TxnNanos: m.txnNanos.Load(),
 		Folds: m.folds.Load(), FoldTxns: m.foldTxns.Load(),
-		ApplyWaits: m.applyWaits.Load(), ApplyWaitNanos: m.applyWaitNanos.Load(), OwnApplies: m.ownApplies.Load(),
+		ApplyWaits: m.applyWaits.Load(), ApplyWaitNanos: m.applyWaitNanos.Load(), OwnApplies: m.ownApplies.Load(), OwnWatchFirst: m.ownWatchFirst.Load(),
 		ChainRefusals:  m.chainRefusals.Load(),
 		CursorPersists: m.cursorPersists.Load(), GCDeletedObjects: m.gcDeleted.Load(),
 		SegmentFallbacks: m.segmentFallbacks.Load(),
