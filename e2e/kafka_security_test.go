@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -63,6 +65,28 @@ func TestKafkaSecurity(t *testing.T) {
 			t.Fatal("a client without SASL was served")
 		}
 		t.Logf("without SASL: %v", err)
+	})
+	t.Run("PreAuthRequestBound", func(t *testing.T) {
+		// Before authenticating, a request of more than 512 KiB closes the
+		// connection before the node reads (or holds) it; clients that
+		// authenticate are served meanwhile.
+		nc, err := tls.Dial("tcp", n.kafkaAddr, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := nc.Write([]byte{0, 0x10, 0, 0}); err != nil { // 1 MiB announced
+			t.Fatal(err)
+		}
+		// Closed at once (EOF), not left waiting for the body (a timeout).
+		var ne net.Error
+		if _, err := io.ReadFull(nc, make([]byte, 1)); err == nil || errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("an anonymous 1 MiB request: %v, want the connection closed", err)
+		}
+		if err := super.Ping(ctx); err != nil {
+			t.Fatalf("an authenticated client after it: %v", err)
+		}
 	})
 	t.Run("BadToken", func(t *testing.T) {
 		cl := client(plainTok("not-a-token"))

@@ -31,6 +31,10 @@ type ownedGroups struct {
 	}
 }
 
+// maxOwnedGroups bounds the groups a node coordinates (each one an
+// ownership and a goroutine watching it).
+const maxOwnedGroups = 10_000
+
 // coordinate takes (or confirms) this node's coordinatorship of a group:
 // kerr.NotCoordinator when another member owns it.
 func (s *Server) coordinate(ctx context.Context, group string) error {
@@ -46,6 +50,12 @@ func (s *Server) coordinate(ctx context.Context, group string) error {
 		default:
 			return nil
 		}
+	}
+	s.owned.mu.Lock()
+	full := len(s.owned.mu.m) >= maxOwnedGroups
+	s.owned.mu.Unlock()
+	if full {
+		return fmt.Errorf("%w: this node coordinates %d groups, its most", kerr.CoordinatorNotAvailable, maxOwnedGroups)
 	}
 	o, err := s.cfg.Broker.Own(ctx, groupUnit(group))
 	if errors.Is(err, broker.ErrServiceNotReady) {

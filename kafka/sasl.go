@@ -141,6 +141,22 @@ func saslToken(mech string, msg []byte) (string, error) {
 	return "", fmt.Errorf("SASL mechanism %q", mech)
 }
 
+// preAuthRequestBytes bounds a request read before the connection
+// authenticated (Kafka's sasl.server.max.receive.size): an anonymous client
+// cannot make the node hold more.
+const preAuthRequestBytes = 512 << 10
+
+// unauthenticated reports whether the listener requires authentication
+// and the connection has not authenticated.
+func (c *conn) unauthenticated() bool {
+	if !c.srv.authRequired() {
+		return false
+	}
+	c.auth.Lock()
+	defer c.auth.Unlock()
+	return !c.auth.ok
+}
+
 // checkAuthenticated refuses a request of an unauthenticated or expired
 // connection (the connection is then closed, as Kafka does).
 func (c *conn) checkAuthenticated(key int16) error {

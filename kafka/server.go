@@ -271,8 +271,12 @@ func (c *conn) read() {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < 8 || int(n) > c.srv.cfg.MaxRequestBytes {
-			c.log.Warn("kafka request refused: size out of bounds", "bytes", n, "max", c.srv.cfg.MaxRequestBytes)
+		limit := c.srv.cfg.MaxRequestBytes
+		if c.unauthenticated() {
+			limit = min(limit, preAuthRequestBytes)
+		}
+		if n < 8 || int(n) > limit {
+			c.log.Warn("kafka request refused: size out of bounds", "bytes", n, "max", limit)
 			c.nc.Close() // Kafka closes the connection too (InvalidReceiveException)
 			return
 		}
