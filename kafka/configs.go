@@ -189,7 +189,10 @@ func handleDescribeConfigs(c *conn, req kmsg.Request, a *answer) {
 // alterRetention changes a topic's retention: change edits the current one
 // (the topic's own, else Kafka's default); the policy is written with
 // optimistic concurrency.
-func (s *Server) alterRetention(ctx context.Context, c *conn, topic string, validateOnly bool, change func(*retention) error) error {
+func (s *Server) alterRetention(ctx context.Context, c *conn, resource kmsg.ConfigResourceType, topic string, validateOnly bool, change func(*retention) error) error {
+	if resource != kmsg.ConfigResourceTypeTopic {
+		return fmt.Errorf("%w: only topic configs are set here (the node's are its configuration file)", kerr.InvalidRequest)
+	}
 	if err := c.authorizeAdmin(ctx); err != nil {
 		return err
 	}
@@ -231,22 +234,17 @@ func handleAlterConfigs(c *conn, req kmsg.Request, a *answer) {
 	for _, rr := range r.Resources {
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		if rr.ResourceType != kmsg.ConfigResourceTypeTopic {
-			err = fmt.Errorf("%w: only topic configs are set here (the node's are its configuration file)", kerr.InvalidRequest)
-		} else {
-			// AlterConfigs replaces every dynamic config: what is not named
-			// goes back to its default.
-			err = s.alterRetention(ctx, c, rr.ResourceName, r.ValidateOnly, func(ret *retention) error {
-				*ret = defaultRetention()
-				for _, cfg := range rr.Configs {
-					if err := ret.setConfig(cfg.Name, cfg.Value); err != nil {
-						return err
-					}
+		// AlterConfigs replaces every dynamic config: what is not named
+		// goes back to its default.
+		err := s.alterRetention(ctx, c, rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(ret *retention) error {
+			*ret = defaultRetention()
+			for _, cfg := range rr.Configs {
+				if err := ret.setConfig(cfg.Name, cfg.Value); err != nil {
+					return err
 				}
-				return nil
-			})
-		}
+			}
+			return nil
+		})
 		out.ErrorCode = errCode(err)
 		if err != nil {
 			out.ErrorMessage = kmsg.StringPtr(err.Error())
@@ -265,28 +263,22 @@ func handleIncrementalAlterConfigs(c *conn, req kmsg.Request, a *answer) {
 	for _, rr := range r.Resources {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		if rr.ResourceType != kmsg.ConfigResourceTypeTopic {
-			err = fmt.Errorf("%w: only topic configs are set here (the node's are its configuration file)", kerr.InvalidRequest)
-		} else {
-			err = s.alterRetention(ctx, c, rr.ResourceName, r.ValidateOnly, func(ret *retention) error {
-				for _, cfg := range rr.Configs {
-					switch cfg.Op {
-					case kmsg.IncrementalAlterConfigOpSet:
-						if err := ret.setConfig(cfg.Name, cfg.Value); err != nil {
-							return err
-						}
-					case kmsg.IncrementalAlterConfigOpDelete:
-						if err := ret.setConfig(cfg.Name, nil); err != nil {
-							return err
-						}
-					default:
-						return fmt.Errorf("%w: %s of %s: only SET and DELETE (no list configs here)", kerr.InvalidConfig, cfg.Op, cfg.Name)
-					}
+		err := s.alterRetention(ctx, c, rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(ret *retention) error {
+			for _, cfg := range rr.Configs {
+				value := cfg.Value
+				switch cfg.Op {
+				case kmsg.IncrementalAlterConfigOpSet:
+				case kmsg.IncrementalAlterConfigOpDelete:
+					value = nil // back to the default
+				default:
+					return fmt.Errorf("%w: %s of %s: only SET and DELETE (no list configs here)", kerr.InvalidConfig, cfg.Op, cfg.Name)
 				}
-				return nil
-			})
-		}
+				if err := ret.setConfig(cfg.Name, value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		out.ErrorCode = errCode(err)
 		if err != nil {
 			out.ErrorMessage = kmsg.StringPtr(err.Error())

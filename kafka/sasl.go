@@ -184,26 +184,22 @@ func (c *conn) role() string {
 // authorize checks the connection's role may do action on a Kafka topic;
 // kerr.TopicAuthorizationFailed (wrapped with the reason) when not.
 func (c *conn) authorize(ctx context.Context, topic, action string) error {
-	b := c.srv.cfg.Broker
-	if !b.AuthzOn() {
-		return nil
-	}
-	tn, err := broker.ParseTopicName(c.srv.pulsarName(topic))
-	if err != nil {
-		return kerr.InvalidTopicException
-	}
-	if err := b.CheckTopic(ctx, c.role(), tn, action); err != nil {
-		if errors.Is(err, broker.ErrAuthorization) {
-			return fmt.Errorf("%w: %v", kerr.TopicAuthorizationFailed, err)
-		}
-		return err
-	}
-	return nil
+	return c.checkTopic(topic, kerr.TopicAuthorizationFailed, func(b *broker.Broker, tn broker.TopicName) error {
+		return b.CheckTopic(ctx, c.role(), tn, action)
+	})
 }
 
 // authorizeGroup checks the connection's role may commit and read a
 // group's offsets of a topic: consume the group's subscription of it.
 func (c *conn) authorizeGroup(ctx context.Context, group, topic string) error {
+	return c.checkTopic(topic, kerr.GroupAuthorizationFailed, func(b *broker.Broker, tn broker.TopicName) error {
+		return b.CheckSubscription(ctx, c.role(), tn, group)
+	})
+}
+
+// checkTopic runs a broker check of a Kafka topic when authorization is
+// on; a refusal becomes deny, wrapped with the reason.
+func (c *conn) checkTopic(topic string, deny *kerr.Error, check func(*broker.Broker, broker.TopicName) error) error {
 	b := c.srv.cfg.Broker
 	if !b.AuthzOn() {
 		return nil
@@ -212,9 +208,9 @@ func (c *conn) authorizeGroup(ctx context.Context, group, topic string) error {
 	if err != nil {
 		return kerr.InvalidTopicException
 	}
-	if err := b.CheckSubscription(ctx, c.role(), tn, group); err != nil {
+	if err := check(b, tn); err != nil {
 		if errors.Is(err, broker.ErrAuthorization) {
-			return fmt.Errorf("%w: %v", kerr.GroupAuthorizationFailed, err)
+			return fmt.Errorf("%w: %v", deny, err)
 		}
 		return err
 	}
