@@ -33,6 +33,16 @@ var (
 	// (WithAppendChain) once an earlier append of the chain failed; it
 	// wraps that failure. Nothing was stored.
 	ErrChainBroken = errors.New("lakestream: append chain broken")
+	// ErrStageEnded is returned by a staged append (WithStage) whose
+	// staging set was committed or discarded before the append could be
+	// staged (nothing was stored), and by Staging.CommitStaged of a
+	// discarded set or Staging.DiscardStaged of a committed one.
+	ErrStageEnded = errors.New("lakestream: staging set ended")
+	// ErrStageTooLarge is returned by Staging.CommitStaged when the set
+	// holds more staged chunks (or a larger commit record) than one
+	// metadata write can carry. Nothing was written: the set is still
+	// open and can only be discarded.
+	ErrStageTooLarge = errors.New("lakestream: staging set too large")
 	// ErrOffsetTrimmed is returned when reading below the first offset.
 	ErrOffsetTrimmed = errors.New("lakestream: offset trimmed")
 	// ErrOffsetOutOfRange is returned when reading at or beyond the head of a

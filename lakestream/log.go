@@ -60,6 +60,15 @@ type AppendOptions struct {
 	// log (Log.NewAppendChain): it commits only if every earlier append of
 	// the chain did. Default nil: the append stands alone.
 	Chain AppendChain
+	// Stage, when set, stages the append into the staging set of that name
+	// (docs/transactions.md, "Staging (engine)"): the entry is stored and
+	// made durable like any other, but it takes no offset and no reader
+	// sees it until the set is committed (Staging.CommitStaged), when it
+	// enters the log with every other entry of the set at one point of the
+	// commit order. It is answered with EntryHeader.Offset -1. Fails
+	// ErrStageEnded once the set was committed or discarded. A set name is
+	// 1–128 bytes without '/' (ErrInvalidArgument). Default "": not staged.
+	Stage string
 }
 
 // AppendChain orders a sequence of appends to one log as the writes of a
@@ -90,6 +99,11 @@ type AppendChain interface {
 // WithAppendChain sets AppendOptions.Chain.
 func WithAppendChain(c AppendChain) AppendOption {
 	return func(o *AppendOptions) { o.Chain = c }
+}
+
+// WithStage sets AppendOptions.Stage.
+func WithStage(set string) AppendOption {
+	return func(o *AppendOptions) { o.Stage = set }
 }
 
 // WithDonatedPayload sets AppendOptions.Donate.

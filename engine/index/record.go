@@ -17,6 +17,10 @@ const (
 	RecordChunks RecordKind = 1
 	// RecordControl: fences and trims.
 	RecordControl RecordKind = 2
+	// RecordStaged: the staged chunks of a staging set, committed
+	// (docs/transactions.md): chunks of any number of objects, several per
+	// log, each with its own object and write time.
+	RecordStaged RecordKind = 3
 )
 
 // ControlOp is one operation of a control record.
@@ -31,8 +35,12 @@ const (
 	OpDelete ControlOp = 3
 )
 
-// RecordChunk is one log's chunk of the object of a RecordChunks record.
+// RecordChunk is one log's chunk of the object of a RecordChunks record,
+// or one staged chunk of a RecordStaged record (with its own Object and
+// WriteMs; empty and 0 in the other kinds, where the record's apply).
 type RecordChunk struct {
+	Object       string // RecordStaged only
+	WriteMs      int64  // RecordStaged only
 	Log          int64
 	Records      int64
 	Entries      int64
@@ -68,6 +76,15 @@ var VoidRecord = []byte{0}
 // IsVoid reports whether a commit-record value is the void marker.
 func IsVoid(b []byte) bool { return len(b) == 1 && b[0] == 0 }
 
+// ChunkObject returns the object and write time of chunk c of r: the
+// record's, or in a RecordStaged record the chunk's own.
+func (r Record) ChunkObject(c RecordChunk) (object string, writeMs int64) {
+	if r.Kind == RecordStaged {
+		return c.Object, c.WriteMs
+	}
+	return r.Object, r.WriteMs
+}
+
 // Encode returns the binary value.
 func (r Record) Encode() []byte {
 	b := make([]byte, 0, 16+len(r.Object)+len(r.Chunks)*24+len(r.Controls)*12)
@@ -85,6 +102,19 @@ func (r Record) Encode() []byte {
 			b = binary.LittleEndian.AppendUint32(b, c.CRC)
 			b = binary.AppendVarint(b, c.MinPublishMs-r.WriteMs)
 			b = binary.AppendVarint(b, c.MaxPublishMs-r.WriteMs)
+		}
+	case RecordStaged:
+		b = binary.AppendUvarint(b, uint64(len(r.Chunks)))
+		for _, c := range r.Chunks {
+			b = binary.AppendVarint(b, c.WriteMs)
+			b = binary.AppendUvarint(b, uint64(len(c.Object)))
+			b = append(b, c.Object...)
+			for _, v := range []int64{c.Log, c.Records, c.Entries, c.PayloadBytes, c.Offset, c.Length} {
+				b = binary.AppendUvarint(b, uint64(v))
+			}
+			b = binary.LittleEndian.AppendUint32(b, c.CRC)
+			b = binary.AppendVarint(b, c.MinPublishMs-c.WriteMs)
+			b = binary.AppendVarint(b, c.MaxPublishMs-c.WriteMs)
 		}
 	case RecordControl:
 		b = binary.AppendUvarint(b, uint64(len(r.Controls)))
@@ -135,6 +165,30 @@ func DecodeRecord(b []byte) (Record, error) {
 				return bad("chunk")
 			}
 			seen[c.Log] = true
+			r.Chunks = append(r.Chunks, c)
+		}
+	case RecordStaged:
+		cnt := d.uv()
+		if d.b == nil || cnt < 1 || cnt > int64(len(d.b)) {
+			return bad("chunk count")
+		}
+		r.Chunks = make([]RecordChunk, 0, cnt)
+		for range cnt {
+			var c RecordChunk
+			c.WriteMs = d.sv()
+			n := d.uv()
+			if d.b == nil || n < 1 || int64(len(d.b)) < n {
+				return bad("object name")
+			}
+			c.Object = string(d.b[:n])
+			d.b = d.b[n:]
+			c.Log, c.Records, c.Entries, c.PayloadBytes, c.Offset, c.Length = d.uv(), d.uv(), d.uv(), d.uv(), d.uv(), d.uv()
+			c.CRC = d.u32()
+			c.MinPublishMs = d.sv() + c.WriteMs
+			c.MaxPublishMs = d.sv() + c.WriteMs
+			if d.b == nil || c.Log < 0 || c.Records < 1 || c.Entries < 1 || c.Entries > c.Records || c.PayloadBytes < 0 || c.Offset < 0 || c.Length < 0 {
+				return bad("chunk")
+			}
 			r.Chunks = append(r.Chunks, c)
 		}
 	case RecordControl:

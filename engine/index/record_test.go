@@ -17,6 +17,14 @@ func sampleControl() Record {
 	return Record{Kind: RecordControl, Controls: []Control{{Op: OpFence, Log: 3}, {Op: OpTrim, Log: 4, First: 99}, {Op: OpDelete, Log: 5}}}
 }
 
+func sampleStaged() Record {
+	return Record{Kind: RecordStaged, Chunks: []RecordChunk{
+		{Object: "wal/a", WriteMs: 1796000000000, Log: 7, Records: 2, Entries: 1, PayloadBytes: 10, Offset: 8, Length: 40, CRC: 3, MinPublishMs: 1795999999000, MaxPublishMs: 1796000000000},
+		{Object: "wal/b", WriteMs: 1796000000500, Log: 9, Records: 1, Entries: 1, PayloadBytes: 0, Offset: 0, Length: 30, CRC: 4, MinPublishMs: 5, MaxPublishMs: 1796000000500},
+		{Object: "wal/b", WriteMs: 1796000000500, Log: 7, Records: 5, Entries: 5, PayloadBytes: 99, Offset: 30, Length: 160, CRC: 5, MinPublishMs: 1796000000400, MaxPublishMs: 1796000000500},
+	}}
+}
+
 func sampleRun() Entry {
 	return Entry{Kind: KindWAL, First: 10, Records: 5, Entries: 3, BytesEnd: 900, PayloadBytes: 300,
 		MinPublishMs: 1, MaxPublishMs: 2, WriteMs: 3, Object: "wal/a", Offset: 8, Length: 100, CRC: 7,
@@ -27,7 +35,7 @@ func sampleRun() Entry {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
-	for _, r := range []Record{sampleRecord(), sampleControl()} {
+	for _, r := range []Record{sampleRecord(), sampleControl(), sampleStaged()} {
 		got, err := DecodeRecord(r.Encode())
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +53,7 @@ func TestRecordRoundTrip(t *testing.T) {
 }
 
 func TestRecordRejectsTruncationAndNonsense(t *testing.T) {
-	for _, r := range []Record{sampleRecord(), sampleControl()} {
+	for _, r := range []Record{sampleRecord(), sampleControl(), sampleStaged()} {
 		b := r.Encode()
 		for n := 0; n < len(b); n++ {
 			if _, err := DecodeRecord(b[:n]); !errors.Is(err, ErrCorrupt) {
@@ -114,7 +122,7 @@ func TestHeadRev(t *testing.T) {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	for _, r := range []Record{sampleRecord(), sampleControl()} {
+	for _, r := range []Record{sampleRecord(), sampleControl(), sampleStaged()} {
 		b := r.Encode()
 		f.Add(b)
 		f.Add(b[:len(b)/2])
