@@ -273,12 +273,14 @@ func (c *commitLog) apply(ev meta.Event) {
 func (c *commitLog) applyRecordLocked(hr *heldRecord) map[lakestream.LogID]chunkResult {
 	var results map[lakestream.LogID]chunkResult
 	switch hr.rec.Kind {
-	case index.RecordChunks:
+	case index.RecordChunks, index.RecordStaged:
+		// A kind-3 record holds several chunks of a log: they are applied
+		// together, in their order, at the record's revision.
 		results = make(map[lakestream.LogID]chunkResult, len(hr.rec.Chunks))
-		for _, ch := range hr.rec.Chunks {
-			if l := c.e.openLog(lakestream.LogID(ch.Log)); l != nil {
-				if r, ok := l.applyChunk(hr, ch); ok {
-					results[lakestream.LogID(ch.Log)] = r
+		for id, chs := range chunksByLog(hr.rec.Chunks) {
+			if l := c.e.openLog(id); l != nil {
+				if r, ok := l.applyChunks(hr, chs); ok {
+					results[id] = r
 				}
 			}
 		}
@@ -290,6 +292,16 @@ func (c *commitLog) applyRecordLocked(hr *heldRecord) map[lakestream.LogID]chunk
 		}
 	}
 	return results
+}
+
+// chunksByLog groups a record's chunks by log, keeping their order.
+func chunksByLog(chs []index.RecordChunk) map[lakestream.LogID][]index.RecordChunk {
+	m := make(map[lakestream.LogID][]index.RecordChunk, len(chs))
+	for _, ch := range chs {
+		id := lakestream.LogID(ch.Log)
+		m[id] = append(m[id], ch)
+	}
+	return m
 }
 
 // maxOwnAhead bounds the records applyOwn applies ahead of the watch.
@@ -792,7 +804,13 @@ func (c *commitLog) foldLogs(ctx context.Context, logs []lakestream.LogID, parts
 		}
 		p := c.planFold(id, prev, parts[id], upTo)
 		if len(p.ops) > maxOps {
-			return fmt.Errorf("engine: fold of log %d needs %d operations (MaxTxnOps %d)", id, len(p.ops), maxOps)
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := c.foldLarge(ctx, p, maxOps); err != nil {
+				return err
+			}
+			continue
 		}
 		if nops+len(p.ops) > maxOps || len(batch)+1 > maxOps {
 			if err := flush(); err != nil {
@@ -803,6 +821,31 @@ func (c *commitLog) foldLogs(ctx context.Context, logs []lakestream.LogID, parts
 		nops += len(p.ops)
 	}
 	return flush()
+}
+
+// foldLarge folds one log whose plan needs more than maxOps operations (a
+// kind-3 record may hold thousands of its chunks): its index entries go
+// first, in transactions compared on the head like the last one, which
+// writes the head with the rest. A crash in between leaves entries the
+// next fold writes again, at the same keys with the same values (the head
+// did not move); a head changed meanwhile fails every one of them.
+func (c *commitLog) foldLarge(ctx context.Context, p foldPlan, maxOps int) error {
+	hd, idx := p.ops[0], p.ops[1:]
+	cmps := []meta.Cmp{{Key: c.e.keys.head(p.id), ModRevision: p.prev.modRev}}
+	for len(idx) >= maxOps {
+		ok, _, err := c.e.meta.Txn(ctx, cmps, idx[:maxOps])
+		c.e.metrics.foldTxns.Add(1)
+		if err != nil || !ok {
+			delete(c.foldHeads, p.id)
+			if err != nil {
+				return fmt.Errorf("%w: fold: %w", lakestream.ErrUnavailable, err)
+			}
+			return fmt.Errorf("%w: fold: a head changed meanwhile", lakestream.ErrConflict)
+		}
+		idx = idx[maxOps:]
+	}
+	p.ops = append([]meta.Op{hd}, idx...)
+	return c.foldTxn(ctx, []foldPlan{p})
 }
 
 func (c *commitLog) foldHead(ctx context.Context, id lakestream.LogID) (cachedHead, error) {
@@ -858,9 +901,10 @@ func (c *commitLog) planFold(id lakestream.LogID, prev cachedHead, items []foldI
 		if len(run) >= index.MaxSegments {
 			closeRun()
 		}
+		object, writeMs := it.hr.rec.ChunkObject(*ch)
 		run = append(run, indexEntry{Kind: kindWAL, First: first, Records: ch.Records, Entries: ch.Entries,
 			BytesEnd: h.Bytes, PayloadBytes: ch.PayloadBytes, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
-			WriteMs: it.hr.rec.WriteMs, Object: it.hr.rec.Object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC})
+			WriteMs: writeMs, Object: object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC})
 	}
 	closeRun()
 	h.Rev = max(h.Rev, upTo)

@@ -140,9 +140,26 @@ func (e *Engine) gcIntents(ctx context.Context) (gcIntentSet, error) {
 // commit record not folded yet or by an index entry — and those the logs'
 // Attachments hold (table claims).
 func (e *Engine) gcReferences(ctx context.Context) (refs, held map[string]bool, _ error) {
-	// The records are read before the index: a record folded meanwhile
-	// has its index keys written before it was deleted.
+	// The staged records are read before the commit records, and those
+	// before the index: a staging set committed meanwhile created its
+	// kind-3 record in the transaction that deleted its staged records,
+	// and a record folded meanwhile has its index keys written before it
+	// was deleted. So every reference is seen in one place or the next.
 	refs = map[string]bool{}
+	sp := e.keys.stagePrefix()
+	if err := e.scan(ctx, sp, func(key string, value []byte) error {
+		if !isStagedChunkKey(key[len(sp):]) || index.IsVoid(value) {
+			return nil
+		}
+		r, err := index.DecodeRecord(value)
+		if err != nil {
+			return fmt.Errorf("engine: gc: %s: %w", key, err)
+		}
+		refs[r.Object] = true
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
 	if err := e.scan(ctx, e.keys.recordPrefix(), func(key string, value []byte) error {
 		if index.IsVoid(value) {
 			return nil
@@ -153,6 +170,11 @@ func (e *Engine) gcReferences(ctx context.Context) (refs, held map[string]bool, 
 		}
 		if r.Object != "" {
 			refs[r.Object] = true
+		}
+		for _, ch := range r.Chunks {
+			if ch.Object != "" { // kind 3: each chunk names its object
+				refs[ch.Object] = true
+			}
 		}
 		return nil
 	}); err != nil {

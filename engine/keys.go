@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/lakestream"
@@ -36,6 +37,24 @@ func (k keys) logsPrefix() string    { return k.root + "logs/" }
 func (k keys) commitsPrefix() string { return k.root + "commits/" }
 func (k keys) recordPrefix() string  { return k.root + "commits/rec/" }
 func (k keys) commitSync() string    { return k.root + "commits/sync" }
+
+// Staging sets (docs/transactions.md, "Staging (engine)"): the set's staged
+// records under stage/<set>/c/, its end ("commit" or "abort"), and the key
+// of its newest staged record (CommitStaged compares it: no staged record
+// comes between its read of the set and its commit).
+func (k keys) stagePrefix() string                  { return k.root + "stage/" }
+func (k keys) stageSet(set string) string           { return k.stagePrefix() + set + "/" }
+func (k keys) stageChunks(set string) string        { return k.stageSet(set) + "c/" }
+func (k keys) stageEnd(set string) string           { return k.stageSet(set) + "end" }
+func (k keys) stageLast(set string) string          { return k.stageSet(set) + "last" }
+func (k keys) stagedRecord(set, name string) string { return k.stageChunks(set) + name }
+
+// isStagedChunkKey reports whether rest (a key after stage/) is a staged
+// record's: <set>/c/<node>/<seq>.
+func isStagedChunkKey(rest string) bool {
+	i := strings.IndexByte(rest, '/')
+	return i > 0 && strings.HasPrefix(rest[i:], "/c/")
+}
 
 // parseIdxLast returns the last offset encoded in an index key's suffix.
 func parseIdxLast(key, prefix string) (int64, error) {

@@ -135,10 +135,11 @@ func (l *logHandle) changedLocked() {
 	l.mu.changed = make(chan struct{})
 }
 
-// applyChunk applies one chunk of record hr (commit log order). ok is false
-// when the log is not loaded here, or the record is folded into the head
-// already and its chunk no longer in the tail.
-func (l *logHandle) applyChunk(hr *heldRecord, ch index.RecordChunk) (chunkResult, bool) {
+// applyChunks applies the log's chunks of record hr (commit log order): one
+// in a kind-1 record, any number in a kind-3 one. The result is the first
+// chunk's. ok is false when the log is not loaded here, or the record is
+// folded into the head already and its chunks no longer in the tail.
+func (l *logHandle) applyChunks(hr *heldRecord, chs []index.RecordChunk) (chunkResult, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.mu.loaded {
@@ -147,7 +148,12 @@ func (l *logHandle) applyChunk(hr *heldRecord, ch index.RecordChunk) (chunkResul
 	if hr.rev <= l.mu.rev {
 		return l.resultOfLocked(hr.rev)
 	}
-	r := l.applyChunkLocked(hr, ch)
+	var r chunkResult
+	for i, ch := range chs {
+		if ri := l.applyChunkLocked(hr, ch); i == 0 {
+			r = ri
+		}
+	}
 	l.mu.rev = hr.rev
 	l.changedLocked()
 	return r, true
@@ -162,12 +168,13 @@ func (l *logHandle) applyChunkLocked(hr *heldRecord, ch index.RecordChunk) chunk
 		return chunkResult{err: fmt.Errorf("%w: log %d", lakestream.ErrFenced, l.id)}
 	}
 	r := chunkResult{first: h.Next, prevBytes: h.Bytes}
+	object, writeMs := hr.rec.ChunkObject(ch)
 	h.Next += ch.Records
 	h.Bytes += ch.PayloadBytes
 	l.mu.tail = append(l.mu.tail, tailChunk{rev: hr.rev, key: hr.key, prevBytes: r.prevBytes, entry: indexEntry{
 		Kind: kindWAL, First: r.first, Records: ch.Records, Entries: ch.Entries, BytesEnd: h.Bytes,
 		PayloadBytes: ch.PayloadBytes, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
-		WriteMs: hr.rec.WriteMs, Object: hr.rec.Object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC,
+		WriteMs: writeMs, Object: object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC,
 	}})
 	return r
 }
@@ -255,7 +262,7 @@ func (l *logHandle) Append(ctx context.Context, records int, payload []byte, opt
 	if err != nil {
 		return lakestream.EntryHeader{}, err
 	}
-	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, ch)
+	return l.e.writer.append(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, ch, o.Stage)
 }
 
 // AppendAsync implements lakestream.Log.
@@ -268,7 +275,7 @@ func (l *logHandle) AppendAsync(ctx context.Context, records int, payload []byte
 	if !o.Donate {
 		payload = append([]byte(nil), payload...)
 	}
-	return l.e.writer.enqueue(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, ch, func(r appendResult) { done(r.h, r.err) })
+	return l.e.writer.enqueue(ctx, l.id, int32(records), payload, o.PublishTimeMs, g, ch, o.Stage, func(r appendResult) { done(r.h, r.err) })
 }
 
 // NewAppendChain implements lakestream.Log.
@@ -286,6 +293,9 @@ func (l *logHandle) prepareAppend(records int, payload []byte, o lakestream.Appe
 		return nil, nil, err
 	}
 	g, err := guardOf(o.Guard)
+	if err == nil {
+		err = checkStageName(o.Stage, true)
+	}
 	if err == nil {
 		err = l.checkAppend(records, payload)
 	}

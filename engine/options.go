@@ -53,6 +53,11 @@ type Options struct {
 	// after it. The PUT is retried with backoff (50 ms doubling to 2 s)
 	// while it lasts (putretry.go, docs/storage.md). Default 30 s.
 	CommitTimeout time.Duration
+	// StageMaxChunks bounds the staged chunks of one staging set
+	// (docs/transactions.md): CommitStaged of a larger set fails
+	// lakestream.ErrStageTooLarge, since its kind-3 commit record must fit
+	// one metadata request. Default 8192.
+	StageMaxChunks int
 
 	// FoldInterval is how often the commit log is folded into the logs'
 	// heads and index keys (docs/index-format.md). Default 200 ms.
@@ -154,6 +159,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CommitTimeout <= 0 {
 		o.CommitTimeout = 30 * time.Second
+	}
+	if o.StageMaxChunks <= 0 {
+		o.StageMaxChunks = 8192
 	}
 	if o.FoldInterval <= 0 {
 		o.FoldInterval = 200 * time.Millisecond

@@ -74,6 +74,7 @@ type appendReq struct {
 	publishMs int64
 	guard     *ownership   // nil: unguarded
 	chain     *appendChain // nil: not chained
+	stage     string       // the staging set ("": not staged)
 	payload   []byte       // owned by the request
 	// done is called once with the outcome (it releases the request's
 	// pending bytes); it never blocks.
@@ -93,6 +94,9 @@ type flush struct {
 	window  int64              // start of the window intent protecting the object
 	logs    []lakestream.LogID // first-append order
 	byLog   map[lakestream.LogID][]*appendReq
+	// stage is the staging set of each log whose chunk is staged: a chunk
+	// is staged or not as a whole (its appends share one set or none).
+	stage   map[lakestream.LogID]string
 	bytes   int64
 	budget  wal.Budget // what the object will hold: every WAL limit is checked on it before an entry is taken
 	data    []byte
@@ -140,9 +144,9 @@ func (w *walWriter) nextRecordKey() string {
 
 // append queues one entry and waits for its commit. The caller has
 // validated the arguments.
-func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain) (lakestream.EntryHeader, error) {
+func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain, stage string) (lakestream.EntryHeader, error) {
 	done := make(chan appendResult, 1)
-	if err := w.enqueue(ctx, id, records, append([]byte(nil), payload...), publishMs, guard, chain, func(r appendResult) { done <- r }); err != nil {
+	if err := w.enqueue(ctx, id, records, append([]byte(nil), payload...), publishMs, guard, chain, stage, func(r appendResult) { done <- r }); err != nil {
 		return lakestream.EntryHeader{}, err
 	}
 	select {
@@ -167,14 +171,16 @@ func (w *walWriter) append(ctx context.Context, id lakestream.LogID, records int
 // request's from then on. A guarded entry commits only while its guard
 // holds (ErrGuardLost otherwise). A chained entry commits only if the
 // entries of its chain enqueued before it do (chain.go); every failure of
-// it, returned or reported, breaks its chain first.
-func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain, done func(appendResult)) error {
-	err := w.enqueueReq(ctx, id, records, payload, publishMs, guard, chain, done)
+// it, returned or reported, breaks its chain first. A staged entry (stage
+// not "") is committed into that staging set instead of its log
+// (stage.go).
+func (w *walWriter) enqueue(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain, stage string, done func(appendResult)) error {
+	err := w.enqueueReq(ctx, id, records, payload, publishMs, guard, chain, stage, done)
 	chain.breakWith(err)
 	return err
 }
 
-func (w *walWriter) enqueueReq(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain, done func(appendResult)) error {
+func (w *walWriter) enqueueReq(ctx context.Context, id lakestream.LogID, records int32, payload []byte, publishMs int64, guard *ownership, chain *appendChain, stage string, done func(appendResult)) error {
 	if err := guard.held(); err != nil {
 		return err
 	}
@@ -191,6 +197,7 @@ func (w *walWriter) enqueueReq(ctx context.Context, id lakestream.LogID, records
 		publishMs: publishMs,
 		guard:     guard,
 		chain:     chain,
+		stage:     stage,
 		payload:   payload,
 		done: func(r appendResult) {
 			w.pending.Release(size)
@@ -291,6 +298,11 @@ func (w *walWriter) batchLoop() {
 		if cur != nil && !cur.budget.Fits(int64(r.log), e) {
 			cut()
 		}
+		if cur != nil && cur.byLog[r.log] != nil && cur.stage[r.log] != r.stage {
+			// An object holds one chunk per log, and a chunk is staged
+			// into one set or not at all: the entry goes into the next.
+			cut()
+		}
 		if cur == nil {
 			seq++
 			cur = &flush{seq: seq, byLog: map[lakestream.LogID][]*appendReq{}, putDone: make(chan struct{})}
@@ -303,6 +315,12 @@ func (w *walWriter) batchLoop() {
 		}
 		if _, ok := cur.byLog[r.log]; !ok {
 			cur.logs = append(cur.logs, r.log)
+			if r.stage != "" {
+				if cur.stage == nil {
+					cur.stage = map[lakestream.LogID]string{}
+				}
+				cur.stage[r.log] = r.stage
+			}
 		}
 		cur.byLog[r.log] = append(cur.byLog[r.log], r)
 		cur.bytes += int64(len(r.payload))
@@ -504,7 +522,7 @@ func (w *walWriter) commitFlush(f *flush) {
 		}
 		ids = append(ids, id)
 	}
-	parts := w.splitByGuards(f, ids)
+	parts := w.splitParts(f, ids)
 	f.parts.Store(int32(len(parts)))
 	if len(parts) == 0 {
 		w.flushDone(f)
@@ -515,69 +533,163 @@ func (w *walWriter) commitFlush(f *flush) {
 	}
 }
 
-// splitByGuards splits ids into records whose transactions carry at most
+// flushPart is what one commit transaction of a flush carries: the chunks
+// of logs, as one commit record, and the staged chunks of staging sets,
+// one staged record per set (stage.go).
+type flushPart struct {
+	logs   []lakestream.LogID
+	staged map[string][]lakestream.LogID // by set
+	sets   []string                      // staged's keys, in first-append order
+}
+
+func (p *flushPart) empty() bool { return len(p.logs) == 0 && len(p.sets) == 0 }
+
+// allLogs returns the part's logs, staged or not.
+func (p *flushPart) allLogs() []lakestream.LogID {
+	out := slices.Clone(p.logs)
+	for _, set := range p.sets {
+		out = append(out, p.staged[set]...)
+	}
+	return out
+}
+
+// dropStaged removes log id of set from the part (and the set with its
+// last log).
+func (p *flushPart) dropStaged(set string, id lakestream.LogID) {
+	p.staged[set] = slices.DeleteFunc(p.staged[set], func(x lakestream.LogID) bool { return x == id })
+	if len(p.staged[set]) == 0 {
+		delete(p.staged, set)
+		p.sets = slices.DeleteFunc(p.sets, func(x string) bool { return x == set })
+	}
+}
+
+// splitParts splits ids into parts whose transactions carry at most
 // MaxTxnOps compares (one for the record key, one for commits/sync when the
-// record is to be applied on its reply, one per distinct guard).
-func (w *walWriter) splitByGuards(f *flush, ids []lakestream.LogID) [][]lakestream.LogID {
-	var out [][]lakestream.LogID
-	var cur []lakestream.LogID
+// record is to be applied on its reply, one per distinct guard, one per
+// staging set) and operations (two for the record, two per set). A log's
+// chunk, and a set's chunks, are never split.
+func (w *walWriter) splitParts(f *flush, ids []lakestream.LogID) []flushPart {
+	var out []flushPart
+	var cur flushPart
 	var guards []*ownership
-	maxCmps := w.e.meta.MaxTxnOps()
-	for _, id := range ids {
-		var add []*ownership
-		for _, g := range guardsOf(f.byLog[id]) {
-			if !slices.Contains(guards, g) {
-				add = append(add, g)
+	maxOps := w.e.meta.MaxTxnOps()
+	add := func(logs []lakestream.LogID, set string) {
+		var gs []*ownership
+		for _, id := range logs {
+			for _, g := range guardsOf(f.byLog[id]) {
+				if !slices.Contains(guards, g) && !slices.Contains(gs, g) {
+					gs = append(gs, g)
+				}
 			}
 		}
-		if len(cur) > 0 && 2+len(guards)+len(add) > maxCmps {
-			out = append(out, cur)
-			cur, guards = nil, nil
-			add = guardsOf(f.byLog[id])
+		sets := len(cur.sets)
+		if set != "" {
+			sets++
 		}
-		cur = append(cur, id)
-		guards = append(guards, add...)
+		if !cur.empty() && (2+len(guards)+len(gs)+sets > maxOps || 2+2*sets > maxOps) {
+			out = append(out, cur)
+			cur, guards = flushPart{}, nil
+			gs = nil
+			for _, id := range logs {
+				for _, g := range guardsOf(f.byLog[id]) {
+					if !slices.Contains(gs, g) {
+						gs = append(gs, g)
+					}
+				}
+			}
+		}
+		guards = append(guards, gs...)
+		if set == "" {
+			cur.logs = append(cur.logs, logs...)
+			return
+		}
+		if cur.staged == nil {
+			cur.staged = map[string][]lakestream.LogID{}
+		}
+		cur.staged[set] = logs
+		cur.sets = append(cur.sets, set)
 	}
-	if len(cur) > 0 {
+	bySet := map[string][]lakestream.LogID{}
+	var sets []string
+	for _, id := range ids {
+		set := f.stage[id]
+		if set == "" {
+			add([]lakestream.LogID{id}, "")
+			continue
+		}
+		if _, ok := bySet[set]; !ok {
+			sets = append(sets, set)
+		}
+		bySet[set] = append(bySet[set], id)
+	}
+	for _, set := range sets {
+		add(bySet[set], set)
+	}
+	if !cur.empty() {
 		out = append(out, cur)
 	}
 	return out
 }
 
-// commitRecord commits the chunks of ids of f as one commit record. Lost
-// guards fail their logs and the rest is retried; an unknown outcome is
-// resolved by voiding the key.
-func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream.LogID, refs map[lakestream.LogID]wal.ChunkRef) {
+// commitRecord commits part p of f: its logs' chunks as one commit record,
+// its staging sets' chunks as one staged record per set, in one
+// transaction. Lost guards fail their logs, ended sets their staged
+// appends, and the rest is retried; an unknown outcome is resolved by
+// voiding the record key (or, with no record, a staged record's key).
+func (w *walWriter) commitRecord(ctx context.Context, f *flush, p flushPart, refs map[lakestream.LogID]wal.ChunkRef) {
 	var noOwn, again bool
-	for attempt := 0; len(ids) > 0; attempt++ {
+	for attempt := 0; !p.empty(); attempt++ {
 		if attempt > 0 && !again {
 			if err := backoff(ctx, attempt); err != nil {
-				w.partFailed(f, ids, fmt.Errorf("%w: commit %s: %w", lakestream.ErrUnavailable, f.object, err))
+				w.partFailed(f, p, fmt.Errorf("%w: commit %s: %w", lakestream.ErrUnavailable, f.object, err))
 				return
 			}
 		}
-		rec := index.Record{Kind: index.RecordChunks, WriteMs: f.writeMs, Object: f.object}
+		ids := p.logs
 		var guards []*ownership
-		for _, id := range ids {
-			ref := refs[id]
-			rec.Chunks = append(rec.Chunks, index.RecordChunk{Log: int64(id), Records: int64(ref.Records), Entries: int64(ref.Entries),
-				PayloadBytes: ref.PayloadBytes, Offset: ref.Offset, Length: ref.Length, CRC: ref.CRC,
-				MinPublishMs: ref.MinPublishTimeMs, MaxPublishMs: ref.MaxPublishTimeMs})
+		for _, id := range p.allLogs() {
 			for _, g := range guardsOf(f.byLog[id]) {
 				if !slices.Contains(guards, g) {
 					guards = append(guards, g)
 				}
 			}
 		}
-		key := w.nextRecordKey()
-		part := slices.Clone(ids)
-		w.records.Add(1)
-		w.e.clog.expect(key, &pendingRecord{done: func(rev int64, results map[lakestream.LogID]chunkResult) {
-			defer w.records.Done()
-			w.recordApplied(f, part, rev, results)
-		}})
+		var cmps []meta.Cmp
+		var ops []meta.Op
+		// The record's key, when the part has one, tells a lost reply's
+		// outcome (resolveRecord); a part of staged chunks only has none,
+		// and its first staged record's key tells it (resolveStaged).
+		var key string
+		var rec index.Record
+		if len(ids) > 0 {
+			rec = index.Record{Kind: index.RecordChunks, WriteMs: f.writeMs, Object: f.object}
+			for _, id := range ids {
+				rec.Chunks = append(rec.Chunks, recordChunk(id, refs[id]))
+			}
+			key = w.nextRecordKey()
+			part := slices.Clone(ids)
+			w.records.Add(1)
+			w.e.clog.expect(key, &pendingRecord{done: func(rev int64, results map[lakestream.LogID]chunkResult) {
+				defer w.records.Done()
+				w.recordApplied(f, part, rev, results)
+			}})
+			cmps = append(cmps, meta.Cmp{Key: key})
+			ops = append(ops, meta.Put(key, rec.Encode()), meta.Put(w.e.keys.commitSync(), []byte(key)))
+		}
+		staged := make([]string, len(p.sets)) // staged record keys, by p.sets
+		for i, set := range p.sets {
+			staged[i] = w.e.keys.stagedRecord(set, w.nextStagedName())
+			if key == "" && i == 0 {
+				cmps = append(cmps, meta.Cmp{Key: staged[i]})
+			}
+			sr := index.Record{Kind: index.RecordChunks, WriteMs: f.writeMs, Object: f.object}
+			for _, id := range p.staged[set] {
+				sr.Chunks = append(sr.Chunks, recordChunk(id, refs[id]))
+			}
+			cmps = append(cmps, meta.Cmp{Key: w.e.keys.stageEnd(set)})
+			ops = append(ops, meta.Put(staged[i], sr.Encode()), meta.Put(w.e.keys.stageLast(set), []byte(staged[i])))
+		}
 		again = false
-		cmps := []meta.Cmp{{Key: key}}
 		for _, g := range guards {
 			cmps = g.cmps(cmps...)
 		}
@@ -587,36 +699,43 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 		// a miss (another engine committed in between) the compare is left
 		// out for ownApplyPause: a failed compare costs a round trip.
 		var after int64
-		if !noOwn && time.Now().UnixNano() >= w.ownOff.Load() {
+		if key != "" && !noOwn && time.Now().UnixNano() >= w.ownOff.Load() {
 			after = w.e.clog.lastRecord()
 		}
 		if after > 0 {
 			cmps = append(cmps, meta.Cmp{Key: w.e.keys.commitSync(), ModRevision: after})
 		}
-		ops := []meta.Op{meta.Put(key, rec.Encode()), meta.Put(w.e.keys.commitSync(), []byte(key))}
 		start := time.Now()
 		w.e.metrics.txns.Add(1) // counted when sent: the appends may be answered before Txn returns
 		ok, rev, err := w.e.meta.Txn(ctx, cmps, ops)
 		w.e.metrics.observeTxn(time.Since(start), ok, err)
 		switch {
 		case err == nil && ok:
+			// The staged chunks are durable: answered now, before the next
+			// flush commits (chains).
+			w.stagedDone(f, p)
+			if key == "" {
+				w.flushPartDone(f)
+				return
+			}
 			if after > 0 && w.e.clog.applyOwn(key, rev, after, rec) {
 				return // answered
 			}
 			w.e.clog.setRev(key, rev)
 			return // answered when the commit log applies it
 		case err == nil && after > 0:
-			// commits/sync moved (or a guard was lost; the retry finds
-			// out): nothing was written, the same record goes again at
-			// once without the compare.
+			// commits/sync moved (or a guard was lost, or a set ended; the
+			// retry finds out): nothing was written, the same record goes
+			// again at once without the compare.
 			w.ownOff.Store(time.Now().Add(ownApplyPause).UnixNano())
 			if !w.forget(key) {
 				return
 			}
 			noOwn, again = true, true
 		case err == nil:
-			// A guard was lost (the key is new): fail its logs, retry the rest.
-			if !w.forget(key) {
+			// A guard was lost or a staging set ended (the keys are new):
+			// fail their appends, retry the rest.
+			if key != "" && !w.forget(key) {
 				return
 			}
 			var keep []lakestream.LogID
@@ -627,7 +746,32 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 				}
 				keep = append(keep, id)
 			}
-			ids = keep
+			p.logs = keep
+			for _, set := range slices.Clone(p.sets) {
+				serr := w.stageOpen(ctx, set)
+				for _, id := range slices.Clone(p.staged[set]) {
+					gerr := serr
+					if gerr == nil {
+						gerr = checkGuards(ctx, w.e.meta, guardsOf(f.byLog[id]))
+					}
+					if gerr != nil {
+						w.failLogs(f, []lakestream.LogID{id}, gerr)
+						p.dropStaged(set, id)
+					}
+				}
+			}
+		case key == "":
+			applied, rerr := w.resolveStaged(ctx, p.sets[0], staged[0])
+			switch {
+			case rerr != nil:
+				w.partFailed(f, p, fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr))
+				return
+			case applied:
+				w.stagedDone(f, p)
+				w.flushPartDone(f)
+				return
+			}
+			// Never applied: the same chunks go again under new keys.
 		default:
 			applied, voidRev, rerr := w.resolveRecord(ctx, key)
 			unbroken := true
@@ -643,17 +787,22 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 				}
 				uerr := fmt.Errorf("%w: commit %s: %w (resolving: %w)", lakestream.ErrIndeterminate, f.object, err, rerr)
 				if w.forget(key) {
-					w.partFailed(f, ids, uerr)
+					w.partFailed(f, p, uerr)
+					return
 				}
 				// Else the commit log applied the record meanwhile (it
-				// did commit) and answered these appends.
+				// did commit, with the staged chunks) and answered these
+				// appends.
+				w.stagedDone(f, p)
 				return
 			case applied:
+				w.stagedDone(f, p)
 				return // answered when the commit log applies it
 			default:
 				if !w.forget(key) {
 					// The watch applied the record (it did commit,
 					// before the void) and answered these appends.
+					w.stagedDone(f, p)
 					return
 				}
 				// Never applied: the same chunks go again under a new key.
@@ -661,6 +810,13 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, ids []lakestream
 		}
 	}
 	w.flushPartDone(f)
+}
+
+// recordChunk is the commit-record chunk of log id's chunk ref.
+func recordChunk(id lakestream.LogID, ref wal.ChunkRef) index.RecordChunk {
+	return index.RecordChunk{Log: int64(id), Records: int64(ref.Records), Entries: int64(ref.Entries),
+		PayloadBytes: ref.PayloadBytes, Offset: ref.Offset, Length: ref.Length, CRC: ref.CRC,
+		MinPublishMs: ref.MinPublishTimeMs, MaxPublishMs: ref.MaxPublishTimeMs}
 }
 
 // forget withdraws a record that will not apply; false means the commit
@@ -744,9 +900,9 @@ func (w *walWriter) recordApplied(f *flush, ids []lakestream.LogID, rev int64, r
 	w.flushPartDone(f)
 }
 
-// partFailed fails the appends of ids and counts their record as done.
-func (w *walWriter) partFailed(f *flush, ids []lakestream.LogID, err error) {
-	w.failLogs(f, ids, err)
+// partFailed fails the appends of p and counts it as done.
+func (w *walWriter) partFailed(f *flush, p flushPart, err error) {
+	w.failLogs(f, p.allLogs(), err)
 	w.flushPartDone(f)
 }
 

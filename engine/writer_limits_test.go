@@ -191,7 +191,7 @@ func TestWriterLogsPerObjectLimit(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = e.writer.append(ctx, lakestream.LogID(i), 1, binary.AppendUvarint(nil, uint64(i)), 0, nil, nil)
+			_, errs[i] = e.writer.append(ctx, lakestream.LogID(i), 1, binary.AppendUvarint(nil, uint64(i)), 0, nil, nil, "")
 		})
 	}
 	wg.Wait()
