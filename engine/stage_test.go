@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -442,5 +443,93 @@ func TestStageTooLarge(t *testing.T) {
 	}
 	if err := e.DiscardStaged(ctx, "big"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStagedLostReplies: a staging transaction (staged records only, or
+// with a commit record) and a CommitStaged transaction whose replies are
+// lost — applied or not — are resolved: every staged append is answered
+// once, and the committed set holds each entry exactly once.
+func TestStagedLostReplies(t *testing.T) {
+	for name, f := range map[string]meta.Fault{"applied": meta.FaultLostReply, "not-applied": meta.FaultUnavailable} {
+		t.Run(name, func(t *testing.T) { testStagedLostReplies(t, f) })
+	}
+}
+
+func testStagedLostReplies(t *testing.T, fault meta.Fault) {
+	// The first transaction of each kind fails with fault: staging only,
+	// staging with a commit record, committing a set.
+	var stagedOnly, mixed, committing atomic.Bool
+	ms := meta.NewMem(meta.MemOptions{Fault: func(c meta.Call) meta.Fault {
+		if c.Method != meta.MethodTxn {
+			return meta.FaultNone
+		}
+		var staged, record bool
+		for _, op := range c.Ops {
+			switch {
+			case op.Kind != meta.OpPut:
+			case strings.Contains(op.Key, "/c/") && !index.IsVoid(op.Value):
+				staged = true
+			case strings.Contains(op.Key, "commits/rec/"):
+				record = true
+			case strings.HasSuffix(op.Key, "/end") && string(op.Value) == stageCommitted:
+				if committing.CompareAndSwap(false, true) {
+					return fault
+				}
+			}
+		}
+		switch {
+		case staged && !record && stagedOnly.CompareAndSwap(false, true):
+			return fault
+		case staged && record && mixed.CompareAndSwap(false, true):
+			return fault
+		}
+		return meta.FaultNone
+	}})
+	st, err := objstore.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(); ms.Close() })
+	env := &testEnv{meta: ms, store: st}
+	ctx := ctxT(t)
+	// 200 bytes cut a flush; two entries of 100 share one.
+	e := env.engine(t, Options{Linger: time.Hour, FlushBytes: 150, Logger: quietLogger})
+	sized := func(s string, n int) []byte { return []byte(s + strings.Repeat(".", n-len(s))) }
+
+	stageAppend(t, ctx, e, 1, "t", 1, sized("only", 200))
+	done := make(chan error, 2)
+	if err := mustLog(t, ctx, e, 2).AppendAsync(ctx, 1, sized("normal", 100), func(h lakestream.EntryHeader, err error) {
+		if err == nil && h.Offset != 0 {
+			err = fmt.Errorf("normal append at offset %d", h.Offset)
+		}
+		done <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mustLog(t, ctx, e, 3).AppendAsync(ctx, 1, sized("mixed", 100), func(h lakestream.EntryHeader, err error) {
+		if err == nil && h.Offset != -1 {
+			err = fmt.Errorf("staged append at offset %d", h.Offset)
+		}
+		done <- err
+	}, lakestream.WithStage("t")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.CommitStaged(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if !stagedOnly.Load() || !mixed.Load() || !committing.Load() {
+		t.Fatalf("faults injected: staged only %v, mixed %v, commit %v", stagedOnly.Load(), mixed.Load(), committing.Load())
+	}
+	for id, want := range map[lakestream.LogID][]byte{1: sized("only", 200), 2: sized("normal", 100), 3: sized("mixed", 100)} {
+		got := readLog(t, ctx, e, id)
+		if len(got) != 1 || !bytes.Equal(got[0].Payload, want) {
+			t.Fatalf("log %d: %d entries, want one", id, len(got))
+		}
 	}
 }
