@@ -17,10 +17,15 @@
 // docs/index-format.md "The commit log"). Appends are acknowledged only
 // once their record is applied. Any number of engines may append to the
 // same logs. Appends made as links of an append chain (chain.go) commit in
-// order or not at all: a failed one fails every later one of its chain. On
-// a store that can append (file://), the flushes go into one object, a WAL
-// segment, per node and intent window (segment.go): one file create per
-// segment rather than per flush.
+// order or not at all: a failed one fails every later one of its chain.
+// Staged appends (lakestream.WithStage, stage.go) take the same path but
+// are committed as staged records of a staging set instead of as chunks of
+// their logs: durable, without offsets, invisible, until CommitStaged
+// writes every staged chunk of the set as one kind-3 commit record, so the
+// set enters all its logs at one point of the order (docs/transactions.md,
+// "Staging (engine)"). On a store that can append (file://), the flushes
+// go into one object, a WAL segment, per node and intent window
+// (segment.go): one file create per segment rather than per flush.
 //
 // Read path: a log's head is its head key plus the records applied after
 // it; a ceiling lookup on the index (or on the applied records not folded
@@ -54,6 +59,7 @@
 //	commitlog.go  the commit log: records, their watch, application and fold
 //	writer.go     the node's single WAL writer: batching, PUTs, commits
 //	chain.go      append chains (ordered appends that fail together)
+//	stage.go      staging sets: staged appends, CommitStaged, DiscardStaged
 //	segment.go    WAL segments: flushes appended to one object (file://)
 //	putretry.go   the retry schedules of PUTs and metadata operations
 //	cache.go      the byte-bounded cache of decoded chunks

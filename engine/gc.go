@@ -32,7 +32,8 @@ type GCStats struct {
 //  2. read the pending intents — an object whose writer has not finished
 //     committing is protected while its intent is younger than
 //     PendingIntentTTL;
-//  3. read every index entry — referenced objects stay;
+//  3. read the staged records, the commit records, then every index entry
+//     — referenced objects stay;
 //  4. delete the rest, then the dead intents of deleted objects.
 //
 // A writer writes its intent before its PUT and deletes it only after all
