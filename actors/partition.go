@@ -129,6 +129,12 @@ type SendRequest struct {
 	// Payload is handed over: neither the sender nor the machine touches it
 	// after the append (the driver donates it to the log).
 	Payload []byte
+	// Stage, when set, makes the SEND transactional: its entry is staged
+	// into the staging set Stage (lakestream.WithStage) and enters the log
+	// only when the transaction commits. Deduplication does not judge it
+	// (its sequence is not in the log the deduplication state is kept
+	// from); its receipt has no offset (Header.Offset -1).
+	Stage string
 }
 
 // PartitionConfig configures a Partition.
@@ -175,6 +181,8 @@ type (
 		Records   int32
 		PublishMs int64
 		Payload   []byte
+		// Stage: append staged into this staging set (SendRequest.Stage).
+		Stage string
 	}
 	// SendReceipt answers a SEND: stored at Header (Dup: a duplicate that was
 	// not stored; Header is then zero).
@@ -679,7 +687,7 @@ func (p *Partition) pump(np *partProducer) []Action {
 		if p.chainBroken {
 			return out // later SENDs wait behind it, in order
 		}
-		if p.dedup != nil && (p.cfg.Dedup || np.spec.Dedup) {
+		if p.dedup != nil && (p.cfg.Dedup || np.spec.Dedup) && s.req.Stage == "" {
 			if np.spec.Dedup {
 				if err := p.dedup.inOrder(np.spec.Name, s.req); err != nil {
 					s.state, s.err = sendDone, err
@@ -699,7 +707,7 @@ func (p *Partition) pump(np *partProducer) []Action {
 		s.token = p.nextToken
 		s.state = sendAppending
 		p.inflight[s.token] = s
-		out = append(out, AppendEntry{Token: s.token, Chain: p.chain, Records: s.req.Records, PublishMs: s.req.PublishMs, Payload: s.req.Payload})
+		out = append(out, AppendEntry{Token: s.token, Chain: p.chain, Records: s.req.Records, PublishMs: s.req.PublishMs, Payload: s.req.Payload, Stage: s.req.Stage})
 	}
 	return out
 }

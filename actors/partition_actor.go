@@ -464,6 +464,9 @@ func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	if h.opts.Guard != nil {
 		opts = append(opts, lakestream.WithAppendGuard(h.opts.Guard))
 	}
+	if a.Stage != "" {
+		opts = append(opts, lakestream.WithStage(a.Stage))
+	}
 	err = h.opts.Log.AppendAsync(h.ctx, int(a.Records), a.Payload, func(eh lakestream.EntryHeader, err error) {
 		res.Send(appendDoneMsg{token: token, h: eh, err: err})
 		res.Release()

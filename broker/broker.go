@@ -8,6 +8,7 @@ import (
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // Config configures a Broker. Zero values take the documented defaults.
@@ -56,6 +57,9 @@ type Config struct {
 	Authorization bool
 	// SuperUserRoles may do everything (Pulsar's superUserRoles).
 	SuperUserRoles []string
+	// Txn is the node's transaction coordinator (docs/transactions.md);
+	// nil: transactions are off.
+	Txn *txn.Coordinator
 }
 
 // Broker owns topic behaviour behind a Go API: the front doors (the
@@ -71,6 +75,9 @@ type Broker struct {
 		at   time.Time
 	}
 }
+
+// Txn is the node's transaction coordinator (nil: transactions are off).
+func (b *Broker) Txn() *txn.Coordinator { return b.cfg.Txn }
 
 // New returns a Broker over cfg.Catalog.
 func New(cfg Config) (*Broker, error) {

@@ -44,6 +44,7 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // forwardedHeader marks an admin request forwarded by another member: it is
@@ -80,7 +81,7 @@ func (s *Server) handleLookupTopic(ctx context.Context, c *pb.CommandLookupTopic
 	req := c.GetRequestId()
 	fail := func(err error) *pb.BaseCommand { return protocol.LookupError(req, serverError(err), err.Error()) }
 	if isTxnCoordinatorTopic(c.GetTopic()) {
-		return protocol.LookupError(req, pb.ServerError_NotAllowedError, errTxnUnsupported.Error())
+		return s.lookupTxnCoordinator(ctx, req, c.GetTopic())
 	}
 	unit, err := s.lookupUnit(ctx, c.GetTopic())
 	if err != nil {
@@ -450,3 +451,23 @@ func (s *Server) Drain(ctx context.Context) {
 
 // drainParallel bounds the topics unloaded at once by Drain.
 const drainParallel = 16
+
+// lookupTxnCoordinator answers a lookup of a partition of Pulsar's
+// transaction coordinator topic: the node serving that coordinator, its
+// owner or the member placement picks (this node takes it when that is
+// itself).
+func (s *Server) lookupTxnCoordinator(ctx context.Context, req uint64, name string) *pb.BaseCommand {
+	tc := s.brk.Txn()
+	if tc == nil {
+		return protocol.LookupError(req, pb.ServerError_NotAllowedError, errTxnOff.Error())
+	}
+	id, ok := txnCoordinatorOf(name)
+	if !ok || id >= uint64(tc.Coordinators()) {
+		return protocol.LookupError(req, pb.ServerError_TopicNotFound, fmt.Sprintf("%s: there are %d transaction coordinators", name, tc.Coordinators()))
+	}
+	owner, err := s.brk.OwnerOrPlacement(ctx, txn.Unit(id))
+	if err != nil {
+		return protocol.LookupError(req, serverError(err), err.Error())
+	}
+	return s.connectTo(req, owner)
+}

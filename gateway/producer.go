@@ -13,6 +13,7 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // producer is one PRODUCER of a session on a topic. The topic's partition
@@ -62,7 +63,15 @@ type producer struct {
 	starts chan sendStart
 	// pub: its SENDs counted by the limits (limits.go).
 	pub publishCount
+	// txnOpen: the transactions this producer's SENDs were found open
+	// for (checked at a transaction's first SEND; a SEND after the
+	// transaction ended is refused by the staging set itself). Reader
+	// goroutine only; at most txnOpenMax, then forgotten.
+	txnOpen map[txn.ID]struct{}
 }
+
+// txnOpenMax bounds a producer's txnOpen.
+const txnOpenMax = 1024
 
 // sendStart is what a producer remembers of a SEND in flight.
 type sendStart struct {
@@ -198,6 +207,10 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 		return err
 	}
 	if p.np != nil {
+		if c.TxnidMostBits != nil || c.TxnidLeastBits != nil {
+			s.send(protocol.SendError(c.GetProducerId(), c.GetSequenceId(), pb.ServerError_NotAllowedError, "a non-persistent topic takes no transactional messages"))
+			return nil
+		}
 		s.sendNP(p, c, int32(records), f.Entry) // nonpersistent.go
 		return nil
 	}
@@ -205,6 +218,15 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 		err := fmt.Errorf("%w: %d bytes, over the topic's maxMessageSize of %d", broker.ErrMessageTooLarge, len(f.Entry), limit)
 		s.send(protocol.SendError(c.GetProducerId(), c.GetSequenceId(), pb.ServerError_NotAllowedError, err.Error()))
 		return nil
+	}
+	var stage string
+	if c.TxnidMostBits != nil || c.TxnidLeastBits != nil {
+		id := txn.ID{Most: c.GetTxnidMostBits(), Least: c.GetTxnidLeastBits()}
+		if err := s.txnSendable(p, id); err != nil {
+			s.send(protocol.SendError(c.GetProducerId(), c.GetSequenceId(), txnError(err), err.Error()))
+			return nil
+		}
+		stage = id.Set()
 	}
 	select {
 	case p.slots <- struct{}{}:
@@ -216,8 +238,30 @@ func (s *session) handleSend(c *pb.CommandSend, f protocol.Frame) error {
 	// f.Entry is owned: ReadFrame allocates a fresh buffer per frame.
 	p.t.Actor().Send(p.actorID, actors.SendRequest{
 		Seq: c.GetSequenceId(), Highest: c.GetHighestSequenceId(),
-		Records: int32(records), PublishMs: int64(md.GetPublishTime()), Payload: f.Entry,
+		Records: int32(records), PublishMs: int64(md.GetPublishTime()), Payload: f.Entry, Stage: stage,
 	})
+	return nil
+}
+
+// txnSendable checks that p may send in transaction id: transactions are
+// on, it is open and the client's role owns it.
+func (s *session) txnSendable(p *producer, id txn.ID) error {
+	tc := s.srv.brk.Txn()
+	if tc == nil {
+		return errTxnOff
+	}
+	if _, ok := p.txnOpen[id]; ok {
+		return nil
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	if err := tc.Usable(ctx, id, s.txnRole()); err != nil {
+		return err
+	}
+	if p.txnOpen == nil || len(p.txnOpen) >= txnOpenMax {
+		p.txnOpen = map[txn.ID]struct{}{}
+	}
+	p.txnOpen[id] = struct{}{}
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/protocol"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // Config configures a Server. Zero values take the documented defaults.
@@ -123,6 +124,9 @@ type Config struct {
 	Authorization bool
 	// SuperUserRoles may do everything.
 	SuperUserRoles []string
+	// Txn is the node's transaction coordinator (docs/transactions.md);
+	// nil: transactions are off and their requests are refused.
+	Txn *txn.Coordinator
 	// AuthRefreshGrace is how long a client has to answer AUTH_CHALLENGE
 	// with fresh credentials once its own expired. Default 30 s.
 	AuthRefreshGrace time.Duration
@@ -330,6 +334,7 @@ func Serve(ln net.Listener, cfg Config, tlsLn ...net.Listener) (*Server, error) 
 		RetentionMinAge:          cfg.RetentionMinAge,
 		Authorization:            cfg.Auth != nil && cfg.Authorization,
 		SuperUserRoles:           cfg.SuperUserRoles,
+		Txn:                      cfg.Txn,
 	})
 	if err != nil {
 		return nil, err

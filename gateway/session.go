@@ -55,6 +55,8 @@ type session struct {
 	consumers     map[uint64]*consumer
 	// auth is the authenticated identity (auth.go).
 	auth sessionAuth
+	// txnSlots bounds the transaction requests in flight (txn.go).
+	txnSlots chan struct{}
 	// lim: pending SENDs and publish-rate pauses (limits.go).
 	lim sessionLimits
 }
@@ -72,6 +74,7 @@ func newSession(srv *Server, conn net.Conn) *session {
 		final:             make(chan []byte, 1),
 		producers:         map[uint64]*producer{},
 		consumers:         map[uint64]*consumer{},
+		txnSlots:          make(chan struct{}, txnRequestsMax),
 	}
 }
 
@@ -435,16 +438,24 @@ func (s *session) handleConnect(c *pb.CommandConnect) error {
 func (s *session) handleLookup(c *pb.CommandLookupTopic) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	if err := s.checkTopicName(ctx, c.GetTopic(), actionLookup); err != nil {
-		s.send(protocol.LookupError(c.GetRequestId(), serverError(err), err.Error()))
-		return
+	// The coordinator topic is no topic of a tenant's: any client may look
+	// its partitions up (what it may do there, txn.go decides).
+	if !isTxnCoordinatorTopic(c.GetTopic()) {
+		if err := s.checkTopicName(ctx, c.GetTopic(), actionLookup); err != nil {
+			s.send(protocol.LookupError(c.GetRequestId(), serverError(err), err.Error()))
+			return
+		}
 	}
 	s.send(s.srv.handleLookupTopic(ctx, c)) // cluster.go
 }
 
 func (s *session) handlePartitionedMetadata(c *pb.CommandPartitionedTopicMetadata) {
 	if isTxnCoordinatorTopic(c.GetTopic()) {
-		s.send(protocol.PartitionedMetadataError(c.GetRequestId(), pb.ServerError_NotAllowedError, errTxnUnsupported.Error()))
+		if tc := s.srv.brk.Txn(); tc != nil {
+			s.send(protocol.PartitionedMetadataResponse(c.GetRequestId(), uint32(tc.Coordinators())))
+		} else {
+			s.send(protocol.PartitionedMetadataError(c.GetRequestId(), pb.ServerError_NotAllowedError, errTxnOff.Error()))
+		}
 		return
 	}
 	ctx, cancel := s.ctx()

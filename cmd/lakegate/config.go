@@ -57,6 +57,14 @@ type Config struct {
 		GroupInitialRebalanceDelay time.Duration `yaml:"groupInitialRebalanceDelay" default:"3s" doc:"How long a new consumer group's first join waits for more members (Kafka's group.initial.rebalance.delay.ms); 0: none."`
 	} `yaml:"kafka"`
 
+	Transactions struct {
+		Enabled        bool          `yaml:"enabled" default:"true" doc:"Serve transactions (docs/transactions.md; Pulsar's transactionCoordinatorEnabled). Off, transaction requests are refused with NotAllowedError."`
+		Coordinators   int           `yaml:"coordinators" default:"16" doc:"Transaction coordinators in the cluster (1–256): the partition count of persistent://pulsar/system/transaction_coordinator_assign. Every node of a cluster must say the same."`
+		MaxTimeout     time.Duration `yaml:"maxTimeout" default:"6h" doc:"Longest transaction timeout; a client asking for more gets this."`
+		MaxOpen        int           `yaml:"maxOpen" default:"10000" doc:"Open transactions per coordinator; a new one beyond is refused (Pulsar's maxActiveTransactionsPerCoordinator)."`
+		EndedRetention time.Duration `yaml:"endedRetention" default:"10m" doc:"How long an ended transaction's outcome is kept, so that a client retrying its commit or abort learns it."`
+	} `yaml:"transactions"`
+
 	HTTP struct {
 		Addr              string `yaml:"addr" default:":8080" doc:"Admin REST, /metrics, /healthz and /readyz listen address (http://); empty: no plain listener."`
 		AdvertisedAddr    string `yaml:"advertisedAddr" doc:"host:port other members reach this node's admin REST at (forwarded admin requests, topic lookups over REST). Default the bound address (for a wildcard host: localhost on standalone, the host name on serve)."`
@@ -528,6 +536,9 @@ func (c *Config) validateSecurity() error {
 	}
 	if c.HTTP.Addr == "" && c.HTTP.TLSAddr == "" {
 		return errors.New("config http.addr, http.tlsAddr: at least one HTTP listener is needed")
+	}
+	if n := c.Transactions.Coordinators; n < 1 || n > 256 {
+		return fmt.Errorf("config transactions.coordinators: %d is not in 1–256", n)
 	}
 	if !c.Auth.Enabled {
 		return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/lakegate/lakegate/node/assembly"
 	"github.com/lakegate/lakegate/nodehttp"
 	"github.com/lakegate/lakegate/tables"
+	"github.com/lakegate/lakegate/txn"
 )
 
 func runStandalone(args []string) error {
@@ -145,6 +146,9 @@ func assemblyConfig(c *Config, sc node.Config, sec *security, ls *listeners, log
 	}
 	if sec.authn != nil {
 		ac.KafkaConfig.Auth = sec.authn
+	}
+	if t := c.Transactions; t.Enabled {
+		ac.Transactions = &txn.Config{Coordinators: t.Coordinators, MaxTimeout: t.MaxTimeout, MaxOpen: t.MaxOpen, EndedRetention: t.EndedRetention}
 	}
 	for _, hl := range []net.Listener{ls.http, ls.https} {
 		if hl != nil {

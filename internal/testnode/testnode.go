@@ -25,6 +25,7 @@ import (
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/node/assembly"
 	"github.com/lakegate/lakegate/nodehttp"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // Config says what to start. The zero value is a node on file:// objects
@@ -55,6 +56,11 @@ type Config struct {
 	GatewayCatalog func(lakestream.StreamCatalog) lakestream.StreamCatalog
 	// Kafka starts the Kafka listener on 127.0.0.1:0 (Node.Kafka).
 	Kafka bool
+	// Transactions configures the transaction coordinator, on by default
+	// as in production (transactions.enabled); DisableTransactions turns
+	// it off.
+	Transactions        txn.Config
+	DisableTransactions bool
 	// Logger is the logger of the node, the gateway and the worker where
 	// their configurations leave it nil. Default slog.Default().
 	Logger *slog.Logger
@@ -96,6 +102,10 @@ func Start(t testing.TB, cfg Config) *Node {
 		Materialization: cfg.Materialization,
 		Materializer:    cfg.Materializer,
 		Logger:          cfg.Logger,
+	}
+	if !cfg.DisableTransactions {
+		tc := cfg.Transactions
+		ac.Transactions = &tc
 	}
 	if cfg.Kafka {
 		if ac.Kafka, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/lakegate/lakegate/actors"
@@ -17,6 +18,7 @@ import (
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/nodehttp"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // Config says what a node runs. Start takes ownership of the listeners:
@@ -55,6 +57,10 @@ type Config struct {
 	// options; Catalog, Materializer and Membership are filled in, Logger
 	// when nil.
 	Materializer *actors.MaterializationWorkerOptions
+	// Transactions configures the node's transaction coordinator
+	// (docs/transactions.md); the assembly fills in its stores, staging,
+	// membership, superusers and logger. nil: transactions are off.
+	Transactions *txn.Config
 	// HTTP are the listeners the HTTP surface (Node.Handler) is served on,
 	// with HTTPLimits and HTTPErrorLog; none: the caller serves Handler.
 	HTTP         []net.Listener
@@ -80,6 +86,8 @@ type Node struct {
 	Kafka *kafka.Server
 	// Worker is the materialization worker (Config.Materializer), else nil.
 	Worker *actors.MaterializationWorker
+	// Txn is the transaction coordinator (nil when transactions are off).
+	Txn *txn.Coordinator
 	// Handler is the node's HTTP surface; Iceberg is true when it serves
 	// the Iceberg REST catalog.
 	Handler http.Handler
@@ -132,6 +140,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("joining the cluster: %w", err)
 	}
 	gc.Membership = topicUnits{n.Member}
+	if cfg.Transactions != nil {
+		tc := *cfg.Transactions
+		tc.Meta, tc.Root, tc.Staging, tc.Membership = n.Meta, n.Engine.MetaRoot(), n.Engine, n.Member
+		supers := gc.SuperUserRoles
+		tc.Superuser = func(role string) bool { return slices.Contains(supers, role) }
+		if tc.Logger == nil {
+			tc.Logger = cfg.Logger
+		}
+		if n.Txn, err = txn.New(tc); err != nil {
+			return nil, err
+		}
+		gc.Txn = n.Txn
+	}
 	if cfg.Materializer != nil {
 		// The worker compacts the tables this node owns for compaction
 		// (one owner per table across the cluster).
@@ -266,6 +287,9 @@ func (n *Node) stop() error {
 	if n.Worker != nil {
 		n.Worker.Stop()
 	}
+	if n.Txn != nil {
+		n.Txn.Close()
+	}
 	if n.Member != nil { // Start failed after joining
 		n.Member.Close(context.Background())
 	}
@@ -291,14 +315,15 @@ func (n *Node) closeListeners() {
 }
 
 // topicUnits is the membership the gateway sees: the same, but Owned lists
-// topics only, not the compaction worker's units (the gateway hands every
+// topics only, not the compaction worker's, the consumer groups' or the
+// transaction coordinators' units (the gateway hands every
 // owned unit over as a topic when it rebalances or drains).
 type topicUnits struct{ lakestream.Membership }
 
 func (m topicUnits) Owned() []lakestream.Ownership {
 	var out []lakestream.Ownership
 	for _, o := range m.Membership.Owned() {
-		if !actors.IsMaterializationUnit(o.Unit()) && !kafka.IsGroupUnit(o.Unit()) {
+		if !actors.IsMaterializationUnit(o.Unit()) && !kafka.IsGroupUnit(o.Unit()) && !txn.IsUnit(o.Unit()) {
 			out = append(out, o)
 		}
 	}

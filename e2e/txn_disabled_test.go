@@ -1,11 +1,11 @@
 package e2e
 
-// Transactions are not supported: every transaction request, and the
-// lookup of the transaction coordinator topic, is answered with
-// NotAllowedError and a message saying so, and the connection stays usable
-// (regression: the gateway used to close the connection, which clients
-// report as an unexplained disconnect). Run:
-// go test -p 1 -count=1 -run TxnUnsupported ./e2e/
+// With transactions off (transactions.enabled: false), every transaction
+// request, and the lookup of the transaction coordinator topic, is
+// answered with NotAllowedError and a message saying so, and the
+// connection stays usable (regression: the gateway used to close the
+// connection, which clients report as an unexplained disconnect). Run:
+// go test -p 1 -count=1 -run TxnDisabled ./e2e/
 
 import (
 	"strings"
@@ -13,18 +13,19 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakegate/lakegate/internal/testnode"
 	"github.com/lakegate/lakegate/protocol/pb"
 )
 
-func TestTxnUnsupportedAnswersNotAllowed(t *testing.T) {
-	c := startCluster(t)
+func TestTxnDisabledAnswersNotAllowed(t *testing.T) {
+	c := startNode(t, testnode.Config{DisableTransactions: true})
 	r := dialRaw(t, c)
 	r.connect()
 	const tc = "persistent://pulsar/system/transaction_coordinator_assign"
 	wantErr := func(what string, code pb.ServerError, msg string) {
 		t.Helper()
-		if code != pb.ServerError_NotAllowedError || !strings.Contains(msg, "transactions are not supported") {
-			t.Fatalf("%s: error %v %q, want NotAllowedError saying transactions are not supported", what, code, msg)
+		if code != pb.ServerError_NotAllowedError || !strings.Contains(msg, "transactions are disabled") {
+			t.Fatalf("%s: error %v %q, want NotAllowedError saying transactions are disabled", what, code, msg)
 		}
 	}
 	r.cmd(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA.Enum(), PartitionMetadata: &pb.CommandPartitionedTopicMetadata{

@@ -1,0 +1,135 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lakegate/lakegate/meta"
+)
+
+// SaveAcks makes the pending acknowledgements of transaction id on a
+// subscription durable (value: the subscription's encoding of them), so
+// that whichever node owns the subscription when the transaction ends
+// applies or drops them.
+func (c *Coordinator) SaveAcks(ctx context.Context, topic, sub string, id ID, value []byte) error {
+	_, _, err := c.cfg.Meta.Txn(ctx, nil, []meta.Op{meta.Put(c.k.acks(topic, sub, id), value)})
+	return err
+}
+
+// DeleteAcks forgets them, once the subscription applied them to its
+// cursor (and persisted it) or dropped them.
+func (c *Coordinator) DeleteAcks(ctx context.Context, topic, sub string, id ID) error {
+	_, _, err := c.cfg.Meta.Txn(ctx, nil, []meta.Op{meta.Delete(c.k.acks(topic, sub, id))})
+	return err
+}
+
+// LoadAcks returns the pending acknowledgements saved for a subscription,
+// by transaction (a new owner loads them before it serves).
+func (c *Coordinator) LoadAcks(ctx context.Context, topic, sub string) (map[ID][]byte, error) {
+	p := c.k.acksPrefix(topic, sub)
+	kvs, err := c.cfg.Meta.Range(ctx, p, p+"\xff", 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[ID][]byte, len(kvs))
+	for _, kv := range kvs {
+		id, ok := parseAcksID(strings.TrimPrefix(kv.Key, p))
+		if !ok {
+			return nil, fmt.Errorf("txn: corrupt pending-ack key %q", kv.Key)
+		}
+		out[id] = kv.Value
+	}
+	return out, nil
+}
+
+// Await calls fn once, from the coordinator's goroutine, when transaction
+// id has ended (committed: its outcome), on whichever node ended it. A
+// transaction that has already ended, or does not exist (aborted: nothing
+// of it can commit), is reported at once. fn must not block.
+func (c *Coordinator) Await(ctx context.Context, id ID, fn func(committed bool)) error {
+	c.awaitMu.Lock()
+	c.awaits[id] = append(c.awaits[id], fn)
+	c.awaitMu.Unlock()
+	// Registered before reading: an end after the read reaches the watch.
+	rec, err := c.Status(ctx, id)
+	switch {
+	case err == nil && rec.State.Ended():
+		c.fire(id, rec.State == Committed)
+	case err == nil:
+	case isNotFound(err):
+		c.fire(id, false)
+	default:
+		return err
+	}
+	return nil
+}
+
+func isNotFound(err error) bool { return err != nil && errors.Is(err, ErrNotFound) }
+
+// fire calls and forgets the waiters of id.
+func (c *Coordinator) fire(id ID, committed bool) {
+	c.awaitMu.Lock()
+	fns := c.awaits[id]
+	delete(c.awaits, id)
+	c.awaitMu.Unlock()
+	for _, fn := range fns {
+		fn(committed)
+	}
+}
+
+// watchLoop follows the transaction records and fires the waiters of
+// those that end. When the watch restarts it re-reads the records of every
+// transaction waited for, so an end it missed is not lost.
+func (c *Coordinator) watchLoop() {
+	defer c.wg.Done()
+	for c.ctx.Err() == nil {
+		_, rev, err := c.cfg.Meta.Txn(c.ctx, nil, nil)
+		if err != nil {
+			c.pause()
+			continue
+		}
+		c.resync()
+		for ev := range c.cfg.Meta.Watch(c.ctx, c.k.txnPrefix(), rev) {
+			if ev.Kind != meta.EventPut {
+				continue
+			}
+			id, ok := c.k.idOfRec(ev.KV.Key)
+			if !ok {
+				continue
+			}
+			if rec, err := decodeRecord(ev.KV.Value); err == nil && rec.State.Ended() {
+				c.fire(id, rec.State == Committed)
+			}
+		}
+	}
+}
+
+func (c *Coordinator) resync() {
+	c.awaitMu.Lock()
+	ids := make([]ID, 0, len(c.awaits))
+	for id := range c.awaits {
+		ids = append(ids, id)
+	}
+	c.awaitMu.Unlock()
+	for _, id := range ids {
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		rec, err := c.Status(ctx, id)
+		cancel()
+		switch {
+		case err == nil && rec.State.Ended():
+			c.fire(id, rec.State == Committed)
+		case isNotFound(err):
+			c.fire(id, false)
+		}
+	}
+}
+
+func (c *Coordinator) pause() {
+	select {
+	case <-c.ctx.Done():
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -1,0 +1,281 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/internal/testmember"
+	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
+)
+
+// fakeStaging records what the coordinator asked of the engine.
+type fakeStaging struct {
+	mu        sync.Mutex
+	ended     map[string]string // set → "commit" / "abort"
+	tooLarge  map[string]bool
+	forgotten map[string]bool
+}
+
+func newFakeStaging() *fakeStaging {
+	return &fakeStaging{ended: map[string]string{}, tooLarge: map[string]bool{}, forgotten: map[string]bool{}}
+}
+
+func (f *fakeStaging) CommitStaged(_ context.Context, set string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.tooLarge[set]:
+		return lakestream.ErrStageTooLarge
+	case f.ended[set] == "abort":
+		return lakestream.ErrStageEnded
+	}
+	f.ended[set] = "commit"
+	return nil
+}
+
+func (f *fakeStaging) DiscardStaged(_ context.Context, set string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended[set] == "commit" {
+		return lakestream.ErrStageEnded
+	}
+	f.ended[set] = "abort"
+	return nil
+}
+
+func (f *fakeStaging) ForgetStaged(_ context.Context, set string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgotten[set] = true
+	return nil
+}
+
+func (f *fakeStaging) outcome(set string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended[set]
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newTestCoordinator(t *testing.T, m meta.Store, st *fakeStaging, clk *clock) *Coordinator {
+	t.Helper()
+	c, err := New(Config{Meta: m, Root: "/t/", Staging: st, Membership: testmember.New(lakestream.Member{ID: "n1"}),
+		Coordinators: 4, Now: clk.now, TickInterval: 5 * time.Millisecond, EndedRetention: time.Minute,
+		Superuser: func(r string) bool { return r == "admin" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestCoordinatorCommitAbort(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	st, clk := newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)}
+	c := newTestCoordinator(t, m, st, clk)
+
+	a, err := c.Open(ctx, 1, time.Minute, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Open(ctx, 1, time.Minute, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Most != 1 || b.Most != 1 || a.Least == b.Least {
+		t.Fatalf("ids %v %v", a, b)
+	}
+	if err := c.AddPartitions(ctx, a, []string{"persistent://p/n/t-partition-0", "persistent://p/n/t-partition-0"}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddSubscriptions(ctx, a, []Sub{{Topic: "persistent://p/n/in", Sub: "s"}}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPartitions(ctx, a, []string{"x"}, "mallory"); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("another role added to the transaction: %v", err)
+	}
+	if err := c.Usable(ctx, a, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.End(ctx, a, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.outcome(a.Set()); got != "commit" {
+		t.Fatalf("staging set of a: %q", got)
+	}
+	if err := c.End(ctx, a, true, "alice"); err != nil {
+		t.Fatalf("committing again: %v", err)
+	}
+	if err := c.End(ctx, a, false, "alice"); !errors.Is(err, ErrInvalidStatus) {
+		t.Fatalf("aborting a committed transaction: %v", err)
+	}
+	if err := c.AddPartitions(ctx, a, []string{"y"}, "alice"); !errors.Is(err, ErrInvalidStatus) {
+		t.Fatalf("adding to a committed transaction: %v", err)
+	}
+	if err := c.Usable(ctx, a, "alice"); !errors.Is(err, ErrInvalidStatus) {
+		t.Fatalf("a committed transaction is usable: %v", err)
+	}
+	if err := c.End(ctx, b, false, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.outcome(b.Set()); got != "abort" {
+		t.Fatalf("staging set of b: %q", got)
+	}
+	if err := c.End(ctx, b, true, "alice"); !errors.Is(err, ErrInvalidStatus) {
+		t.Fatalf("committing an aborted transaction: %v", err)
+	}
+	rec, err := c.Status(ctx, a)
+	if err != nil || rec.State != Committed || len(rec.Partitions) != 1 || len(rec.Subscriptions) != 1 {
+		t.Fatalf("record of a: %+v %v", rec, err)
+	}
+	if _, err := c.Open(ctx, 4, 0, ""); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("coordinator 4 of 4: %v", err)
+	}
+	if err := c.End(ctx, ID{Most: 1, Least: 999999}, true, ""); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown transaction: %v", err)
+	}
+}
+
+// A transaction past its timeout is aborted by the coordinator; its
+// waiters learn it; an ended one is forgotten after the retention once
+// no pending acknowledgements of it remain.
+func TestCoordinatorTimeoutAndForget(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	st, clk := newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)}
+	c := newTestCoordinator(t, m, st, clk)
+	id, err := c.Open(ctx, 0, time.Second, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddSubscriptions(ctx, id, []Sub{{Topic: "persistent://a/b/c", Sub: "s/1"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SaveAcks(ctx, "persistent://a/b/c", "s/1", id, []byte("ranges")); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan bool, 1)
+	if err := c.Await(ctx, id, func(committed bool) { ended <- committed }); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(2 * time.Second)
+	if committed := <-ended; committed {
+		t.Fatal("a timed-out transaction reported committed")
+	}
+	if err := c.End(ctx, id, true, ""); !errors.Is(err, ErrInvalidStatus) {
+		t.Fatalf("committing a timed-out transaction: %v", err)
+	}
+	acks, err := c.LoadAcks(ctx, "persistent://a/b/c", "s/1")
+	if err != nil || string(acks[id]) != "ranges" {
+		t.Fatalf("pending acks: %v %v", acks, err)
+	}
+	if other, _ := c.LoadAcks(ctx, "persistent://a/b/c/s", "1"); len(other) != 0 {
+		t.Fatalf("another subscription's prefix sees them: %v", other)
+	}
+	// Past the retention, but acks are pending: kept.
+	clk.add(2 * time.Minute)
+	waitFor(t, func() bool { return st.outcome(id.Set()) == "abort" })
+	if _, err := c.Status(ctx, id); err != nil {
+		t.Fatalf("forgotten while its acks were pending: %v", err)
+	}
+	if err := c.DeleteAcks(ctx, "persistent://a/b/c", "s/1", id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := c.Status(ctx, id); return errors.Is(err, ErrNotFound) })
+	st.mu.Lock()
+	forgotten := st.forgotten[id.Set()]
+	st.mu.Unlock()
+	if !forgotten {
+		t.Fatal("the staging set's end was not forgotten")
+	}
+	// Awaiting a transaction that no longer exists: aborted at once.
+	got := make(chan bool, 1)
+	if err := c.Await(ctx, id, func(committed bool) { got <- committed }); err != nil {
+		t.Fatal(err)
+	}
+	if <-got {
+		t.Fatal("a forgotten transaction reported committed")
+	}
+}
+
+// A set too large to commit aborts the transaction, and says so.
+func TestCoordinatorTooLarge(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	st, clk := newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)}
+	c := newTestCoordinator(t, m, st, clk)
+	id, err := c.Open(ctx, 2, time.Minute, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.tooLarge[id.Set()] = true
+	if err := c.End(ctx, id, true, ""); !errors.Is(err, ErrTooMany) || !errors.Is(err, lakestream.ErrStageTooLarge) {
+		t.Fatalf("commit of a set too large: %v", err)
+	}
+	if rec, _ := c.Status(ctx, id); rec.State != Aborted || rec.Reason == "" {
+		t.Fatalf("record: %+v", rec)
+	}
+}
+
+// A second coordinator process (another node after a move) carries on
+// with the records: it finishes a decision the first left unfinished and
+// hands out sequences the first never used.
+func TestCoordinatorTakeOver(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	st, clk := newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)}
+	c1 := newTestCoordinator(t, m, st, clk)
+	a, err := c1.Open(ctx, 3, time.Hour, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c1 decides to commit, then "crashes" before carrying it out.
+	e, err := c1.entryOf(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := e.rec
+	rec.State = Committing
+	if ok, err := c1.write(ctx, a, e, rec); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	c1.Close()
+	c2 := newTestCoordinator(t, m, st, clk)
+	b, err := c2.Open(ctx, 3, time.Hour, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Least == a.Least {
+		t.Fatalf("sequence %d handed out twice", b.Least)
+	}
+	waitFor(t, func() bool { return st.outcome(a.Set()) == "commit" })
+	waitFor(t, func() bool { r, _ := c2.Status(ctx, a); return r.State == Committed })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
