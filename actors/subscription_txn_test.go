@@ -1,8 +1,10 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lakegate/lakegate/lakestream"
@@ -465,5 +467,113 @@ func TestAckRanges(t *testing.T) {
 	rs = rangesAdd(rs, AckRange{0, 20})
 	if !slices.Equal(rs, []AckRange{{0, 20}}) {
 		t.Fatalf("add over all: %v", rs)
+	}
+}
+
+// entryLog is a faultLog whose entries can also be read one by one
+// (redeliveries).
+type entryLog struct{ *faultLog }
+
+func (l entryLog) ReadEntry(_ context.Context, off int64) (lakestream.Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if off >= l.next {
+		return lakestream.Entry{}, lakestream.ErrOffsetOutOfRange
+	}
+	return lakestream.Entry{EntryHeader: lakestream.EntryHeader{Offset: off, Records: 1}}, nil
+}
+
+// durableMemCursor is a memCursor that counts its persists.
+type durableMemCursor struct {
+	memCursor
+	persists atomic.Int32
+}
+
+func (c *durableMemCursor) Durable() bool { return true }
+func (c *durableMemCursor) PersistState(context.Context) error {
+	c.persists.Add(1)
+	return nil
+}
+
+type txnReply struct {
+	ranges     []AckRange
+	cumulative bool
+	err        error
+}
+
+// TestSubscriptionActorTxnAcks: through the actor, an ack in a transaction
+// answers with the ranges to persist, hides its message from the
+// redelivery that follows a consumer's leave, conflicts with another
+// transaction; abort redelivers it; commit moves the cursor and is
+// persisted before EndTxn returns.
+func TestSubscriptionActorTxnAcks(t *testing.T) {
+	rt := NewRuntime(nil)
+	defer rt.Shutdown()
+	lg := entryLog{newFaultLog()}
+	cur := &durableMemCursor{memCursor: memCursor{a: newFakeAcks()}}
+	sub := StartSubscription(rt, SubscriptionOptions{Name: "s", Type: SubShared, Log: lg, Cursor: cur})
+	defer sub.Close()
+	sink1, sink2 := chanSink{got: make(chan Deliver, 16)}, chanSink{got: make(chan Deliver, 16)}
+	if err := sub.AddConsumer(1, SubShared, sink1); err != nil {
+		t.Fatal(err)
+	}
+	sub.Flow(1, 100)
+	lg.append(3)
+	for off := range int64(3) {
+		sink1.expect(t, off)
+	}
+	replies := make(chan txnReply, 4)
+	reply := func(rs []AckRange, cum bool, err error) { replies <- txnReply{rs, cum, err} }
+
+	sub.AckTxn(1, txnA, AckIndividual, entryIDs(1), reply)
+	if r := waitFor(t, replies, "the ack's answer"); r.err != nil || !slices.Equal(r.ranges, []AckRange{{1, 2}}) || r.cumulative {
+		t.Fatalf("answer %+v, want [1, 2) to persist", r)
+	}
+	sub.AckTxn(1, txnB, AckIndividual, entryIDs(1), reply)
+	if r := waitFor(t, replies, "the conflict"); !errors.Is(r.err, ErrTxnConflict) || r.ranges != nil {
+		t.Fatalf("second transaction: %+v", r)
+	}
+	info, err := sub.Info()
+	if err != nil || info.PendingAckTxns != 1 || info.PendingAckRecords != 1 || info.MarkDeleteOffset != -1 {
+		t.Fatalf("info %+v %v", info, err)
+	}
+
+	// Consumer 1 leaves: consumer 2 gets 0 and 2, not the pending 1.
+	if err := sub.AddConsumer(2, SubShared, sink2); err != nil {
+		t.Fatal(err)
+	}
+	sub.Flow(2, 100)
+	if err := sub.RemoveConsumer(1); err != nil {
+		t.Fatal(err)
+	}
+	sink2.expect(t, 0)
+	sink2.expect(t, 2)
+
+	// Abort: 1 is redelivered.
+	if err := sub.EndTxn(txnA, false); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitFor(t, sink2.got, "the redelivery after abort"); d.Entry.Offset != 1 || d.RedeliveryCount != 1 {
+		t.Fatalf("after abort %+v", d)
+	}
+
+	// Commit: the cursor moves, and is persisted before EndTxn returns.
+	sub.AckTxn(2, txnB, AckIndividual, entryIDs(0, 1, 2), reply)
+	if r := waitFor(t, replies, "the ack's answer"); r.err != nil || !slices.Equal(r.ranges, []AckRange{{0, 3}}) {
+		t.Fatalf("answer %+v", r)
+	}
+	persisted := cur.persists.Load()
+	if err := sub.EndTxn(txnB, true); err != nil {
+		t.Fatal(err)
+	}
+	if cur.persists.Load() == persisted {
+		t.Fatal("EndTxn returned before the cursor was persisted")
+	}
+	info, err = sub.Info()
+	if err != nil || info.MarkDeleteOffset != 2 || info.PendingAckTxns != 0 || info.Unacked != 0 {
+		t.Fatalf("after commit: %+v %v", info, err)
+	}
+	if err := sub.EndTxn(txnB, true); err != nil {
+		t.Fatalf("ending an ended transaction: %v", err)
 	}
 }
