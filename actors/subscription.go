@@ -394,9 +394,9 @@ type Subscription struct {
 	unblocked bool
 
 	// Transactional acknowledgements (subscription_txn.go): what each
-	// transaction holds pending, and the union of their ranges.
+	// transaction holds pending, and all their ranges as spans.
 	txns    map[TxnID]*pendingTxn
-	txnHeld []AckRange
+	txnHeld []txnSpan
 }
 
 // NewSubscription returns a machine whose tail read starts at readFrom
@@ -492,7 +492,7 @@ func (s *Subscription) Tick() []Action {
 	s.wakeAt = 0
 	for _, e := range s.delayed.popDue(s.cfg.Now()) {
 		if s.fullySettled(e.offset, e.records) {
-			s.forget(e.offset, e.records, e.hash)
+			s.forget(e.offset, e.records, e.hash, true)
 		} else {
 			s.addReplay(e.offset, e.records, e.hash)
 		}
@@ -1271,9 +1271,15 @@ func (s *Subscription) forgetIfAcked(off int64, n int32) {
 	if !s.fullySettled(off, n) {
 		return
 	}
-	hash := s.pending[off].hash
+	// The key hash of an entry the machine holds (Key_Shared).
+	hash, known := int32(0), s.cfg.Type != SubKeyShared
+	if p, ok := s.pending[off]; ok {
+		hash, known = p.hash, true
+	} else if h, ok := s.replayHash[off]; ok {
+		hash, known = h, true
+	}
 	s.unpend(off)
-	s.forget(off, n, hash)
+	s.forget(off, n, hash, known)
 }
 
 // unpend removes off from pending (and its key's hold).
@@ -1321,7 +1327,7 @@ func (s *Subscription) requeue(f func(pendingEntry, int64) bool, countRedelivery
 		}
 		s.unpend(off)
 		if s.fullySettled(off, p.records) {
-			s.forget(off, p.records, p.hash)
+			s.forget(off, p.records, p.hash, true)
 			continue
 		}
 		if countRedelivery {
@@ -1462,7 +1468,7 @@ func (s *Subscription) dispatchEntries(entries []lakestream.Entry) []Action {
 			if keyShared && s.txnHoldsAny(e.Offset, e.Records) {
 				hash = EntryKeyHash(e.Payload)
 			}
-			s.forget(e.Offset, e.Records, hash)
+			s.forget(e.Offset, e.Records, hash, true)
 			continue
 		}
 		if s.delays() {

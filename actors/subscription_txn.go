@@ -56,9 +56,9 @@ import (
 // them again) and keep the range whole.
 //
 // Pending ranges of different transactions never overlap (conflicts are
-// refused, restores skip what another transaction holds), so their union
-// (txnHeld) answers "is this record pending?" in one binary search, and
-// removing a transaction's ranges from it is exact.
+// refused, restores skip what another transaction holds), so one sorted
+// list of spans, each tagged with its transaction (txnHeld), answers "is
+// this record pending, and in which transaction?" in one binary search.
 
 // TxnID is a Pulsar transaction id (txnid_most_bits, txnid_least_bits):
 // Most is the coordinator, Least its sequence.
@@ -180,7 +180,7 @@ func (s *Subscription) EndTxn(txn TxnID, commit bool) ([]Action, error) {
 			continue
 		}
 		if s.fullySettled(off, h.records) {
-			s.forget(off, h.records, h.hash)
+			s.forget(off, h.records, h.hash, true)
 			continue
 		}
 		s.redelivered[off]++
@@ -218,12 +218,12 @@ func (s *Subscription) RestoreTxnAcks(txn TxnID, ranges []AckRange, cumulative b
 	}
 	var free []AckRange // not held by any transaction yet
 	for _, r := range add {
-		free = append(free, rangesMinus(r, s.txnHeld)...)
+		free = append(free, spansMinus(r, s.txnHeld)...)
 	}
 	t := s.txn(txn)
 	for _, r := range free {
 		t.ranges = rangesAdd(t.ranges, r)
-		s.txnHeld = rangesAdd(s.txnHeld, r)
+		s.txnHeld = spansAdd(s.txnHeld, txn, r)
 	}
 	if cumulative && len(add) > 0 {
 		t.cumulative = true
@@ -264,8 +264,8 @@ func (s *Subscription) TxnAcks(txn TxnID) (ranges []AckRange, cumulative bool) {
 // included).
 func (s *Subscription) PendingAckRecords() int64 {
 	var n int64
-	for _, r := range s.txnHeld {
-		n += r.To - r.From
+	for _, sp := range s.txnHeld {
+		n += sp.To - sp.From
 	}
 	return n
 }
@@ -285,7 +285,7 @@ func (s *Subscription) txn(txn TxnID) *pendingTxn {
 // forgetTxn drops txn's pending state (EndTxn).
 func (s *Subscription) forgetTxn(txn TxnID, t *pendingTxn) {
 	for _, r := range t.ranges {
-		s.txnHeld = rangesSub(s.txnHeld, r)
+		s.txnHeld = spansRemove(s.txnHeld, r)
 	}
 	delete(s.txns, txn)
 }
@@ -301,10 +301,6 @@ func (s *Subscription) applyTxnAck(w waitingAck) error {
 	if !known && len(s.txns) >= s.cfg.TxnPendingMax {
 		return fmt.Errorf("%w: %d transactions hold pending acknowledgements on the subscription", ErrTxnAckLimit, len(s.txns))
 	}
-	var own []AckRange
-	if known {
-		own = t.ranges
-	}
 	if w.kind == AckCumulative {
 		for other, o := range s.txns {
 			if other != w.txn && o.cumulative {
@@ -316,14 +312,16 @@ func (s *Subscription) applyTxnAck(w waitingAck) error {
 		}
 	}
 	for _, r := range add {
-		// The parts of r held pending are held by txn, or conflict.
-		for _, held := range rangesWithin(s.txnHeld, r) {
-			if !rangesCover(own, held) {
-				return fmt.Errorf("%w: records [%d, %d) are pending in another transaction", ErrTxnConflict, held.From, held.To)
+		for _, sp := range spansWithin(s.txnHeld, r) {
+			if sp.txn != w.txn {
+				return fmt.Errorf("%w: records [%d, %d) are pending in transaction %s", ErrTxnConflict, sp.From, sp.To, sp.txn)
 			}
 		}
 	}
-	merged := slices.Clone(own)
+	var merged []AckRange
+	if known {
+		merged = slices.Clone(t.ranges)
+	}
 	for _, r := range add {
 		merged = rangesAdd(merged, r)
 	}
@@ -333,13 +331,25 @@ func (s *Subscription) applyTxnAck(w waitingAck) error {
 	t = s.txn(w.txn)
 	t.ranges = merged
 	for _, r := range add {
-		s.txnHeld = rangesAdd(s.txnHeld, r)
+		s.txnHeld = spansAdd(s.txnHeld, w.txn, r)
 	}
 	if w.kind == AckCumulative {
 		t.cumulative = true
 		t.cumEnd = max(t.cumEnd, cumEnd)
+		s.settlePending(add)
+		return nil
 	}
-	s.settlePending(add)
+	// Only the entries named changed. (All known: looked up before any
+	// of them leaves dispatch, after which the machine may not know it.)
+	named := make([]ackedEntry, 0, len(w.ids))
+	for _, a := range w.ids {
+		e, _ := s.entryOf(a, w.kind)
+		named = append(named, e)
+	}
+	for _, e := range named {
+		s.forgetIfAcked(e.off, int32(e.records))
+		s.recount(e.off)
+	}
 	return nil
 }
 
@@ -465,7 +475,7 @@ func (s *Subscription) dropWaitingTxnAcks(txn TxnID) []Action {
 // settled reports whether record off is acknowledged or pending in a
 // transaction: either way it is not dispatched.
 func (s *Subscription) settled(off int64) bool {
-	return s.acks.IsIndividuallyDeleted(off) || (len(s.txnHeld) > 0 && rangesContain(s.txnHeld, off))
+	return s.acks.IsIndividuallyDeleted(off) || (len(s.txnHeld) > 0 && spansOverlap(s.txnHeld, off, off+1))
 }
 
 // fullySettled is fullyAcked counting records pending in transactions.
@@ -484,23 +494,28 @@ func (s *Subscription) fullySettled(off int64, n int32) bool {
 // txnHoldsAny reports whether a record of [off, off+n) is pending in a
 // transaction.
 func (s *Subscription) txnHoldsAny(off int64, n int32) bool {
-	return len(s.txnHeld) > 0 && rangesOverlap(s.txnHeld, off, off+int64(n))
+	return len(s.txnHeld) > 0 && spansOverlap(s.txnHeld, off, off+int64(n))
 }
 
 // forget drops a settled entry from dispatch for good: its redelivery
 // count goes, unless a transaction holds some of its records — then each
 // such transaction remembers the entry (and its count stays), so that an
-// abort redelivers it with its count incremented.
-func (s *Subscription) forget(off int64, n int32, hash int32) {
+// abort redelivers it with its count incremented. Only entries below the
+// read position are remembered: the tail read meets the others again
+// (and hides them again, or delivers them after an abort), and so does a
+// Key_Shared entry whose key hash the caller does not know (hashKnown
+// false: one neither delivered nor queued, which the delay index holds,
+// or another transaction remembers already).
+func (s *Subscription) forget(off int64, n int32, hash int32, hashKnown bool) {
 	if !s.txnHoldsAny(off, n) {
 		delete(s.redelivered, off)
 		return
 	}
-	end := off + int64(n)
-	for _, t := range s.txns {
-		if !rangesOverlap(t.ranges, off, end) {
-			continue
-		}
+	if !hashKnown || off >= s.readPos {
+		return
+	}
+	for _, sp := range spansWithin(s.txnHeld, AckRange{off, off + int64(n)}) {
+		t := s.txns[sp.txn]
 		if _, ok := t.hidden[off]; ok {
 			continue
 		}
@@ -521,8 +536,11 @@ func (s *Subscription) forget(off int64, n int32, hash int32) {
 // hiddenEntry returns the entry at off if a transaction took it out of
 // dispatch (its record count, for acknowledgements naming it).
 func (s *Subscription) hiddenEntry(off int64) (hiddenEntry, bool) {
-	for _, t := range s.txns {
-		if h, ok := t.hidden[off]; ok {
+	if len(s.txnHeld) == 0 {
+		return hiddenEntry{}, false
+	}
+	for _, sp := range spansWithin(s.txnHeld, AckRange{off, off + 1}) {
+		if h, ok := s.txns[sp.txn].hidden[off]; ok {
 			return h, true
 		}
 	}
@@ -531,54 +549,10 @@ func (s *Subscription) hiddenEntry(off int64) (hiddenEntry, bool) {
 
 // ---- record ranges: ascending, disjoint, adjacent ones merged ----
 
-// rangesContain reports whether a range of rs contains off.
-func rangesContain(rs []AckRange, off int64) bool {
-	i, _ := slices.BinarySearchFunc(rs, off, func(r AckRange, o int64) int { return cmp.Compare(r.To, o+1) })
-	return i < len(rs) && rs[i].From <= off
-}
-
 // rangesOverlap reports whether rs holds a record of [from, to).
 func rangesOverlap(rs []AckRange, from, to int64) bool {
-	i := firstEndingAfter(rs, from)
+	i, _ := slices.BinarySearchFunc(rs, from+1, func(r AckRange, o int64) int { return cmp.Compare(r.To, o) })
 	return i < len(rs) && rs[i].From < to
-}
-
-// firstEndingAfter is the index of the first range of rs with To > off.
-func firstEndingAfter(rs []AckRange, off int64) int {
-	i, _ := slices.BinarySearchFunc(rs, off+1, func(r AckRange, o int64) int { return cmp.Compare(r.To, o) })
-	return i
-}
-
-// rangesCover reports whether rs holds every record of r (in one range:
-// adjacent ranges are merged).
-func rangesCover(rs []AckRange, r AckRange) bool {
-	i := firstEndingAfter(rs, r.From)
-	return i < len(rs) && rs[i].From <= r.From && rs[i].To >= r.To
-}
-
-// rangesWithin returns the parts of rs inside r.
-func rangesWithin(rs []AckRange, r AckRange) []AckRange {
-	var out []AckRange
-	for i := firstEndingAfter(rs, r.From); i < len(rs) && rs[i].From < r.To; i++ {
-		out = append(out, AckRange{max(rs[i].From, r.From), min(rs[i].To, r.To)})
-	}
-	return out
-}
-
-// rangesMinus returns the parts of r outside rs.
-func rangesMinus(r AckRange, rs []AckRange) []AckRange {
-	var out []AckRange
-	at := r.From
-	for _, h := range rangesWithin(rs, r) {
-		if h.From > at {
-			out = append(out, AckRange{at, h.From})
-		}
-		at = h.To
-	}
-	if at < r.To {
-		out = append(out, AckRange{at, r.To})
-	}
-	return out
 }
 
 // rangesAdd returns rs with r added (rs is modified in place).
@@ -596,25 +570,85 @@ func rangesAdd(rs []AckRange, r AckRange) []AckRange {
 	return slices.Replace(rs, i, j, r)
 }
 
-// rangesSub returns rs without the records of r (rs is modified in place).
-func rangesSub(rs []AckRange, r AckRange) []AckRange {
-	if r.From >= r.To {
-		return rs
+// ---- the pending records of every transaction ----
+
+// txnSpan is a range of records pending in transaction txn. A list of
+// spans is ascending and disjoint; adjacent spans of one transaction are
+// merged, so the spans of a transaction are exactly its ranges.
+type txnSpan struct {
+	AckRange
+	txn TxnID
+}
+
+// spanAfter is the index of the first span of ss with To > off.
+func spanAfter(ss []txnSpan, off int64) int {
+	i, _ := slices.BinarySearchFunc(ss, off+1, func(x txnSpan, o int64) int { return cmp.Compare(x.To, o) })
+	return i
+}
+
+// spansOverlap reports whether ss holds a record of [from, to).
+func spansOverlap(ss []txnSpan, from, to int64) bool {
+	i := spanAfter(ss, from)
+	return i < len(ss) && ss[i].From < to
+}
+
+// spansWithin returns the spans of ss holding records of r, clipped to r.
+func spansWithin(ss []txnSpan, r AckRange) []txnSpan {
+	var out []txnSpan
+	for i := spanAfter(ss, r.From); i < len(ss) && ss[i].From < r.To; i++ {
+		sp := ss[i]
+		sp.From, sp.To = max(sp.From, r.From), min(sp.To, r.To)
+		out = append(out, sp)
 	}
-	i := firstEndingAfter(rs, r.From)
+	return out
+}
+
+// spansMinus returns the parts of r no span of ss holds.
+func spansMinus(r AckRange, ss []txnSpan) []AckRange {
+	var out []AckRange
+	at := r.From
+	for _, sp := range spansWithin(ss, r) {
+		if sp.From > at {
+			out = append(out, AckRange{at, sp.From})
+		}
+		at = sp.To
+	}
+	if at < r.To {
+		out = append(out, AckRange{at, r.To})
+	}
+	return out
+}
+
+// spansAdd returns ss with r added for txn (ss is modified in place). No
+// span of another transaction may hold a record of r; one may touch it.
+func spansAdd(ss []txnSpan, txn TxnID, r AckRange) []txnSpan {
+	if r.From >= r.To {
+		return ss
+	}
+	i, _ := slices.BinarySearchFunc(ss, r.From, func(x txnSpan, o int64) int { return cmp.Compare(x.To, o) })
 	j := i
-	for j < len(rs) && rs[j].From < r.To {
+	var before, after []txnSpan // other transactions' spans touching r
+	for ; j < len(ss) && ss[j].From <= r.To; j++ {
+		switch {
+		case ss[j].txn == txn:
+			r.From, r.To = min(r.From, ss[j].From), max(r.To, ss[j].To)
+		case ss[j].To <= r.From:
+			before = append(before, ss[j])
+		default:
+			after = append(after, ss[j])
+		}
+	}
+	repl := append(append(before, txnSpan{r, txn}), after...)
+	return slices.Replace(ss, i, j, repl...)
+}
+
+// spansRemove returns ss without the spans inside r, which must all be of
+// one transaction (one of its ranges; ss is modified in place).
+func spansRemove(ss []txnSpan, r AckRange) []txnSpan {
+	i := spanAfter(ss, r.From)
+	j := i
+	for j < len(ss) && ss[j].From < r.To {
 		j++
 	}
-	if i == j {
-		return rs
-	}
-	var keep []AckRange
-	if rs[i].From < r.From {
-		keep = append(keep, AckRange{rs[i].From, r.From})
-	}
-	if rs[j-1].To > r.To {
-		keep = append(keep, AckRange{r.To, rs[j-1].To})
-	}
-	return slices.Replace(rs, i, j, keep...)
+	return slices.Delete(ss, i, j)
 }

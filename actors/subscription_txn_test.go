@@ -64,7 +64,7 @@ func deliverAll(t *testing.T, s *Subscription, typ SubType, es []lakestream.Entr
 	t.Helper()
 	txnLog = es
 	must(t)(s.AddConsumer(1, typ))
-	_, reads := split(must(t)(s.Flow(1, 1000)))
+	_, reads := split(must(t)(s.Flow(1, 1<<30)))
 	d, _ := split(s.OnRead(reads[0].(ReadTail).Gen, true, es))
 	if len(d) != len(es) {
 		t.Fatalf("delivered %d of %d entries", len(d), len(es))
@@ -451,22 +451,39 @@ func TestAckRanges(t *testing.T) {
 	if !slices.Equal(rs, []AckRange{{0, 3}, {5, 6}, {10, 14}}) {
 		t.Fatalf("add: %v", rs)
 	}
-	if !rangesContain(rs, 2) || rangesContain(rs, 3) || !rangesContain(rs, 13) || rangesContain(rs, 14) {
-		t.Fatal("contain")
+	if !rangesOverlap(rs, 4, 6) || rangesOverlap(rs, 3, 5) || !rangesOverlap(rs, 13, 20) || rangesOverlap(rs, 14, 20) {
+		t.Fatal("overlap")
 	}
-	if !rangesOverlap(rs, 4, 6) || rangesOverlap(rs, 3, 5) || !rangesCover(rs, AckRange{10, 14}) || rangesCover(rs, AckRange{4, 6}) {
-		t.Fatal("overlap/cover")
+	if rs = rangesAdd(rs, AckRange{0, 20}); !slices.Equal(rs, []AckRange{{0, 20}}) {
+		t.Fatalf("add over all: %v", rs)
 	}
-	if got := rangesMinus(AckRange{1, 12}, rs); !slices.Equal(got, []AckRange{{3, 5}, {6, 10}}) {
+
+	// Spans: A [0,3) [5,6), B [3,5) [6,8); A's touching spans merge, B's
+	// stay apart.
+	var ss []txnSpan
+	for _, x := range []struct {
+		txn TxnID
+		r   AckRange
+	}{{txnA, AckRange{0, 2}}, {txnB, AckRange{3, 5}}, {txnA, AckRange{5, 6}}, {txnB, AckRange{6, 8}}, {txnA, AckRange{1, 3}}} {
+		ss = spansAdd(ss, x.txn, x.r)
+	}
+	want := []txnSpan{{AckRange{0, 3}, txnA}, {AckRange{3, 5}, txnB}, {AckRange{5, 6}, txnA}, {AckRange{6, 8}, txnB}}
+	if !slices.Equal(ss, want) {
+		t.Fatalf("spans %v", ss)
+	}
+	if got := spansWithin(ss, AckRange{4, 7}); !slices.Equal(got, []txnSpan{{AckRange{4, 5}, txnB}, {AckRange{5, 6}, txnA}, {AckRange{6, 7}, txnB}}) {
+		t.Fatalf("within: %v", got)
+	}
+	if got := spansMinus(AckRange{-2, 10}, ss); !slices.Equal(got, []AckRange{{-2, 0}, {8, 10}}) {
 		t.Fatalf("minus: %v", got)
 	}
-	rs = rangesSub(rs, AckRange{1, 11})
-	if !slices.Equal(rs, []AckRange{{0, 1}, {11, 14}}) {
-		t.Fatalf("sub: %v", rs)
+	ss = spansAdd(ss, txnB, AckRange{8, 9})
+	ss = spansRemove(ss, AckRange{5, 6})
+	if !slices.Equal(ss, []txnSpan{{AckRange{0, 3}, txnA}, {AckRange{3, 5}, txnB}, {AckRange{6, 9}, txnB}}) {
+		t.Fatalf("after remove: %v", ss)
 	}
-	rs = rangesAdd(rs, AckRange{0, 20})
-	if !slices.Equal(rs, []AckRange{{0, 20}}) {
-		t.Fatalf("add over all: %v", rs)
+	if spansOverlap(ss, 5, 6) || !spansOverlap(ss, 5, 7) {
+		t.Fatal("overlap")
 	}
 }
 
@@ -575,5 +592,73 @@ func TestSubscriptionActorTxnAcks(t *testing.T) {
 	}
 	if err := sub.EndTxn(txnB, true); err != nil {
 		t.Fatalf("ending an ended transaction: %v", err)
+	}
+}
+
+// Key_Shared: an entry hidden while queued for redelivery keeps its key
+// hash, so its abort queues it under its key (and its key's order).
+func TestTxnKeySharedAbortKeepsKeyHash(t *testing.T) {
+	es := keyedEntries(t, "a", "b", "a")
+	txnLog = es
+	s := NewSubscription(SubscriptionConfig{Type: SubKeyShared}, newFakeAcks(), 0)
+	must(t)(s.AddKeySharedConsumer(1, KeySharedPolicy{}, ConsumerMeta{Name: "c1"}))
+	_, reads := split(must(t)(s.Flow(1, 100)))
+	if d, _ := split(s.OnRead(reads[0].(ReadTail).Gen, true, es)); len(d) != 3 {
+		t.Fatalf("delivered %v", d)
+	}
+	must(t)(s.AddKeySharedConsumer(2, KeySharedPolicy{}, ConsumerMeta{Name: "c2"}))
+	s.RemoveConsumer(1) // everything waits for redelivery (2 has no permits)
+	mustAckTxn(t, s, 2, txnA, AckIndividual, entryIDs(0))
+	r := replayOf(must(t)(s.Flow(2, 100)))
+	if d, _ := split(s.OnRead(r.Gen, false, es)); !slices.Equal(offsetsOf(d), []int64{1, 2}) {
+		t.Fatalf("redelivered %v, want 1 and 2", offsetsOf(d))
+	}
+	acts, _ := s.EndTxn(txnA, false)
+	if r = replayOf(acts); r == nil || !slices.Equal(r.Offsets, []int64{0}) {
+		t.Fatalf("after abort: %v", acts)
+	}
+	if h := s.replayHash[0]; h != EntryKeyHash(es[0].Payload) {
+		t.Fatalf("queued under hash %d, want the key's %d", h, EntryKeyHash(es[0].Payload))
+	}
+	d, _ := split(s.OnRead(r.Gen, false, es[:1]))
+	if len(d) != 1 || d[0].ConsumerID != 2 || d[0].RedeliveryCount != 1 {
+		t.Fatalf("after abort %+v", d)
+	}
+}
+
+// A transaction that hid more entries than it remembers reads the log
+// again on abort from the first it did not remember: nothing is lost.
+func TestTxnAbortBeyondRememberedEntries(t *testing.T) {
+	n := txnHiddenEntriesMax + 100
+	sizes := make([]int32, n)
+	for i := range sizes {
+		sizes[i] = 1
+	}
+	es := entries(sizes...)
+	s := NewSubscription(SubscriptionConfig{Type: SubExclusive, ReadMaxRecords: n}, newFakeAcks(), 0)
+	deliverAll(t, s, SubExclusive, es)
+	mustAckTxn(t, s, 1, txnA, AckCumulative, entryIDs(int64(n-1)))
+	if s.PendingEntries() != 0 {
+		t.Fatalf("%d entries still pending", s.PendingEntries())
+	}
+	acts, err := s.EndTxn(txnA, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := replayOf(acts)
+	if r == nil {
+		t.Fatalf("abort: %v", acts)
+	}
+	// Every entry is queued again or at or above the read position.
+	queued := len(s.replay)
+	from := s.ReadPosition()
+	missing := 0
+	for off := int64(0); off < from; off++ {
+		if _, ok := s.records[off]; !ok {
+			missing++
+		}
+	}
+	if queued != txnHiddenEntriesMax || from >= int64(n) || missing != 0 {
+		t.Fatalf("queued %d, read position %d, %d entries below it lost", queued, from, missing)
 	}
 }
