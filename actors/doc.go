@@ -66,9 +66,11 @@
 // other storage I/O off the actor, with these exceptions, all rare and
 // bounded by a timeout: the subscription actor persists its cursor when a
 // consumer leaves, recreates it on a seek, deletes it on unsubscribe,
-// closes it when the subscription closes, and looks up the entries of
-// acknowledgements still waiting before a consumer leaves or the
-// subscription closes; a stopping partition closes its internal cursors.
+// closes it when the subscription closes, persists it when a transaction's
+// acknowledgements commit (EndTxn, once per transaction), and looks up the
+// entries of acknowledgements still waiting before a consumer leaves or
+// the subscription closes; a stopping partition closes its internal
+// cursors.
 //
 // Bounds, and what happens at each:
 //
@@ -87,6 +89,11 @@
 //	acks waiting lookups    SubscriptionConfig.AckQueueMaxIDs (10000): an ack
 //	                        beyond it is refused with ErrAckQueueFull and its
 //	                        messages are redelivered later
+//	pending txn acks        SubscriptionConfig.TxnAckRangesMax record ranges
+//	                        per transaction (10000) and TxnPendingMax
+//	                        transactions (10000) per subscription: an ack in
+//	                        a transaction beyond either is refused with
+//	                        ErrTxnAckLimit
 //	reads                   one read in flight per subscription, of at most
 //	                        ReadMaxRecords records and ReadMaxBytes bytes
 //	delayed entries         the delay index's bound (delayed.go): the entry
@@ -137,6 +144,11 @@
 //	                       an ack of an entry it does not hold waits, with the
 //	                       acks after it, for the entry's record count from
 //	                       the log (ResolveEntries), so it covers the whole entry
+//	subscription_txn.go    acknowledgements in transactions (docs/transactions.md):
+//	                       pending record ranges per transaction, hidden from
+//	                       dispatch; commit applies them to the cursor, abort
+//	                       redelivers; conflicts as Pulsar's pending-ack
+//	                       handle; export and restore for a new owner
 //	delayed.go             the bounded delay index of Shared and Key_Shared
 //	                       subscriptions (deliver_at_time; docs/delayed-delivery.md)
 //	keyshared.go           Key_Shared: sticky-key hash (Murmur3_32 mod 65536,

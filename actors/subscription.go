@@ -259,6 +259,14 @@ type SubscriptionConfig struct {
 	// subscription's dispatch while its consumers hold this many
 	// unacknowledged records, until half, in records. 0: no limit.
 	MaxUnackedPerSubscription int64
+	// TxnAckRangesMax bounds what one transaction holds pending on the
+	// subscription, in record ranges (AckTxn beyond it: ErrTxnAckLimit).
+	// Default 10000.
+	TxnAckRangesMax int
+	// TxnPendingMax bounds the transactions holding pending
+	// acknowledgements on the subscription, in transactions (AckTxn of
+	// one more: ErrTxnAckLimit). Default 10000.
+	TxnPendingMax int
 }
 
 type subConsumer struct {
@@ -297,6 +305,9 @@ type waitingAck struct {
 	token uint64
 	kind  AckKind
 	ids   []AckID
+	// inTxn: an acknowledgement in transaction txn (AckTxn).
+	txn   TxnID
+	inTxn bool
 }
 
 type pendingEntry struct {
@@ -325,9 +336,11 @@ type hashHold struct {
 //
 // Invariants: an entry offset is in at most one of pending, replay and
 // delayed; pending entries were delivered to a consumer that is still
-// attached; every unacknowledged entry below readPos is in one of them or
-// above the delay index's eviction point; readPos only moves forward
-// except on Rewind and a delay-index rescan.
+// attached; every unacknowledged entry below readPos is in one of them,
+// above the delay index's eviction point, or wholly settled with records
+// pending in a transaction that remembers it (pendingTxn.hidden, or at or
+// above its rewindFrom); readPos only moves forward except on Rewind, a
+// delay-index rescan and the abort of a transaction that overflowed.
 type Subscription struct {
 	cfg  SubscriptionConfig
 	acks AckState
@@ -350,7 +363,7 @@ type Subscription struct {
 	pending     map[int64]pendingEntry // delivered, not fully acknowledged
 	replay      []int64                // entry offsets to redeliver, ascending, unique
 	records     map[int64]int32        // record counts of entries in replay
-	redelivered map[int64]uint32       // redelivery counts of entries in pending or replay
+	redelivered map[int64]uint32       // redelivery counts of entries in pending or replay, or hidden by a transaction
 	closed      bool
 
 	// Acknowledgements waiting for entry headers, in arrival order, and
@@ -379,6 +392,11 @@ type Subscription struct {
 	unacked   int64
 	blocked   bool
 	unblocked bool
+
+	// Transactional acknowledgements (subscription_txn.go): what each
+	// transaction holds pending, and all their ranges as spans.
+	txns    map[TxnID]*pendingTxn
+	txnHeld []txnSpan
 }
 
 // NewSubscription returns a machine whose tail read starts at readFrom
@@ -402,6 +420,12 @@ func NewSubscription(cfg SubscriptionConfig, acks AckState, readFrom int64) *Sub
 	if cfg.DelayedMaxEntries <= 0 {
 		cfg.DelayedMaxEntries = 100000
 	}
+	if cfg.TxnAckRangesMax <= 0 {
+		cfg.TxnAckRangesMax = 10000
+	}
+	if cfg.TxnPendingMax <= 0 {
+		cfg.TxnPendingMax = 10000
+	}
 	if cfg.Now == nil {
 		cfg.Now = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -419,6 +443,7 @@ func NewSubscription(cfg SubscriptionConfig, acks AckState, readFrom int64) *Sub
 		replayHash:   map[int64]int32{},
 		replayByHash: map[int32][]int64{},
 		delayed:      newDelayIndex(cfg.DelayedMaxEntries),
+		txns:         map[TxnID]*pendingTxn{},
 	}
 }
 
@@ -466,7 +491,9 @@ func (s *Subscription) Tick() []Action {
 	}
 	s.wakeAt = 0
 	for _, e := range s.delayed.popDue(s.cfg.Now()) {
-		if !s.fullyAcked(e.offset, e.records) {
+		if s.fullySettled(e.offset, e.records) {
+			s.forget(e.offset, e.records, e.hash, true)
+		} else {
 			s.addReplay(e.offset, e.records, e.hash)
 		}
 	}
@@ -832,13 +859,19 @@ func (s *Subscription) SinkReady(id uint64) []Action {
 // Acknowledgements of a consumer that left meanwhile are still applied:
 // they acknowledge the subscription's messages, not the consumer's.
 func (s *Subscription) Ack(token, id uint64, kind AckKind, ids []AckID) []Action {
+	return s.ack(waitingAck{token: token, kind: kind, ids: ids}, id)
+}
+
+// ack applies w from consumer id, or queues it behind the lookups it or
+// the acknowledgements before it need.
+func (s *Subscription) ack(w waitingAck, id uint64) []Action {
+	token, ids := w.token, w.ids
 	switch {
 	case s.closed:
 		return []Action{AckDone{Token: token, Err: ErrSubscriptionClosed}}
 	case s.find(id) < 0:
 		return []Action{AckDone{Token: token, Err: fmt.Errorf("%w: %d", ErrUnknownConsumer, id)}}
 	}
-	w := waitingAck{token: token, kind: kind, ids: ids}
 	if len(s.acksWaiting) == 0 && s.knowsAll(w) {
 		out := []Action{AckDone{Token: token, Err: s.applyAck(w)}}
 		return append(out, s.afterAcks()...)
@@ -862,6 +895,18 @@ func (s *Subscription) OnResolved(gen uint64, rs []Resolved) []Action {
 	for _, r := range rs {
 		s.headers[r.Offset] = r
 	}
+	out := s.applyKnownAcks()
+	out = append(out, s.resolveNext()...)
+	if len(out) > 0 {
+		out = append(out, s.afterAcks()...)
+	}
+	return out
+}
+
+// applyKnownAcks applies the waiting acknowledgements at the head of the
+// queue whose entries are all known, in arrival order, and drops the
+// lookup answers no waiting acknowledgement names any more.
+func (s *Subscription) applyKnownAcks() []Action {
 	var out []Action
 	for len(s.acksWaiting) > 0 && s.knowsAll(s.acksWaiting[0]) {
 		w := s.acksWaiting[0]
@@ -883,10 +928,6 @@ func (s *Subscription) OnResolved(gen uint64, rs []Resolved) []Action {
 			}
 		}
 		maps.DeleteFunc(s.headers, func(off int64, _ Resolved) bool { return !named[off] })
-	}
-	out = append(out, s.resolveNext()...)
-	if len(out) > 0 {
-		out = append(out, s.afterAcks()...)
 	}
 	return out
 }
@@ -979,7 +1020,8 @@ type ackedEntry struct {
 func (e ackedEntry) end() int64 { return e.off + e.records }
 
 // entryOf returns the entry an id names, if the machine knows it: one it
-// delivered or queued for redelivery, or one a lookup answered. A
+// delivered or queued for redelivery, one a lookup answered, or one a
+// transaction took out of dispatch. A
 // cumulative ack without ack_set needs only the entry's end, known when
 // the next entry starts right after the id (the clients' "entryId - 1").
 func (s *Subscription) entryOf(a AckID, kind AckKind) (ackedEntry, bool) {
@@ -1001,6 +1043,9 @@ func (s *Subscription) entryOf(a AckID, kind AckKind) (ackedEntry, bool) {
 			return ackedEntry{off: off, invalid: fmt.Errorf("%w: acknowledged offset %d: %w", lakestream.ErrInvalidArgument, off, r.Err)}, true
 		}
 	}
+	if h, ok := s.hiddenEntry(off); ok {
+		return ackedEntry{off: off, records: int64(h.records)}, true
+	}
 	if kind == AckCumulative && a.AckSet == nil {
 		next := off + 1
 		if _, ok := s.pending[next]; ok {
@@ -1015,6 +1060,9 @@ func (s *Subscription) entryOf(a AckID, kind AckKind) (ackedEntry, bool) {
 
 // applyAck applies an acknowledgement whose entries are all known.
 func (s *Subscription) applyAck(w waitingAck) error {
+	if w.inTxn {
+		return s.applyTxnAck(w)
+	}
 	var errs []error
 	for _, a := range w.ids {
 		e, _ := s.entryOf(a, w.kind)
@@ -1217,12 +1265,21 @@ func (s *Subscription) fullyAcked(off int64, n int32) bool {
 	return true
 }
 
+// forgetIfAcked drops the pending entry at off (n records) from dispatch
+// when all of it is acknowledged or pending in transactions.
 func (s *Subscription) forgetIfAcked(off int64, n int32) {
-	if !s.fullyAcked(off, n) {
+	if !s.fullySettled(off, n) {
 		return
 	}
+	// The key hash of an entry the machine holds (Key_Shared).
+	hash, known := int32(0), s.cfg.Type != SubKeyShared
+	if p, ok := s.pending[off]; ok {
+		hash, known = p.hash, true
+	} else if h, ok := s.replayHash[off]; ok {
+		hash, known = h, true
+	}
 	s.unpend(off)
-	delete(s.redelivered, off)
+	s.forget(off, n, hash, known)
 }
 
 // unpend removes off from pending (and its key's hold).
@@ -1269,8 +1326,8 @@ func (s *Subscription) requeue(f func(pendingEntry, int64) bool, countRedelivery
 			continue
 		}
 		s.unpend(off)
-		if s.fullyAcked(off, p.records) {
-			delete(s.redelivered, off)
+		if s.fullySettled(off, p.records) {
+			s.forget(off, p.records, p.hash, true)
 			continue
 		}
 		if countRedelivery {
@@ -1344,9 +1401,12 @@ func (s *Subscription) pick() *subConsumer {
 	return nil
 }
 
+// ackSetOf returns the ack_set an entry is delivered with (nil: whole) and
+// its records still to deliver: those neither acknowledged nor pending in
+// a transaction.
 func (s *Subscription) ackSetOf(e lakestream.EntryHeader) (set []int64, unacked int32) {
 	if e.Records <= 1 {
-		if s.fullyAcked(e.Offset, e.Records) {
+		if s.fullySettled(e.Offset, e.Records) {
 			return nil, 0
 		}
 		return nil, e.Records
@@ -1354,7 +1414,7 @@ func (s *Subscription) ackSetOf(e lakestream.EntryHeader) (set []int64, unacked 
 	partial := false
 	set = protocol.AckSetAllUnacked(int(e.Records))
 	for i := int32(0); i < e.Records; i++ {
-		if s.acks.IsIndividuallyDeleted(e.Offset + int64(i)) {
+		if s.settled(e.Offset + int64(i)) {
 			set[i/64] &^= int64(uint64(1) << (i % 64))
 			partial = true
 		} else {
@@ -1404,7 +1464,11 @@ func (s *Subscription) dispatchEntries(entries []lakestream.Entry) []Action {
 		}
 		set, unacked := s.ackSetOf(e.EntryHeader)
 		if unacked == 0 {
-			delete(s.redelivered, e.Offset)
+			var hash int32
+			if keyShared && s.txnHoldsAny(e.Offset, e.Records) {
+				hash = EntryKeyHash(e.Payload)
+			}
+			s.forget(e.Offset, e.Records, hash, true)
 			continue
 		}
 		if s.delays() {

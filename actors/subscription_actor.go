@@ -121,6 +121,24 @@ type (
 		id      uint64
 		offsets []int64
 	}
+	ackTxnMsg struct {
+		id    uint64
+		txn   TxnID
+		kind  AckKind
+		ids   []AckID
+		reply func(ranges []AckRange, cumulative bool, err error)
+	}
+	endTxnMsg struct {
+		txn    TxnID
+		commit bool
+		reply  chan error
+	}
+	restoreTxnMsg struct {
+		txn        TxnID
+		ranges     []AckRange
+		cumulative bool
+		reply      chan error
+	}
 	unsubscribeMsg struct {
 		id    uint64
 		reply chan error
@@ -189,6 +207,11 @@ type SubscriptionInfo struct {
 	// KeySharedMode is "AUTO_SPLIT" or "STICKY" for a Key_Shared
 	// subscription with consumers, else "".
 	KeySharedMode string
+	// PendingAckTxns is the number of transactions holding pending
+	// acknowledgements on the subscription; PendingAckRecords the records
+	// in their ranges (Subscription.PendingAckRecords).
+	PendingAckTxns    int
+	PendingAckRecords int64
 }
 
 // UnackedRecords is the number of records in [first, next) that are
@@ -306,6 +329,42 @@ func (a *SubscriptionActor) Ack(id uint64, kind AckKind, ids []AckID, reply func
 	if err := a.tell(ackMsg{id: id, kind: kind, ids: ids, reply: reply}); err != nil && reply != nil {
 		reply(err)
 	}
+}
+
+// AckTxn acknowledges in transaction txn (Subscription.AckTxn): the
+// records become pending for txn, the cursor does not move. reply (may be
+// nil) is called on the actor's goroutine once the acknowledgement is
+// applied, with every range txn holds pending on the subscription then
+// and whether they came from a cumulative acknowledgement — what the
+// caller persists (txn-acks/…) before it answers the client, and gives
+// RestoreTxnAcks on a new owner — or with the error that refused it
+// (ErrTxnConflict, ErrTxnAckLimit, …; ranges nil). When the actor has
+// stopped already, reply is called at once on the caller's goroutine
+// with ErrSubscriptionClosed.
+func (a *SubscriptionActor) AckTxn(id uint64, txn TxnID, kind AckKind, ids []AckID, reply func(ranges []AckRange, cumulative bool, err error)) {
+	if err := a.tell(ackTxnMsg{id: id, txn: txn, kind: kind, ids: ids, reply: reply}); err != nil && reply != nil {
+		reply(nil, false, err)
+	}
+}
+
+// EndTxn commits or aborts what transaction txn holds pending on the
+// subscription (Subscription.EndTxn) and returns once it is applied — for
+// a commit of a durable cursor, once the cursor is persisted too
+// (bounded by 5 s), so that the caller may then delete the persisted
+// pending acks. An error means they may not be: call EndTxn again (a
+// commit of a transaction applied already persists the cursor again).
+// Unknown txn: nil.
+func (a *SubscriptionActor) EndTxn(txn TxnID, commit bool) error {
+	r := make(chan error, 1)
+	return a.call(endTxnMsg{txn: txn, commit: commit, reply: r}, r)
+}
+
+// RestoreTxnAcks makes ranges pending for txn again
+// (Subscription.RestoreTxnAcks): a new owner calls it with what AckTxn's
+// replies persisted, before consumers attach.
+func (a *SubscriptionActor) RestoreTxnAcks(txn TxnID, ranges []AckRange, cumulative bool) error {
+	r := make(chan error, 1)
+	return a.call(restoreTxnMsg{txn: txn, ranges: ranges, cumulative: cumulative, reply: r}, r)
 }
 
 // tell queues a request that has no answer of its own.
@@ -453,6 +512,26 @@ func (h *subHandler) Receive(msg any) {
 			h.ackReplies[h.ackSeq] = m.reply
 		}
 		h.run(h.sm.Ack(h.ackSeq, m.id, m.kind, m.ids))
+	case ackTxnMsg:
+		h.ackSeq++
+		if m.reply != nil {
+			txn, reply := m.txn, m.reply
+			h.ackReplies[h.ackSeq] = func(err error) {
+				if err != nil {
+					reply(nil, false, err)
+					return
+				}
+				rs, cum := h.sm.TxnAcks(txn)
+				reply(rs, cum, nil)
+			}
+		}
+		h.run(h.sm.AckTxn(h.ackSeq, m.id, m.txn, m.kind, m.ids))
+	case endTxnMsg:
+		h.endTxn(m)
+	case restoreTxnMsg:
+		acts, err := h.sm.RestoreTxnAcks(m.txn, m.ranges, m.cumulative)
+		m.reply <- err
+		h.run(acts)
 	case resolveDoneMsg:
 		if m.err != nil {
 			h.sm.OnResolveFailed(m.gen)
@@ -525,7 +604,33 @@ func (h *subHandler) receiveStopped(msg any) {
 		m.reply <- SubscriptionInfo{}
 	case expireMsg:
 		m.reply <- ErrSubscriptionClosed
+	case ackTxnMsg:
+		if m.reply != nil {
+			m.reply(nil, false, ErrSubscriptionClosed)
+		}
+	case endTxnMsg:
+		m.reply <- ErrSubscriptionClosed
+	case restoreTxnMsg:
+		m.reply <- ErrSubscriptionClosed
 	}
+}
+
+// endTxn applies EndTxn. A commit is persisted before the answer: the
+// caller deletes the transaction's persisted pending acks once it has
+// it, and after that only the cursor remembers them. Like a consumer's
+// leave, that is cursor I/O on the actor, bounded by closePersistTimeout;
+// it is one write per transaction ended, not per acknowledgement.
+func (h *subHandler) endTxn(m endTxnMsg) {
+	acts, err := h.sm.EndTxn(m.txn, m.commit)
+	if err == nil && m.commit && h.opts.Cursor.Durable() {
+		ctx, cancel := context.WithTimeout(h.ctx, closePersistTimeout)
+		if err = h.opts.Cursor.PersistState(ctx); err != nil {
+			err = fmt.Errorf("persisting the cursor after committing transaction %s: %w", m.txn, err)
+		}
+		cancel()
+	}
+	m.reply <- err
+	h.run(acts)
 }
 
 // removeConsumer detaches consumer m.id and persists the cursor.
@@ -580,7 +685,7 @@ func (h *subHandler) info() SubscriptionInfo {
 		ConsumerCounts: h.sm.ConsumerCounts(), Delayed: h.sm.DelayedEntries(),
 		PersistedMarkDeleteOffset: h.opts.Cursor.PersistedMarkDeleteOffset(),
 		BlockedOnUnacked:          blocked, UnackedMessages: h.sm.UnackedRecords(),
-		KeySharedMode: h.sm.KeySharedMode()}
+		KeySharedMode: h.sm.KeySharedMode(), PendingAckTxns: len(h.sm.PendingTxns()), PendingAckRecords: h.sm.PendingAckRecords()}
 }
 
 // addConsumer attaches a consumer: its reservation for SinkReady, then the
@@ -665,9 +770,19 @@ func (h *subHandler) seek(target int64) error {
 		return err
 	}
 	h.opts.Cursor = cursor
+	prev := h.sm
 	h.sm = NewSubscription(SubscriptionConfig{Type: h.opts.Type, ReadMaxRecords: h.opts.ReadMaxRecords,
 		PartitionIndex: h.opts.PartitionIndex, ReadGenBase: h.sm.ReadGen() + 1,
 		MaxUnackedPerConsumer: h.opts.MaxUnackedPerConsumer, MaxUnackedPerSubscription: h.opts.MaxUnackedPerSubscription}, cursor, target)
+	// Pending acknowledgements belong to their transactions, not to the
+	// cursor position: they survive the reset (those below target commit
+	// as no-ops).
+	for _, txn := range prev.PendingTxns() {
+		rs, cum := prev.TxnAcks(txn)
+		if _, err := h.sm.RestoreTxnAcks(txn, rs, cum); err != nil {
+			h.opts.Logger.Warn("seek: keeping pending acknowledgements", "sub", h.opts.Name, "txn", txn.String(), "err", err)
+		}
+	}
 	return nil
 }
 

@@ -72,6 +72,11 @@ func serverError(err error) pb.ServerError {
 	case errors.Is(err, actors.ErrSubscriptionClosed),
 		errors.Is(err, actors.ErrAckQueueFull):
 		return pb.ServerError_ServiceNotReady
+	case errors.Is(err, actors.ErrTxnConflict):
+		return pb.ServerError_TransactionConflict
+	case errors.Is(err, actors.ErrTxnAckLimit):
+		// Retrying does not help the transaction: it must end first.
+		return pb.ServerError_NotAllowedError
 
 	case errors.Is(err, lakestream.ErrNoSuchStream),
 		errors.Is(err, lakestream.ErrNoSuchNamespace),

@@ -17,6 +17,8 @@ func TestActorBoundsHaveServerErrors(t *testing.T) {
 	}{
 		{actors.ErrPartitionBusy, pb.ServerError_ServiceNotReady},
 		{actors.ErrSubscriptionBusy, pb.ServerError_ConsumerBusy},
+		{actors.ErrTxnConflict, pb.ServerError_TransactionConflict},
+		{actors.ErrTxnAckLimit, pb.ServerError_NotAllowedError},
 	} {
 		if got := serverError(fmt.Errorf("wrapped: %w", c.err)); got != c.want {
 			t.Errorf("%v: %v, want %v", c.err, got, c.want)
