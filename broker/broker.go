@@ -59,7 +59,7 @@ type Config struct {
 	SuperUserRoles []string
 	// Txn is the node's transaction coordinator (docs/transactions.md);
 	// nil: transactions are off.
-	Txn *txn.Coordinator
+	Txn txn.Coordinator
 }
 
 // Broker owns topic behaviour behind a Go API: the front doors (the
@@ -77,7 +77,7 @@ type Broker struct {
 }
 
 // Txn is the node's transaction coordinator (nil: transactions are off).
-func (b *Broker) Txn() *txn.Coordinator { return b.cfg.Txn }
+func (b *Broker) Txn() txn.Coordinator { return b.cfg.Txn }
 
 // New returns a Broker over cfg.Catalog.
 func New(cfg Config) (*Broker, error) {

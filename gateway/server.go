@@ -126,7 +126,7 @@ type Config struct {
 	SuperUserRoles []string
 	// Txn is the node's transaction coordinator (docs/transactions.md);
 	// nil: transactions are off and their requests are refused.
-	Txn *txn.Coordinator
+	Txn txn.Coordinator
 	// AuthRefreshGrace is how long a client has to answer AUTH_CHALLENGE
 	// with fresh credentials once its own expired. Default 30 s.
 	AuthRefreshGrace time.Duration

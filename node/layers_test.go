@@ -69,6 +69,11 @@ func TestLayers(t *testing.T) {
 		// The table layer does not wire nodes, and meets the broker only
 		// through the contract (the materialization job, the trim floor).
 		"tables": {"node", "gateway", "actors", "broker", "admin"},
+		// The transaction coordinator: its identity and interface import
+		// nothing of lakegate (the front doors hold it); its
+		// implementation reaches the metadata store, no front door.
+		"txn":    {"engine", "tables", "node", "meta", "objstore", "gateway", "admin", "broker", "kafka", "actors", "nodehttp", "lakehouse"},
+		"txn/tc": {"engine", "tables", "node", "objstore", "gateway", "admin", "broker", "kafka", "actors", "nodehttp", "lakehouse"},
 		// The storage node (and lakegate:// URIs) stays below the front
 		// doors: node/assembly wires them, above it.
 		"node": {"gateway", "nodehttp", "node/assembly", "broker", "admin"},

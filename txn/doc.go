@@ -1,21 +1,14 @@
-// Package txn is the transaction coordinator (docs/transactions.md; issue
-// #30): transactions' records in the metadata store, their outcome, their
-// timeouts, and the pending acknowledgements subscriptions keep for them.
-// It is front-door neutral: the Pulsar gateway's TC commands (and the
-// Kafka listener's transactional requests) call it. A transaction's
-// messages are the engine's: staged appends of the staging set the
-// transaction names (lakestream.Staging), committed into every log in one
-// commit record, or discarded.
+// Package txn names transactions (docs/transactions.md; issue #30): a
+// transaction's ID, its state and record, the coordinator's errors, and
+// Coordinator, the interface through which the front doors (the Pulsar
+// gateway's TC commands, later the Kafka listener's transactional
+// requests) and the broker use the transaction coordinator. It imports
+// nothing of the storage side; txn/tc implements Coordinator on the
+// metadata store, and the node's assembly hands it over.
 //
-// Coordinator i is served by the owner of the ownership unit
-// "txn-coordinator:<i>". Ownership routes requests and runs the timeouts;
-// it is not what keeps the records right: every write compares the
-// revision it read, so two nodes that both believe they serve a coordinator
-// (one paused past its session) cannot both change a transaction.
+// A transaction's messages are the engine's: staged appends of the
+// staging set the transaction names (ID.Set, lakestream.Staging),
+// committed into every log in one commit record, or discarded.
 //
-//	coordinator.go  Config, Coordinator: the coordinators this node serves,
-//	                NEW, ADD_PARTITION, ADD_SUBSCRIPTION, END, timeouts
-//	record.go       ID, State, Record and their keys
-//	acks.go         pending acknowledgements in the metadata store, and the
-//	                watch that tells subscriptions how transactions ended
+//	record.go  ID, State, Sub, Record, Unit, the errors, Coordinator
 package txn

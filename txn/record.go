@@ -1,11 +1,12 @@
 package txn
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ID names a transaction as Pulsar does: Most is its coordinator, Least
@@ -55,69 +56,64 @@ type Record struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func (r Record) encode() []byte {
-	b, _ := json.Marshal(r) // plain fields: cannot fail
-	return b
-}
-
-func decodeRecord(b []byte) (Record, error) {
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Record{}, fmt.Errorf("txn: corrupt transaction record: %w", err)
-	}
-	return r, nil
-}
-
-// keys builds the coordinator's metadata keys under one root.
-type keys struct{ root string }
-
-func (k keys) tcPrefix(tc uint64) string  { return fmt.Sprintf("%stxn/%d/", k.root, tc) }
-func (k keys) next(tc uint64) string      { return k.tcPrefix(tc) + "next" }
-func (k keys) recPrefix(tc uint64) string { return k.tcPrefix(tc) + "t/" }
-func (k keys) rec(id ID) string           { return fmt.Sprintf("%s%016x", k.recPrefix(id.Most), id.Least) }
-func (k keys) txnPrefix() string          { return k.root + "txn/" }
-
-// idOfRec parses a transaction record's key.
-func (k keys) idOfRec(key string) (ID, bool) {
-	rest, ok := strings.CutPrefix(key, k.txnPrefix())
-	if !ok {
-		return ID{}, false
-	}
-	tcs, least, ok := strings.Cut(rest, "/t/")
-	if !ok {
-		return ID{}, false
-	}
-	tc, err1 := strconv.ParseUint(tcs, 10, 64)
-	l, err2 := strconv.ParseUint(least, 16, 64)
-	if err1 != nil || err2 != nil || len(least) != 16 {
-		return ID{}, false
-	}
-	return ID{Most: tc, Least: l}, true
-}
-
-// Pending acknowledgements: txn-acks/<topic>/<sub>/<most>-<least>, topic
-// and subscription path-escaped so that neither's slashes can make two
-// pairs share a prefix.
-func (k keys) acksPrefix(topic, sub string) string {
-	return k.root + "txn-acks/" + url.PathEscape(topic) + "/" + url.PathEscape(sub) + "/"
-}
-func (k keys) acks(topic, sub string, id ID) string {
-	return fmt.Sprintf("%s%d-%d", k.acksPrefix(topic, sub), id.Most, id.Least)
-}
-
-func parseAcksID(s string) (ID, bool) {
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return ID{}, false
-	}
-	most, err1 := strconv.ParseUint(a, 10, 64)
-	least, err2 := strconv.ParseUint(b, 10, 64)
-	return ID{Most: most, Least: least}, err1 == nil && err2 == nil
-}
-
 // Unit is the ownership unit of coordinator tc.
 func Unit(tc uint64) string { return "txn-coordinator:" + strconv.FormatUint(tc, 10) }
 
 // IsUnit reports whether an ownership unit is a coordinator's (not a
 // topic: it is not handed over as one).
 func IsUnit(unit string) bool { return strings.HasPrefix(unit, "txn-coordinator:") }
+
+// Errors of the coordinator. The front doors map them to their protocol's
+// codes (Pulsar: TransactionNotFound, InvalidTxnStatus,
+// TransactionCoordinatorNotFound, NotAllowedError).
+var (
+	// ErrNotFound: no such transaction (never opened, or ended long ago).
+	ErrNotFound = errors.New("txn: transaction not found")
+	// ErrInvalidStatus: the request does not fit where the transaction
+	// stands (adding to an ended one, committing an aborted one).
+	ErrInvalidStatus = errors.New("txn: invalid transaction status")
+	// ErrNotCoordinator: this node does not serve the coordinator (another
+	// member owns it, or there is no such coordinator).
+	ErrNotCoordinator = errors.New("txn: transaction coordinator not found")
+	// ErrTooMany: a bound of docs/transactions.md "Limits" was reached.
+	ErrTooMany = errors.New("txn: too many")
+	// ErrNotOwner: the transaction belongs to another role.
+	ErrNotOwner = errors.New("txn: the transaction belongs to another role")
+)
+
+// Coordinator is the transaction coordinator as the front doors and the
+// broker use it (txn/tc implements it on the metadata store). Roles are
+// the clients' authenticated roles ("" without authentication).
+type Coordinator interface {
+	// Coordinators is how many coordinators there are.
+	Coordinators() int
+	// Serve makes this node serve coordinator tc (ErrNotCoordinator if
+	// another member owns it).
+	Serve(ctx context.Context, tc uint64) error
+	// Open opens a transaction at coordinator tc (timeout 0: the default).
+	Open(ctx context.Context, tc uint64, timeout time.Duration, role string) (ID, error)
+	// AddPartitions and AddSubscriptions register what the transaction
+	// writes and acknowledges.
+	AddPartitions(ctx context.Context, id ID, partitions []string, role string) error
+	AddSubscriptions(ctx context.Context, id ID, subs []Sub, role string) error
+	// End commits or aborts the transaction; it returns once the outcome
+	// is decided and carried out.
+	End(ctx context.Context, id ID, commit bool, role string) error
+	// Status reads the transaction's record.
+	Status(ctx context.Context, id ID) (Record, error)
+	// Usable reports whether role may still add to the transaction (it
+	// is open and the role's).
+	Usable(ctx context.Context, id ID, role string) error
+	// List returns coordinator tc's transactions; Serving the coordinators
+	// this node serves; Abort aborts a transaction from any node.
+	List(ctx context.Context, tc uint64) (map[ID]Record, error)
+	Serving() []uint64
+	Abort(ctx context.Context, id ID, reason string) error
+	// SaveAcks, DeleteAcks, LoadAcks keep a subscription's pending
+	// acknowledgements of a transaction; Await calls fn once the
+	// transaction has ended, with its outcome.
+	SaveAcks(ctx context.Context, topic, sub string, id ID, value []byte) error
+	DeleteAcks(ctx context.Context, topic, sub string, id ID) error
+	LoadAcks(ctx context.Context, topic, sub string) (map[ID][]byte, error)
+	Await(ctx context.Context, id ID, fn func(committed bool)) error
+}

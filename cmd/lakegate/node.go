@@ -24,7 +24,7 @@ import (
 	"github.com/lakegate/lakegate/node/assembly"
 	"github.com/lakegate/lakegate/nodehttp"
 	"github.com/lakegate/lakegate/tables"
-	"github.com/lakegate/lakegate/txn"
+	"github.com/lakegate/lakegate/txn/tc"
 )
 
 func runStandalone(args []string) error {
@@ -148,7 +148,7 @@ func assemblyConfig(c *Config, sc node.Config, sec *security, ls *listeners, log
 		ac.KafkaConfig.Auth = sec.authn
 	}
 	if t := c.Transactions; t.Enabled {
-		ac.Transactions = &txn.Config{Coordinators: t.Coordinators, MaxTimeout: t.MaxTimeout, MaxOpen: t.MaxOpen, EndedRetention: t.EndedRetention}
+		ac.Transactions = &tc.Config{Coordinators: t.Coordinators, MaxTimeout: t.MaxTimeout, MaxOpen: t.MaxOpen, EndedRetention: t.EndedRetention}
 	}
 	for _, hl := range []net.Listener{ls.http, ls.https} {
 		if hl != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/node/assembly"
 	"github.com/lakegate/lakegate/nodehttp"
-	"github.com/lakegate/lakegate/txn"
+	"github.com/lakegate/lakegate/txn/tc"
 )
 
 // Config says what to start. The zero value is a node on file:// objects
@@ -59,7 +59,7 @@ type Config struct {
 	// Transactions configures the transaction coordinator, on by default
 	// as in production (transactions.enabled); DisableTransactions turns
 	// it off.
-	Transactions        txn.Config
+	Transactions        tc.Config
 	DisableTransactions bool
 	// Logger is the logger of the node, the gateway and the worker where
 	// their configurations leave it nil. Default slog.Default().

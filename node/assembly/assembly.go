@@ -19,6 +19,7 @@ import (
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/nodehttp"
 	"github.com/lakegate/lakegate/txn"
+	"github.com/lakegate/lakegate/txn/tc"
 )
 
 // Config says what a node runs. Start takes ownership of the listeners:
@@ -60,7 +61,7 @@ type Config struct {
 	// Transactions configures the node's transaction coordinator
 	// (docs/transactions.md); the assembly fills in its stores, staging,
 	// membership, superusers and logger. nil: transactions are off.
-	Transactions *txn.Config
+	Transactions *tc.Config
 	// HTTP are the listeners the HTTP surface (Node.Handler) is served on,
 	// with HTTPLimits and HTTPErrorLog; none: the caller serves Handler.
 	HTTP         []net.Listener
@@ -87,7 +88,7 @@ type Node struct {
 	// Worker is the materialization worker (Config.Materializer), else nil.
 	Worker *actors.MaterializationWorker
 	// Txn is the transaction coordinator (nil when transactions are off).
-	Txn *txn.Coordinator
+	Txn *tc.Coordinator
 	// Handler is the node's HTTP surface; Iceberg is true when it serves
 	// the Iceberg REST catalog.
 	Handler http.Handler
@@ -141,14 +142,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	gc.Membership = topicUnits{n.Member}
 	if cfg.Transactions != nil {
-		tc := *cfg.Transactions
-		tc.Meta, tc.Root, tc.Staging, tc.Membership = n.Meta, n.Engine.MetaRoot(), n.Engine, n.Member
+		tcc := *cfg.Transactions
+		tcc.Meta, tcc.Root, tcc.Staging, tcc.Membership = n.Meta, n.Engine.MetaRoot(), n.Engine, n.Member
 		supers := gc.SuperUserRoles
-		tc.Superuser = func(role string) bool { return slices.Contains(supers, role) }
-		if tc.Logger == nil {
-			tc.Logger = cfg.Logger
+		tcc.Superuser = func(role string) bool { return slices.Contains(supers, role) }
+		if tcc.Logger == nil {
+			tcc.Logger = cfg.Logger
 		}
-		if n.Txn, err = txn.New(tc); err != nil {
+		if n.Txn, err = tc.New(tcc); err != nil {
 			return nil, err
 		}
 		gc.Txn = n.Txn

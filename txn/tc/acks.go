@@ -1,4 +1,4 @@
-package txn
+package tc
 
 import (
 	"context"
@@ -8,33 +8,34 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // SaveAcks makes the pending acknowledgements of transaction id on a
 // subscription durable (value: the subscription's encoding of them), so
 // that whichever node owns the subscription when the transaction ends
 // applies or drops them.
-func (c *Coordinator) SaveAcks(ctx context.Context, topic, sub string, id ID, value []byte) error {
+func (c *Coordinator) SaveAcks(ctx context.Context, topic, sub string, id txn.ID, value []byte) error {
 	_, _, err := c.cfg.Meta.Txn(ctx, nil, []meta.Op{meta.Put(c.k.acks(topic, sub, id), value)})
 	return err
 }
 
 // DeleteAcks forgets them, once the subscription applied them to its
 // cursor (and persisted it) or dropped them.
-func (c *Coordinator) DeleteAcks(ctx context.Context, topic, sub string, id ID) error {
+func (c *Coordinator) DeleteAcks(ctx context.Context, topic, sub string, id txn.ID) error {
 	_, _, err := c.cfg.Meta.Txn(ctx, nil, []meta.Op{meta.Delete(c.k.acks(topic, sub, id))})
 	return err
 }
 
 // LoadAcks returns the pending acknowledgements saved for a subscription,
 // by transaction (a new owner loads them before it serves).
-func (c *Coordinator) LoadAcks(ctx context.Context, topic, sub string) (map[ID][]byte, error) {
+func (c *Coordinator) LoadAcks(ctx context.Context, topic, sub string) (map[txn.ID][]byte, error) {
 	p := c.k.acksPrefix(topic, sub)
 	kvs, err := c.cfg.Meta.Range(ctx, p, p+"\xff", 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[ID][]byte, len(kvs))
+	out := make(map[txn.ID][]byte, len(kvs))
 	for _, kv := range kvs {
 		id, ok := parseAcksID(strings.TrimPrefix(kv.Key, p))
 		if !ok {
@@ -49,7 +50,7 @@ func (c *Coordinator) LoadAcks(ctx context.Context, topic, sub string) (map[ID][
 // id has ended (committed: its outcome), on whichever node ended it. A
 // transaction that has already ended, or does not exist (aborted: nothing
 // of it can commit), is reported at once. fn must not block.
-func (c *Coordinator) Await(ctx context.Context, id ID, fn func(committed bool)) error {
+func (c *Coordinator) Await(ctx context.Context, id txn.ID, fn func(committed bool)) error {
 	c.awaitMu.Lock()
 	c.awaits[id] = append(c.awaits[id], fn)
 	c.awaitMu.Unlock()
@@ -57,7 +58,7 @@ func (c *Coordinator) Await(ctx context.Context, id ID, fn func(committed bool))
 	rec, err := c.Status(ctx, id)
 	switch {
 	case err == nil && rec.State.Ended():
-		c.fire(id, rec.State == Committed)
+		c.fire(id, rec.State == txn.Committed)
 	case err == nil:
 	case isNotFound(err):
 		c.fire(id, false)
@@ -67,10 +68,10 @@ func (c *Coordinator) Await(ctx context.Context, id ID, fn func(committed bool))
 	return nil
 }
 
-func isNotFound(err error) bool { return err != nil && errors.Is(err, ErrNotFound) }
+func isNotFound(err error) bool { return err != nil && errors.Is(err, txn.ErrNotFound) }
 
 // fire calls and forgets the waiters of id.
-func (c *Coordinator) fire(id ID, committed bool) {
+func (c *Coordinator) fire(id txn.ID, committed bool) {
 	c.awaitMu.Lock()
 	fns := c.awaits[id]
 	delete(c.awaits, id)
@@ -101,7 +102,7 @@ func (c *Coordinator) watchLoop() {
 				continue
 			}
 			if rec, err := decodeRecord(ev.KV.Value); err == nil && rec.State.Ended() {
-				c.fire(id, rec.State == Committed)
+				c.fire(id, rec.State == txn.Committed)
 			}
 		}
 	}
@@ -109,7 +110,7 @@ func (c *Coordinator) watchLoop() {
 
 func (c *Coordinator) resync() {
 	c.awaitMu.Lock()
-	ids := make([]ID, 0, len(c.awaits))
+	ids := make([]txn.ID, 0, len(c.awaits))
 	for id := range c.awaits {
 		ids = append(ids, id)
 	}
@@ -120,7 +121,7 @@ func (c *Coordinator) resync() {
 		cancel()
 		switch {
 		case err == nil && rec.State.Ended():
-			c.fire(id, rec.State == Committed)
+			c.fire(id, rec.State == txn.Committed)
 		case isNotFound(err):
 			c.fire(id, false)
 		}

@@ -1,4 +1,4 @@
-package txn
+package tc
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/lakegate/lakegate/internal/testmember"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // fakeStaging records what the coordinator asked of the engine.
@@ -105,10 +106,10 @@ func TestCoordinatorCommitAbort(t *testing.T) {
 	if err := c.AddPartitions(ctx, a, []string{"persistent://p/n/t-partition-0", "persistent://p/n/t-partition-0"}, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AddSubscriptions(ctx, a, []Sub{{Topic: "persistent://p/n/in", Sub: "s"}}, "alice"); err != nil {
+	if err := c.AddSubscriptions(ctx, a, []txn.Sub{{Topic: "persistent://p/n/in", Sub: "s"}}, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AddPartitions(ctx, a, []string{"x"}, "mallory"); !errors.Is(err, ErrNotOwner) {
+	if err := c.AddPartitions(ctx, a, []string{"x"}, "mallory"); !errors.Is(err, txn.ErrNotOwner) {
 		t.Fatalf("another role added to the transaction: %v", err)
 	}
 	if err := c.Usable(ctx, a, "alice"); err != nil {
@@ -123,13 +124,13 @@ func TestCoordinatorCommitAbort(t *testing.T) {
 	if err := c.End(ctx, a, true, "alice"); err != nil {
 		t.Fatalf("committing again: %v", err)
 	}
-	if err := c.End(ctx, a, false, "alice"); !errors.Is(err, ErrInvalidStatus) {
+	if err := c.End(ctx, a, false, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
 		t.Fatalf("aborting a committed transaction: %v", err)
 	}
-	if err := c.AddPartitions(ctx, a, []string{"y"}, "alice"); !errors.Is(err, ErrInvalidStatus) {
+	if err := c.AddPartitions(ctx, a, []string{"y"}, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
 		t.Fatalf("adding to a committed transaction: %v", err)
 	}
-	if err := c.Usable(ctx, a, "alice"); !errors.Is(err, ErrInvalidStatus) {
+	if err := c.Usable(ctx, a, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
 		t.Fatalf("a committed transaction is usable: %v", err)
 	}
 	if err := c.End(ctx, b, false, "admin"); err != nil {
@@ -138,17 +139,17 @@ func TestCoordinatorCommitAbort(t *testing.T) {
 	if got := st.outcome(b.Set()); got != "abort" {
 		t.Fatalf("staging set of b: %q", got)
 	}
-	if err := c.End(ctx, b, true, "alice"); !errors.Is(err, ErrInvalidStatus) {
+	if err := c.End(ctx, b, true, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
 		t.Fatalf("committing an aborted transaction: %v", err)
 	}
 	rec, err := c.Status(ctx, a)
-	if err != nil || rec.State != Committed || len(rec.Partitions) != 1 || len(rec.Subscriptions) != 1 {
+	if err != nil || rec.State != txn.Committed || len(rec.Partitions) != 1 || len(rec.Subscriptions) != 1 {
 		t.Fatalf("record of a: %+v %v", rec, err)
 	}
-	if _, err := c.Open(ctx, 4, 0, ""); !errors.Is(err, ErrNotCoordinator) {
+	if _, err := c.Open(ctx, 4, 0, ""); !errors.Is(err, txn.ErrNotCoordinator) {
 		t.Fatalf("coordinator 4 of 4: %v", err)
 	}
-	if err := c.End(ctx, ID{Most: 1, Least: 999999}, true, ""); !errors.Is(err, ErrNotFound) {
+	if err := c.End(ctx, txn.ID{Most: 1, Least: 999999}, true, ""); !errors.Is(err, txn.ErrNotFound) {
 		t.Fatalf("unknown transaction: %v", err)
 	}
 }
@@ -165,7 +166,7 @@ func TestCoordinatorTimeoutAndForget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AddSubscriptions(ctx, id, []Sub{{Topic: "persistent://a/b/c", Sub: "s/1"}}, ""); err != nil {
+	if err := c.AddSubscriptions(ctx, id, []txn.Sub{{Topic: "persistent://a/b/c", Sub: "s/1"}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.SaveAcks(ctx, "persistent://a/b/c", "s/1", id, []byte("ranges")); err != nil {
@@ -179,7 +180,7 @@ func TestCoordinatorTimeoutAndForget(t *testing.T) {
 	if committed := <-ended; committed {
 		t.Fatal("a timed-out transaction reported committed")
 	}
-	if err := c.End(ctx, id, true, ""); !errors.Is(err, ErrInvalidStatus) {
+	if err := c.End(ctx, id, true, ""); !errors.Is(err, txn.ErrInvalidStatus) {
 		t.Fatalf("committing a timed-out transaction: %v", err)
 	}
 	acks, err := c.LoadAcks(ctx, "persistent://a/b/c", "s/1")
@@ -198,7 +199,7 @@ func TestCoordinatorTimeoutAndForget(t *testing.T) {
 	if err := c.DeleteAcks(ctx, "persistent://a/b/c", "s/1", id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { _, err := c.Status(ctx, id); return errors.Is(err, ErrNotFound) })
+	waitFor(t, func() bool { _, err := c.Status(ctx, id); return errors.Is(err, txn.ErrNotFound) })
 	st.mu.Lock()
 	forgotten := st.forgotten[id.Set()]
 	st.mu.Unlock()
@@ -226,10 +227,10 @@ func TestCoordinatorTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.tooLarge[id.Set()] = true
-	if err := c.End(ctx, id, true, ""); !errors.Is(err, ErrTooMany) || !errors.Is(err, lakestream.ErrStageTooLarge) {
+	if err := c.End(ctx, id, true, ""); !errors.Is(err, txn.ErrTooMany) || !errors.Is(err, lakestream.ErrStageTooLarge) {
 		t.Fatalf("commit of a set too large: %v", err)
 	}
-	if rec, _ := c.Status(ctx, id); rec.State != Aborted || rec.Reason == "" {
+	if rec, _ := c.Status(ctx, id); rec.State != txn.Aborted || rec.Reason == "" {
 		t.Fatalf("record: %+v", rec)
 	}
 }
@@ -252,7 +253,7 @@ func TestCoordinatorTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := e.rec
-	rec.State = Committing
+	rec.State = txn.Committing
 	if ok, err := c1.write(ctx, a, e, rec); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
@@ -266,7 +267,7 @@ func TestCoordinatorTakeOver(t *testing.T) {
 		t.Fatalf("sequence %d handed out twice", b.Least)
 	}
 	waitFor(t, func() bool { return st.outcome(a.Set()) == "commit" })
-	waitFor(t, func() bool { r, _ := c2.Status(ctx, a); return r.State == Committed })
+	waitFor(t, func() bool { r, _ := c2.Status(ctx, a); return r.State == txn.Committed })
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -1,4 +1,4 @@
-package txn
+package tc
 
 import (
 	"context"
@@ -12,24 +12,7 @@ import (
 
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
-)
-
-// Errors of the coordinator. The front doors map them to their protocol's
-// codes (Pulsar: TransactionNotFound, InvalidTxnStatus,
-// TransactionCoordinatorNotFound, NotAllowedError).
-var (
-	// ErrNotFound: no such transaction (never opened, or ended long ago).
-	ErrNotFound = errors.New("txn: transaction not found")
-	// ErrInvalidStatus: the request does not fit where the transaction
-	// stands (adding to an ended one, committing an aborted one).
-	ErrInvalidStatus = errors.New("txn: invalid transaction status")
-	// ErrNotCoordinator: this node does not serve the coordinator (another
-	// member owns it, or there is no such coordinator).
-	ErrNotCoordinator = errors.New("txn: transaction coordinator not found")
-	// ErrTooMany: a bound of docs/transactions.md "Limits" was reached.
-	ErrTooMany = errors.New("txn: too many")
-	// ErrNotOwner: the transaction belongs to another role.
-	ErrNotOwner = errors.New("txn: the transaction belongs to another role")
+	"github.com/lakegate/lakegate/txn"
 )
 
 // Limits of docs/transactions.md.
@@ -89,7 +72,7 @@ type Coordinator struct {
 	tcs map[uint64]*tcState
 
 	awaitMu sync.Mutex
-	awaits  map[ID][]func(committed bool)
+	awaits  map[txn.ID][]func(committed bool)
 }
 
 // tcState is one coordinator this node serves.
@@ -108,7 +91,7 @@ type tcState struct {
 // revision it was read or written at.
 type entry struct {
 	mu  sync.Mutex // serializes the transaction's changes
-	rec Record
+	rec txn.Record
 	rev int64
 }
 
@@ -145,7 +128,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Superuser == nil {
 		cfg.Superuser = func(string) bool { return false }
 	}
-	c := &Coordinator{cfg: cfg, k: keys{cfg.Root}, tcs: map[uint64]*tcState{}, awaits: map[ID][]func(bool){}}
+	c := &Coordinator{cfg: cfg, k: keys{cfg.Root}, tcs: map[uint64]*tcState{}, awaits: map[txn.ID][]func(bool){}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(2)
 	go c.tickLoop()
@@ -174,7 +157,7 @@ func (c *Coordinator) Serve(ctx context.Context, tc uint64) error {
 
 func (c *Coordinator) serve(ctx context.Context, tc uint64) (*tcState, error) {
 	if tc >= uint64(c.cfg.Coordinators) {
-		return nil, fmt.Errorf("%w: coordinator %d (there are %d)", ErrNotCoordinator, tc, c.cfg.Coordinators)
+		return nil, fmt.Errorf("%w: coordinator %d (there are %d)", txn.ErrNotCoordinator, tc, c.cfg.Coordinators)
 	}
 	c.mu.Lock()
 	st := c.tcs[tc]
@@ -182,9 +165,9 @@ func (c *Coordinator) serve(ctx context.Context, tc uint64) (*tcState, error) {
 	if st != nil && st.own.Held() {
 		return st, nil
 	}
-	own, err := c.cfg.Membership.Acquire(ctx, Unit(tc))
+	own, err := c.cfg.Membership.Acquire(ctx, txn.Unit(tc))
 	if errors.Is(err, lakestream.ErrOwned) {
-		return nil, fmt.Errorf("%w: %w", ErrNotCoordinator, err)
+		return nil, fmt.Errorf("%w: %w", txn.ErrNotCoordinator, err)
 	}
 	if err != nil {
 		return nil, err
@@ -214,35 +197,35 @@ func (c *Coordinator) serve(ctx context.Context, tc uint64) (*tcState, error) {
 }
 
 // served returns the coordinator state of tc if this node serves it now.
-func (c *Coordinator) served(ctx context.Context, id ID) (*tcState, error) {
+func (c *Coordinator) served(ctx context.Context, id txn.ID) (*tcState, error) {
 	return c.serve(ctx, id.Most)
 }
 
 // Open opens a transaction at coordinator tc for role with the given
 // timeout (0: the default one; above MaxTimeout: MaxTimeout).
-func (c *Coordinator) Open(ctx context.Context, tc uint64, timeout time.Duration, role string) (ID, error) {
+func (c *Coordinator) Open(ctx context.Context, tc uint64, timeout time.Duration, role string) (txn.ID, error) {
 	st, err := c.serve(ctx, tc)
 	if err != nil {
-		return ID{}, err
+		return txn.ID{}, err
 	}
 	if timeout <= 0 {
 		timeout = c.cfg.DefaultTimeout
 	}
 	timeout = min(timeout, c.cfg.MaxTimeout)
 	if n := st.open(); n >= c.cfg.MaxOpen {
-		return ID{}, fmt.Errorf("%w: %d open transactions at coordinator %d", ErrTooMany, n, tc)
+		return txn.ID{}, fmt.Errorf("%w: %d open transactions at coordinator %d", txn.ErrTooMany, n, tc)
 	}
 	now := c.cfg.Now().UnixMilli()
-	rec := Record{State: Open, Owner: role, OpenMs: now, TimeoutMs: now + timeout.Milliseconds()}
+	rec := txn.Record{State: txn.Open, Owner: role, OpenMs: now, TimeoutMs: now + timeout.Milliseconds()}
 	for range 3 {
 		least, err := c.alloc(ctx, st)
 		if err != nil {
-			return ID{}, err
+			return txn.ID{}, err
 		}
-		id := ID{Most: tc, Least: least}
-		ok, rev, err := c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: c.k.rec(id)}}, []meta.Op{meta.Put(c.k.rec(id), rec.encode())})
+		id := txn.ID{Most: tc, Least: least}
+		ok, rev, err := c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: c.k.rec(id)}}, []meta.Op{meta.Put(c.k.rec(id), encode(rec))})
 		if err != nil {
-			return ID{}, err
+			return txn.ID{}, err
 		}
 		if !ok {
 			continue // the number was taken (a node that served tc before us): take another
@@ -252,7 +235,7 @@ func (c *Coordinator) Open(ctx context.Context, tc uint64, timeout time.Duration
 		st.mu.Unlock()
 		return id, nil
 	}
-	return ID{}, fmt.Errorf("%w: transaction numbers at coordinator %d keep being taken", ErrNotCoordinator, tc)
+	return txn.ID{}, fmt.Errorf("%w: transaction numbers at coordinator %d keep being taken", txn.ErrNotCoordinator, tc)
 }
 
 // open counts the open transactions.
@@ -302,7 +285,7 @@ func (c *Coordinator) alloc(ctx context.Context, st *tcState) (uint64, error) {
 
 // entryOf returns the transaction id of a coordinator this node serves,
 // reading it from the store when it is not in memory.
-func (c *Coordinator) entryOf(ctx context.Context, id ID) (*entry, error) {
+func (c *Coordinator) entryOf(ctx context.Context, id txn.ID) (*entry, error) {
 	st, err := c.served(ctx, id)
 	if err != nil {
 		return nil, err
@@ -318,7 +301,7 @@ func (c *Coordinator) entryOf(ctx context.Context, id ID) (*entry, error) {
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: %v", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %v", txn.ErrNotFound, id)
 	}
 	rec, err := decodeRecord(kv.Value)
 	if err != nil {
@@ -335,17 +318,17 @@ func (c *Coordinator) entryOf(ctx context.Context, id ID) (*entry, error) {
 }
 
 // may reports whether role may use the transaction.
-func (c *Coordinator) may(rec Record, role string) error {
+func (c *Coordinator) may(rec txn.Record, role string) error {
 	if rec.Owner == "" || rec.Owner == role || c.cfg.Superuser(role) {
 		return nil
 	}
-	return ErrNotOwner
+	return txn.ErrNotOwner
 }
 
 // write puts rec for id if the record is still at e.rev; on a lost compare
 // it reloads e (the caller re-decides).
-func (c *Coordinator) write(ctx context.Context, id ID, e *entry, rec Record) (bool, error) {
-	ok, rev, err := c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: c.k.rec(id), ModRevision: e.rev}}, []meta.Op{meta.Put(c.k.rec(id), rec.encode())})
+func (c *Coordinator) write(ctx context.Context, id txn.ID, e *entry, rec txn.Record) (bool, error) {
+	ok, rev, err := c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: c.k.rec(id), ModRevision: e.rev}}, []meta.Op{meta.Put(c.k.rec(id), encode(rec))})
 	if err != nil {
 		return false, err
 	}
@@ -358,7 +341,7 @@ func (c *Coordinator) write(ctx context.Context, id ID, e *entry, rec Record) (b
 		return false, err
 	}
 	if !found {
-		return false, fmt.Errorf("%w: %v", ErrNotFound, id)
+		return false, fmt.Errorf("%w: %v", txn.ErrNotFound, id)
 	}
 	if e.rec, err = decodeRecord(kv.Value); err != nil {
 		return false, err
@@ -369,8 +352,8 @@ func (c *Coordinator) write(ctx context.Context, id ID, e *entry, rec Record) (b
 
 // AddPartitions records that the transaction produces to partitions (full
 // topic names).
-func (c *Coordinator) AddPartitions(ctx context.Context, id ID, partitions []string, role string) error {
-	return c.add(ctx, id, role, func(r *Record) (bool, error) {
+func (c *Coordinator) AddPartitions(ctx context.Context, id txn.ID, partitions []string, role string) error {
+	return c.add(ctx, id, role, func(r *txn.Record) (bool, error) {
 		changed := false
 		for _, p := range partitions {
 			if !slices.Contains(r.Partitions, p) {
@@ -379,15 +362,15 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id ID, partitions []str
 			}
 		}
 		if len(r.Partitions) > maxPartitions {
-			return false, fmt.Errorf("%w: over %d partitions in one transaction", ErrTooMany, maxPartitions)
+			return false, fmt.Errorf("%w: over %d partitions in one transaction", txn.ErrTooMany, maxPartitions)
 		}
 		return changed, nil
 	})
 }
 
 // AddSubscriptions records that the transaction acknowledges on subs.
-func (c *Coordinator) AddSubscriptions(ctx context.Context, id ID, subs []Sub, role string) error {
-	return c.add(ctx, id, role, func(r *Record) (bool, error) {
+func (c *Coordinator) AddSubscriptions(ctx context.Context, id txn.ID, subs []txn.Sub, role string) error {
+	return c.add(ctx, id, role, func(r *txn.Record) (bool, error) {
 		changed := false
 		for _, s := range subs {
 			if !slices.Contains(r.Subscriptions, s) {
@@ -396,13 +379,13 @@ func (c *Coordinator) AddSubscriptions(ctx context.Context, id ID, subs []Sub, r
 			}
 		}
 		if len(r.Subscriptions) > maxSubscriptions {
-			return false, fmt.Errorf("%w: over %d subscriptions in one transaction", ErrTooMany, maxSubscriptions)
+			return false, fmt.Errorf("%w: over %d subscriptions in one transaction", txn.ErrTooMany, maxSubscriptions)
 		}
 		return changed, nil
 	})
 }
 
-func (c *Coordinator) add(ctx context.Context, id ID, role string, change func(*Record) (bool, error)) error {
+func (c *Coordinator) add(ctx context.Context, id txn.ID, role string, change func(*txn.Record) (bool, error)) error {
 	e, err := c.entryOf(ctx, id)
 	if err != nil {
 		return err
@@ -413,8 +396,8 @@ func (c *Coordinator) add(ctx context.Context, id ID, role string, change func(*
 		if err := c.may(e.rec, role); err != nil {
 			return err
 		}
-		if e.rec.State != Open {
-			return fmt.Errorf("%w: %v is %s, not open", ErrInvalidStatus, id, e.rec.State)
+		if e.rec.State != txn.Open {
+			return fmt.Errorf("%w: %v is %s, not open", txn.ErrInvalidStatus, id, e.rec.State)
 		}
 		rec := e.rec
 		rec.Partitions, rec.Subscriptions = slices.Clone(rec.Partitions), slices.Clone(rec.Subscriptions)
@@ -431,7 +414,7 @@ func (c *Coordinator) add(ctx context.Context, id ID, role string, change func(*
 // End commits (commit true) or aborts the transaction and returns once the
 // outcome is durable. Ending it again the same way is answered nil; the
 // other way, ErrInvalidStatus.
-func (c *Coordinator) End(ctx context.Context, id ID, commit bool, role string) error {
+func (c *Coordinator) End(ctx context.Context, id txn.ID, commit bool, role string) error {
 	e, err := c.entryOf(ctx, id)
 	if err != nil {
 		return err
@@ -445,11 +428,11 @@ func (c *Coordinator) End(ctx context.Context, id ID, commit bool, role string) 
 }
 
 // end carries the transaction to its outcome; e.mu is held.
-func (c *Coordinator) end(ctx context.Context, id ID, e *entry, commit bool, reason string) error {
+func (c *Coordinator) end(ctx context.Context, id txn.ID, e *entry, commit bool, reason string) error {
 	for {
-		want := map[bool]State{true: Committing, false: Aborting}[commit]
+		want := map[bool]txn.State{true: txn.Committing, false: txn.Aborting}[commit]
 		switch s := e.rec.State; {
-		case s == Open:
+		case s == txn.Open:
 			rec := e.rec
 			rec.State, rec.Reason = want, reason
 			if _, err := c.write(ctx, id, e, rec); err != nil {
@@ -458,32 +441,32 @@ func (c *Coordinator) end(ctx context.Context, id ID, e *entry, commit bool, rea
 			continue // re-decide on what was written (or what won)
 		case s == want:
 			return c.finish(ctx, id, e)
-		case (s == Committed) == commit && s.Ended():
+		case (s == txn.Committed) == commit && s.Ended():
 			return nil
 		default:
 			msg := fmt.Sprintf("%v is %s", id, s)
 			if e.rec.Reason != "" {
 				msg += " (" + e.rec.Reason + ")"
 			}
-			return fmt.Errorf("%w: %s", ErrInvalidStatus, msg)
+			return fmt.Errorf("%w: %s", txn.ErrInvalidStatus, msg)
 		}
 	}
 }
 
 // finish carries out a decision (committing or aborting); e.mu is held.
-func (c *Coordinator) finish(ctx context.Context, id ID, e *entry) error {
+func (c *Coordinator) finish(ctx context.Context, id txn.ID, e *entry) error {
 	set := id.Set()
-	next := Committed
+	next := txn.Committed
 	var tooLarge error
 	switch e.rec.State {
-	case Committing:
+	case txn.Committing:
 		err := c.cfg.Staging.CommitStaged(ctx, set)
 		switch {
 		case errors.Is(err, lakestream.ErrStageTooLarge):
 			// Nothing was committed: the decision can still change.
-			tooLarge = fmt.Errorf("%w: the transaction was aborted: %w", ErrTooMany, err)
+			tooLarge = fmt.Errorf("%w: the transaction was aborted: %w", txn.ErrTooMany, err)
 			rec := e.rec
-			rec.State, rec.Reason = Aborting, err.Error()
+			rec.State, rec.Reason = txn.Aborting, err.Error()
 			if _, err := c.write(ctx, id, e, rec); err != nil {
 				return err
 			}
@@ -494,11 +477,11 @@ func (c *Coordinator) finish(ctx context.Context, id ID, e *entry) error {
 		case err != nil:
 			return err
 		}
-	case Aborting:
+	case txn.Aborting:
 		if err := c.cfg.Staging.DiscardStaged(ctx, set); err != nil {
 			return err
 		}
-		next = Aborted
+		next = txn.Aborted
 	default:
 		return nil
 	}
@@ -515,20 +498,20 @@ func (c *Coordinator) finish(ctx context.Context, id ID, e *entry) error {
 }
 
 // Status returns a transaction's record (any node may ask).
-func (c *Coordinator) Status(ctx context.Context, id ID) (Record, error) {
+func (c *Coordinator) Status(ctx context.Context, id txn.ID) (txn.Record, error) {
 	kv, found, err := c.cfg.Meta.Get(ctx, c.k.rec(id))
 	if err != nil {
-		return Record{}, err
+		return txn.Record{}, err
 	}
 	if !found {
-		return Record{}, fmt.Errorf("%w: %v", ErrNotFound, id)
+		return txn.Record{}, fmt.Errorf("%w: %v", txn.ErrNotFound, id)
 	}
 	return decodeRecord(kv.Value)
 }
 
 // Usable checks, on any node, that role may produce or acknowledge in the
 // transaction now: it is open and role's.
-func (c *Coordinator) Usable(ctx context.Context, id ID, role string) error {
+func (c *Coordinator) Usable(ctx context.Context, id txn.ID, role string) error {
 	rec, err := c.Status(ctx, id)
 	if err != nil {
 		return err
@@ -536,8 +519,8 @@ func (c *Coordinator) Usable(ctx context.Context, id ID, role string) error {
 	if err := c.may(rec, role); err != nil {
 		return err
 	}
-	if rec.State != Open {
-		return fmt.Errorf("%w: %v is %s, not open", ErrInvalidStatus, id, rec.State)
+	if rec.State != txn.Open {
+		return fmt.Errorf("%w: %v is %s, not open", txn.ErrInvalidStatus, id, rec.State)
 	}
 	return nil
 }
@@ -586,14 +569,14 @@ func (c *Coordinator) tick(st *tcState) {
 		if e == nil || !e.mu.TryLock() {
 			continue // a request is at it
 		}
-		id := ID{Most: st.id, Least: least}
+		id := txn.ID{Most: st.id, Least: least}
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		var err error
 		switch s := e.rec.State; {
-		case s == Open && now >= e.rec.TimeoutMs:
+		case s == txn.Open && now >= e.rec.TimeoutMs:
 			c.cfg.Logger.Info("transaction timed out: aborting it", "txn", id)
 			err = c.end(ctx, id, e, false, "timed out")
-		case s == Committing || s == Aborting:
+		case s == txn.Committing || s == txn.Aborting:
 			err = c.finish(ctx, id, e)
 		case s.Ended() && now >= e.rec.EndMs+c.cfg.EndedRetention.Milliseconds():
 			var gone bool
@@ -614,7 +597,7 @@ func (c *Coordinator) tick(st *tcState) {
 // forget deletes an ended transaction's record and its staging set's end
 // once no subscription keeps pending acknowledgements of it (they are
 // resolved against the record).
-func (c *Coordinator) forget(ctx context.Context, id ID, e *entry) (bool, error) {
+func (c *Coordinator) forget(ctx context.Context, id txn.ID, e *entry) (bool, error) {
 	for _, s := range e.rec.Subscriptions {
 		if _, found, err := c.cfg.Meta.Get(ctx, c.k.acks(s.Topic, s.Sub, id)); err != nil || found {
 			return false, err
@@ -629,15 +612,15 @@ func (c *Coordinator) forget(ctx context.Context, id ID, e *entry) (bool, error)
 
 // List returns the transactions of coordinator tc as the store holds them
 // (any node may ask: the admin REST's stats).
-func (c *Coordinator) List(ctx context.Context, tc uint64) (map[ID]Record, error) {
+func (c *Coordinator) List(ctx context.Context, tc uint64) (map[txn.ID]txn.Record, error) {
 	if tc >= uint64(c.cfg.Coordinators) {
-		return nil, fmt.Errorf("%w: coordinator %d (there are %d)", ErrNotCoordinator, tc, c.cfg.Coordinators)
+		return nil, fmt.Errorf("%w: coordinator %d (there are %d)", txn.ErrNotCoordinator, tc, c.cfg.Coordinators)
 	}
 	kvs, err := c.cfg.Meta.Range(ctx, c.k.recPrefix(tc), c.k.recPrefix(tc)+"\xff", 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[ID]Record, len(kvs))
+	out := make(map[txn.ID]txn.Record, len(kvs))
 	for _, kv := range kvs {
 		id, ok := c.k.idOfRec(kv.Key)
 		rec, err := decodeRecord(kv.Value)
@@ -666,13 +649,13 @@ func (c *Coordinator) Serving() []uint64 {
 // coordinator (the admin's abortTransaction): every write compares the
 // record's revision, so the serving node, whose next write then fails its
 // compare, re-reads the outcome.
-func (c *Coordinator) Abort(ctx context.Context, id ID, reason string) error {
+func (c *Coordinator) Abort(ctx context.Context, id txn.ID, reason string) error {
 	kv, found, err := c.cfg.Meta.Get(ctx, c.k.rec(id))
 	if err != nil {
 		return err
 	}
 	if !found {
-		return fmt.Errorf("%w: %v", ErrNotFound, id)
+		return fmt.Errorf("%w: %v", txn.ErrNotFound, id)
 	}
 	rec, err := decodeRecord(kv.Value)
 	if err != nil {
@@ -683,3 +666,4 @@ func (c *Coordinator) Abort(ctx context.Context, id ID, reason string) error {
 	defer e.mu.Unlock()
 	return c.end(ctx, id, e, false, reason)
 }
+var _ txn.Coordinator = (*Coordinator)(nil)
