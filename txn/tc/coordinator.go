@@ -49,6 +49,11 @@ type Config struct {
 	// TickInterval: how often timeouts are checked and unfinished
 	// decisions retried. Default 500 ms.
 	TickInterval time.Duration
+	// AdoptInterval: how often this node looks for coordinators that hold
+	// transactions and that no live member serves (after a restart or the
+	// loss of their node), and serves them, so that their timeouts and
+	// unfinished decisions do not wait for a client. Default 5 s.
+	AdoptInterval time.Duration
 	// Superuser reports whether a role may use every transaction. nil:
 	// none may.
 	Superuser func(role string) bool
@@ -116,6 +121,7 @@ func New(cfg Config) (*Coordinator, error) {
 	def(&cfg.DefaultTimeout, time.Minute)
 	def(&cfg.EndedRetention, 10*time.Minute)
 	def(&cfg.TickInterval, 500*time.Millisecond)
+	def(&cfg.AdoptInterval, 5*time.Second)
 	if cfg.MaxOpen <= 0 {
 		cfg.MaxOpen = 10000
 	}
@@ -531,11 +537,16 @@ func (c *Coordinator) tickLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.TickInterval)
 	defer t.Stop()
+	var adopted time.Time
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
+		}
+		if now := time.Now(); now.Sub(adopted) >= c.cfg.AdoptInterval {
+			adopted = now
+			c.adopt()
 		}
 		c.mu.Lock()
 		var sts []*tcState
@@ -551,6 +562,39 @@ func (c *Coordinator) tickLoop() {
 			c.tick(st)
 		}
 	}
+}
+
+// adopt serves the coordinators that hold transaction records and that no
+// live member serves. Two nodes adopting at once are safe: one acquires
+// the unit, the other is told ErrNotCoordinator.
+func (c *Coordinator) adopt() {
+	for tc := range uint64(c.cfg.Coordinators) {
+		c.mu.Lock()
+		st := c.tcs[tc]
+		c.mu.Unlock()
+		if st != nil && st.own.Held() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		err := c.adoptOne(ctx, tc)
+		cancel()
+		if err != nil && !errors.Is(err, txn.ErrNotCoordinator) && c.ctx.Err() == nil {
+			c.cfg.Logger.Warn("transaction coordinator: adopting", "tc", tc, "err", err)
+		}
+	}
+}
+
+func (c *Coordinator) adoptOne(ctx context.Context, tc uint64) error {
+	p := c.k.recPrefix(tc)
+	kvs, err := c.cfg.Meta.Range(ctx, p, p+"\xff", 1)
+	if err != nil || len(kvs) == 0 {
+		return err
+	}
+	if _, ok, err := c.cfg.Membership.Owner(ctx, txn.Unit(tc)); err != nil || ok {
+		return err
+	}
+	_, err = c.serve(ctx, tc)
+	return err
 }
 
 func (c *Coordinator) tick(st *tcState) {

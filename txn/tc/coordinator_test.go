@@ -3,6 +3,7 @@ package tc
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func (c *clock) add(d time.Duration) {
 func newTestCoordinator(t *testing.T, m meta.Store, st *fakeStaging, clk *clock) *Coordinator {
 	t.Helper()
 	c, err := New(Config{Meta: m, Root: "/t/", Staging: st, Membership: testmember.New(lakestream.Member{ID: "n1"}),
-		Coordinators: 4, Now: clk.now, TickInterval: 5 * time.Millisecond, EndedRetention: time.Minute,
+		Coordinators: 4, Now: clk.now, TickInterval: 5 * time.Millisecond, AdoptInterval: 10 * time.Millisecond, EndedRetention: time.Minute,
 		Superuser: func(r string) bool { return r == "admin" }})
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +269,30 @@ func TestCoordinatorTakeOver(t *testing.T) {
 	}
 	waitFor(t, func() bool { return st.outcome(a.Set()) == "commit" })
 	waitFor(t, func() bool { r, _ := c2.Status(ctx, a); return r.State == txn.Committed })
+}
+
+// A coordinator that holds transactions and that nobody serves (its node
+// restarted, and no client asked for it since) is adopted: its timeouts
+// run without a client.
+func TestCoordinatorAdoptsOrphans(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	st, clk := newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)}
+	c1 := newTestCoordinator(t, m, st, clk)
+	a, err := c1.Open(ctx, 2, time.Second, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+	c2 := newTestCoordinator(t, m, st, clk)
+	clk.add(2 * time.Second)
+	waitFor(t, func() bool { r, _ := c2.Status(ctx, a); return r.State == txn.Aborted })
+	if got := st.outcome(a.Set()); got != "abort" {
+		t.Fatalf("staged set %s: %q, want abort", a.Set(), got)
+	}
+	if got := c2.Serving(); !slices.Equal(got, []uint64{2}) {
+		t.Fatalf("serving %v, want [2] (only the coordinator holding a transaction)", got)
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
