@@ -710,4 +710,5 @@ func (c *Coordinator) Abort(ctx context.Context, id txn.ID, reason string) error
 	defer e.mu.Unlock()
 	return c.end(ctx, id, e, false, reason)
 }
+
 var _ txn.Coordinator = (*Coordinator)(nil)
