@@ -251,6 +251,12 @@ type Topic[P AttachedProducer, C AttachedConsumer] struct {
 	// lim: the topic's limits, rate buckets and consumer counts
 	// (admission.go).
 	lim topicLimitState
+	// txnAcks: the pending acks of transactions on the subscriptions
+	// running here (txn_acks.go).
+	txnAcks struct {
+		sync.Mutex
+		m map[txnAckKey]*txnAckState
+	}
 	// writeLatency: the latency of the appends of the producers attached
 	// here, from reading a SEND to its receipt (pulsar_storage_write_latency_*).
 	writeLatency WriteLatency

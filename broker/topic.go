@@ -659,6 +659,13 @@ func (t *Topic[P, C]) Subscription(ctx context.Context, c *pb.CommandSubscribe, 
 	opts.MaxUnackedPerConsumer, opts.MaxUnackedPerSubscription = l.MaxUnackedPerConsumer, l.MaxUnackedPerSubscription
 	opts.DispatchLimiters = limiters
 	sub := actors.StartSubscription(t.rt, opts)
+	if durable {
+		// Acknowledgements in transactions not ended yet (txn_acks.go).
+		if err := t.restoreTxnAcks(ctx, sub, name); err != nil {
+			sub.Close()
+			return nil, err
+		}
+	}
 	t.mu.subs[name] = sub
 	return sub, nil
 }

@@ -12,6 +12,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,4 +284,216 @@ func txnIDOf(t *testing.T, tx pulsar.Transaction) txn.ID {
 	t.Helper()
 	id := tx.GetTxnID()
 	return txn.ID{Most: id.MostSigBits, Least: id.LeastSigBits}
+}
+
+// Consume-transform-produce: messages of an input topic are acknowledged
+// in the transaction that produces their results. Abort: no result is
+// delivered and the inputs come back; commit: every result is delivered
+// once and no input comes back, also to a consumer of the subscription
+// that attaches after the commit.
+func TestTxnAckCommitAbort(t *testing.T) {
+	ctx := ctxFor(t, 2*time.Minute)
+	c := startCluster(t)
+	const in, out = "persistent://public/default/txn-ack-in", "persistent://public/default/txn-ack-out"
+	c.createPartitioned(in, 3)
+	c.createPartitioned(out, 3)
+	cl := c.txnClient()
+	outCons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: out, SubscriptionName: "check",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outCons.Close()
+	inCons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: in, SubscriptionName: "work", Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batching off: pulsar-client-go issue 1498 (TestTxnProduceCommitAbort).
+	inProd, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: in, MessageRouter: partitionRouter, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outProd, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: out, MessageRouter: partitionRouter, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	for i := range n {
+		sendTo(t, ctx, inProd, i%3, fmt.Sprintf("in-%02d", i), nil)
+	}
+	// process consumes every input in one transaction and produces its
+	// result; it returns the inputs it consumed, sorted.
+	process := func(tx pulsar.Transaction, tag string) []string {
+		t.Helper()
+		var got []string
+		for len(got) < n {
+			m, err := inCons.Receive(ctx)
+			if err != nil {
+				t.Fatalf("%s: after %d inputs: %v", tag, len(got), err)
+			}
+			p := string(m.Payload())
+			got = append(got, p)
+			if err := inCons.AckWithTxn(m, tx); err != nil {
+				t.Fatalf("%s: ack of %s in the transaction: %v", tag, p, err)
+			}
+			sendTo(t, ctx, outProd, int(m.ID().PartitionIdx()), tag+"-"+p, tx)
+		}
+		slices.Sort(got)
+		return got
+	}
+	want := make([]string, n)
+	for i := range n {
+		want[i] = fmt.Sprintf("in-%02d", i)
+	}
+	tx1, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := process(tx1, "tx1"); !slices.Equal(got, want) {
+		t.Fatalf("tx1 consumed %v", got)
+	}
+	if err := tx1.Abort(ctx); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	// The aborted acknowledgements are dropped: every input comes back.
+	tx2, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := process(tx2, "tx2"); !slices.Equal(got, want) {
+		t.Fatalf("after the abort, tx2 consumed %v", got)
+	}
+	if err := tx2.Commit(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// The results of tx2 only, each once: sentinels published after the
+	// commit arrive after them, and nothing of tx1 before them.
+	for p := range 3 {
+		sendTo(t, ctx, outProd, p, fmt.Sprintf("sentinel-%d", p), nil)
+	}
+	var results []string
+	sentinels := 0
+	for sentinels < 3 {
+		m, err := outCons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("results %v: %v", results, err)
+		}
+		if p := string(m.Payload()); strings.HasPrefix(p, "sentinel-") {
+			sentinels++
+		} else {
+			results = append(results, p)
+		}
+		outCons.Ack(m)
+	}
+	slices.Sort(results)
+	wantResults := make([]string, n)
+	for i := range n {
+		wantResults[i] = "tx2-" + want[i]
+	}
+	if !slices.Equal(results, wantResults) {
+		t.Fatalf("results\n%v\nwant\n%v", results, wantResults)
+	}
+	// The committed acknowledgements hold: a consumer attaching to the
+	// subscription now gets only what was published after them.
+	inCons.Close()
+	for p := range 3 {
+		sendTo(t, ctx, inProd, p, fmt.Sprintf("after-%d", p), nil)
+	}
+	again, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: in, SubscriptionName: "work", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	got, _ := receiveAll(t, ctx, again, 3)
+	for _, g := range got {
+		if !strings.HasPrefix(g, "after-") {
+			t.Fatalf("after the commit the subscription redelivered %q (all: %v)", g, got)
+		}
+	}
+}
+
+// Acknowledgements in transactions survive a restart of the node: saved
+// before they were answered, they are loaded by the subscription's next
+// owner and resolved against the transactions' outcomes — the committed
+// ones hold, the aborted ones are redelivered.
+func TestTxnAcksSurviveRestart(t *testing.T) {
+	ctx := ctxFor(t, 2*time.Minute)
+	dir := t.TempDir()
+	c := startClusterIn(t, dir)
+	const topic = "persistent://public/default/txn-ack-restart"
+	cl := c.txnClient()
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "work", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprintf("m-%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txA, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txB, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inB := map[string]bool{}
+	for i := range 4 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := txA
+		if i%2 == 1 {
+			tx, inB[string(m.Payload())] = txB, true
+		}
+		if err := cons.AckWithTxn(m, tx); err != nil {
+			t.Fatalf("ack of %s: %v", m.Payload(), err)
+		}
+	}
+	idA, idB := txnIDOf(t, txA), txnIDOf(t, txB)
+	cl.Close()
+	c.stop()
+
+	c2 := startClusterIn(t, dir)
+	// The transactions end while no node serves the topic.
+	if err := c2.tn.Txn.End(ctx, idA, true, ""); err != nil {
+		t.Fatalf("commit A: %v", err)
+	}
+	if err := c2.tn.Txn.End(ctx, idB, false, ""); err != nil {
+		t.Fatalf("abort B: %v", err)
+	}
+	cl2 := c2.client()
+	cons2, err := cl2.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "work", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons2.Close()
+	got, _ := receiveAll(t, ctx, cons2, 2)
+	for _, g := range got {
+		if !inB[g] {
+			t.Fatalf("redelivered %q, acknowledged in the committed transaction (got %v, B held %v)", g, got, inB)
+		}
+	}
+	if got[0] == got[1] {
+		t.Fatalf("redelivered %v", got)
+	}
+	// Nothing else comes: a sentinel is next.
+	p2, err := cl2.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("sentinel")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := receiveAll(t, ctx, cons2, 1); got[0] != "sentinel" {
+		t.Fatalf("after the redeliveries: %q", got[0])
+	}
 }

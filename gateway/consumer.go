@@ -308,6 +308,10 @@ func (s *session) handleAck(c *pb.CommandAck) {
 		// counts from the log.
 		ids = append(ids, actors.AckID{EntryOffset: int64(m.GetEntryId()), AckSet: m.GetAckSet()})
 	}
+	if c.TxnidMostBits != nil || c.TxnidLeastBits != nil {
+		s.ackInTxn(cons, c, ids, invalid) // txn.go
+		return
+	}
 	// The answer goes out once the subscription applied the ack (it may
 	// first look up entries it does not hold in memory).
 	var reply func(error)

@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
+	"github.com/lakegate/lakegate/protocol"
 	"github.com/lakegate/lakegate/protocol/pb"
 	"github.com/lakegate/lakegate/txn"
 	"google.golang.org/protobuf/proto"
@@ -192,4 +194,43 @@ func txnErrorFields(err error) (*pb.ServerError, *string) {
 		code = pb.ServerError_NotAllowedError
 	}
 	return code.Enum(), proto.String(err.Error())
+}
+
+// ackInTxn serves an ACK carrying a transaction id: the broker makes it a
+// pending ack of the subscription, saved before the answer (which carries
+// the transaction id, as Pulsar's). It runs as a coordinator request does
+// (a slot of txnSlots, its own goroutine). ids are the message ids of this
+// topic; invalid, when set, fails the request (ids of another topic).
+func (s *session) ackInTxn(cons *consumer, c *pb.CommandAck, ids []actors.AckID, invalid error) {
+	id := txn.ID{Most: c.GetTxnidMostBits(), Least: c.GetTxnidLeastBits()}
+	answer := func(err error) {
+		if c.RequestId == nil {
+			if err != nil {
+				s.log.Warn("acknowledgement in a transaction failed (the client asked for no answer)", "txn", id, "err", err)
+			}
+			return
+		}
+		r := protocol.AckResponse(c.GetConsumerId(), c.GetRequestId())
+		r.AckResponse.TxnidMostBits, r.AckResponse.TxnidLeastBits = c.TxnidMostBits, c.TxnidLeastBits
+		if err != nil {
+			r.AckResponse.Error, r.AckResponse.Message = txnErrorFields(err)
+		}
+		s.send(r)
+	}
+	if invalid != nil {
+		answer(invalid)
+		return
+	}
+	select {
+	case s.txnSlots <- struct{}{}:
+	case <-s.done:
+		return
+	}
+	role := s.txnRole()
+	go func() {
+		defer func() { <-s.txnSlots }()
+		ctx, cancel := s.ctx()
+		defer cancel()
+		answer(cons.t.AckTxn(ctx, cons.sub, cons.subName, cons.durable, cons.subID, id, actors.AckKind(c.GetAckType()), ids, role))
+	}()
 }
