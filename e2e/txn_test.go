@@ -21,6 +21,9 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/lakegate/lakegate/broker"
+	"github.com/lakegate/lakegate/internal/testnode"
+	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/txn"
 )
 
@@ -496,4 +499,43 @@ func TestTxnAcksSurviveRestart(t *testing.T) {
 	if got, _ := receiveAll(t, ctx, cons2, 1); got[0] != "sentinel" {
 		t.Fatalf("after the redeliveries: %q", got[0])
 	}
+}
+
+// The coordinator's metrics carry Pulsar's names (pulsar_txn_*) and count
+// what the node's coordinators did: opened, committed, aborted, timed out.
+func TestTxnMetrics(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	c := startNode(t, testnode.Config{Node: node.Config{DataDir: t.TempDir()}, HTTP: true})
+	cl := c.txnClient()
+	committed, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborted, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.NewTransaction(time.Second); err != nil { // left to time out
+		t.Fatal(err)
+	}
+	if err := committed.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := aborted.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"pulsar_txn_created_total": 3, "pulsar_txn_committed_total": 1,
+		"pulsar_txn_aborted_total": 2, "pulsar_txn_timeout_total": 1, "pulsar_txn_active_count": 0}
+	var got map[string]float64
+	waitFor(t, ctx, "the transaction metrics", func() bool {
+		fams := scrape(t, c.tn.HTTP.URL+"/metrics")
+		got = map[string]float64{}
+		ok := true
+		for name, v := range want {
+			got[name], _ = familyValue(fams[name], map[string]string{"cluster": broker.ClusterName})
+			ok = ok && got[name] == v
+		}
+		appends, _ := familyValue(fams["pulsar_txn_append_log_total"], nil)
+		return ok && appends >= 3+2*2+2 // opens, two writes per end (decision, outcome), the timeout's two
+	})
 }

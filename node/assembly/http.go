@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/nodehttp"
 )
 
@@ -21,6 +22,9 @@ func (n *Node) serveHTTP(ctx context.Context) error {
 	collectors := []prometheus.Collector{n.Engine.Collector()}
 	if n.Kafka != nil {
 		collectors = append(collectors, n.Kafka.Collector())
+	}
+	if n.Txn != nil {
+		collectors = append(collectors, n.Txn.Collector(broker.ClusterName))
 	}
 	h := nodehttp.Handler(n.Gateway, ac, n.Catalog, collectors...)
 	if n.cfg.Iceberg != nil {

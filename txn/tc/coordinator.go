@@ -15,6 +15,9 @@ import (
 	"github.com/lakegate/lakegate/txn"
 )
 
+// reasonTimedOut is the Reason of a transaction aborted by its timeout.
+const reasonTimedOut = "timed out"
+
 // Limits of docs/transactions.md.
 const (
 	maxPartitions    = 1000
@@ -75,6 +78,8 @@ type Coordinator struct {
 
 	mu  sync.Mutex
 	tcs map[uint64]*tcState
+
+	metrics metrics // metrics.go
 
 	awaitMu sync.Mutex
 	awaits  map[txn.ID][]func(committed bool)
@@ -236,6 +241,7 @@ func (c *Coordinator) Open(ctx context.Context, tc uint64, timeout time.Duration
 		if !ok {
 			continue // the number was taken (a node that served tc before us): take another
 		}
+		c.metrics.add(tc, func(m *counters) { m.created++; m.appendLog++ })
 		st.mu.Lock()
 		st.txns[least] = &entry{rec: rec, rev: rev}
 		st.mu.Unlock()
@@ -340,6 +346,18 @@ func (c *Coordinator) write(ctx context.Context, id txn.ID, e *entry, rec txn.Re
 	}
 	if ok {
 		e.rec, e.rev = rec, rev
+		c.metrics.add(id.Most, func(m *counters) {
+			m.appendLog++
+			switch rec.State {
+			case txn.Committed:
+				m.committed++
+			case txn.Aborted:
+				m.aborted++
+				if rec.Reason == reasonTimedOut {
+					m.timeout++
+				}
+			}
+		})
 		return true, nil
 	}
 	kv, found, err := c.cfg.Meta.Get(ctx, c.k.rec(id))
@@ -619,7 +637,7 @@ func (c *Coordinator) tick(st *tcState) {
 		switch s := e.rec.State; {
 		case s == txn.Open && now >= e.rec.TimeoutMs:
 			c.cfg.Logger.Info("transaction timed out: aborting it", "txn", id)
-			err = c.end(ctx, id, e, false, "timed out")
+			err = c.end(ctx, id, e, false, reasonTimedOut)
 		case s == txn.Committing || s == txn.Aborting:
 			err = c.finish(ctx, id, e)
 		case s.Ended() && now >= e.rec.EndMs+c.cfg.EndedRetention.Milliseconds():

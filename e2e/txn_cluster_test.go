@@ -1,0 +1,231 @@
+package e2e
+
+// Transactions on three `lakegate serve` processes: a consume-transform-
+// produce loop keeps running while the owner of an output partition (a
+// node that serves transaction coordinators too) is killed with SIGKILL
+// and restarted. Every input's result is committed exactly once. Run: go
+// test -count=1 -run TestTxnCluster ./e2e/
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/sirupsen/logrus"
+)
+
+// txnClient is a client of url with transactions on.
+func (c *lgCluster) txnClient(url string) pulsar.Client {
+	c.t.Helper()
+	logger := plog.DefaultNopLogger()
+	if os.Getenv("LAKEGATE_E2E_DEBUG") != "" {
+		logger = plog.NewLoggerWithLogrus(logrus.StandardLogger())
+	}
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL: url, OperationTimeout: 30 * time.Second, ConnectionTimeout: 2 * time.Second,
+		EnableTransaction: true, Logger: logger,
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// txnStatus is a transaction's status as the admin REST reports it
+// (Pulsar's names), "" once its record is gone.
+func (c *lgCluster) txnStatus(node *lakegateProc, id pulsar.TxnID) string {
+	c.t.Helper()
+	var md struct {
+		Status string `json:"status"`
+	}
+	url := fmt.Sprintf("%s/admin/v3/transactions/transactionMetadata/%d/%d", node.httpURL, id.MostSigBits, id.LeastSigBits)
+	switch code := httpJSON(c.t, http.MethodGet, url, &md); code {
+	case http.StatusOK:
+		return md.Status
+	case http.StatusNotFound:
+		return ""
+	default:
+		c.t.Fatalf("GET %s: HTTP %d", url, code)
+		return ""
+	}
+}
+
+func TestTxnClusterKill9(t *testing.T) {
+	c := startLGCluster(t, 3, "file://"+t.TempDir(), keepAllFlags...)
+	ctx := ctxFor(t, 4*time.Minute)
+	const in, out = "persistent://public/default/txn-k9-in", "persistent://public/default/txn-k9-out"
+	for _, name := range []string{"txn-k9-in", "txn-k9-out"} {
+		if code := admDo(t, http.MethodPut, c.nodes[0].httpURL+"/admin/v2/persistent/public/default/"+name+"/partitions", "application/json", "3", nil); code/100 != 2 {
+			t.Fatalf("create %s: HTTP %d", name, code)
+		}
+	}
+	cl := c.txnClient(c.serviceURL())
+	// Batching off: pulsar-client-go issue 1498 (TestTxnProduceCommitAbort).
+	inProd, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: in, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	for i := range n {
+		if _, err := inProd.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "in-%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outProd, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: out, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: in, SubscriptionName: "work", Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check, err := c.client(c.serviceURL()).Subscribe(pulsar.ConsumerOptions{Topic: out, SubscriptionName: "check",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// results counts each result the checker received, by input.
+	results := map[string]int{}
+	resultsIn := make(chan string, 1024)
+	go func() {
+		for {
+			m, err := check.Receive(ctx)
+			if err != nil {
+				close(resultsIn)
+				return
+			}
+			check.Ack(m)
+			resultsIn <- string(m.Payload())
+		}
+	}()
+	victim := c.nodeByURL(c.lookup(c.nodes[0], out+"-partition-0"))
+	var txns []pulsar.Transaction
+	killed, restarted := false, false
+	sentinels := 0
+	drain := func() {
+		for {
+			select {
+			case r, ok := <-resultsIn:
+				if !ok {
+					t.Fatalf("the checker stopped: %v", ctx.Err())
+				}
+				if strings.HasPrefix(r, "sentinel-") {
+					sentinels++
+				} else {
+					results[r]++
+				}
+			default:
+				return
+			}
+		}
+	}
+	// The loop: batches of up to 4 inputs, each in a transaction that
+	// produces their results and acknowledges them. A transaction that
+	// saw the kill is aborted (what a pipeline does on a failure: its
+	// messages in flight may have been resent), which may fail when its
+	// coordinator died — the coordinator's next owner times it out.
+	for batch := 0; len(results) < n; batch++ {
+		if ctx.Err() != nil {
+			t.Fatalf("after %d batches, %d of %d results", batch, len(results), n)
+		}
+		tx, err := cl.NewTransaction(10 * time.Second)
+		if err != nil {
+			t.Logf("batch %d: new transaction: %v", batch, err)
+			drain()
+			continue
+		}
+		txns = append(txns, tx)
+		sawKill := false
+		for i := 0; i < 4; i++ {
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			m, err := work.Receive(rctx)
+			cancel()
+			if err != nil {
+				break // nothing now: the rest is held by transactions not ended yet
+			}
+			if _, err := outProd.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "out-%s", m.Payload()), Transaction: tx}); err != nil {
+				t.Logf("batch %d: send: %v", batch, err)
+				sawKill = true
+				break
+			}
+			if err := work.AckWithTxn(m, tx); err != nil {
+				t.Logf("batch %d: ack: %v", batch, err)
+				sawKill = true
+				break
+			}
+			if !killed && len(results) >= n/3 && i == 1 {
+				t.Logf("killing %s (owner of %s-partition-0) in batch %d", victim.name, out, batch)
+				victim.kill(t)
+				killed, sawKill = true, true
+			}
+		}
+		if sawKill {
+			if err := tx.Abort(ctx); err != nil {
+				t.Logf("batch %d: abort: %v", batch, err)
+			}
+		} else if err := tx.Commit(ctx); err != nil {
+			t.Logf("batch %d: commit: %v", batch, err)
+		}
+		if killed && !restarted {
+			c.restart(victim)
+			restarted = true
+		}
+		drain()
+	}
+	// Every transaction has ended before the results are counted: one
+	// whose commit failed may still commit.
+	for _, tx := range txns {
+		id := tx.GetTxnID()
+		waitFor(t, ctx, fmt.Sprintf("transaction %v ended", id), func() bool {
+			s := c.txnStatus(c.nodes[1], id)
+			return s == "" || s == "COMMITTED" || s == "ABORTED"
+		})
+	}
+	sp, err := c.client(c.serviceURL()).CreateProducer(pulsar.ProducerOptions{Topic: out, DisableBatching: true,
+		MessageRouter: partitionRouter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range 3 {
+		sendTo(t, ctx, sp, p, fmt.Sprintf("sentinel-%d", p), nil)
+	}
+	for sentinels < 3 {
+		select {
+		case r, ok := <-resultsIn:
+			if !ok {
+				t.Fatalf("the checker stopped before the sentinels: %v", ctx.Err())
+			}
+			if strings.HasPrefix(r, "sentinel-") {
+				sentinels++
+			} else {
+				results[r]++
+			}
+		case <-ctx.Done():
+			t.Fatal("sentinels not received")
+		}
+	}
+	var missing, dup []string
+	for i := range n {
+		switch k := fmt.Sprintf("out-in-%02d", i); results[k] {
+		case 1:
+		case 0:
+			missing = append(missing, k)
+		default:
+			dup = append(dup, fmt.Sprintf("%s×%d", k, results[k]))
+		}
+	}
+	slices.Sort(dup)
+	if len(missing) > 0 || len(dup) > 0 || len(results) != n {
+		t.Fatalf("results: missing %v, duplicated %v, %d distinct (want %d)", missing, dup, len(results), n)
+	}
+	t.Logf("%d transactions; every input's result exactly once", len(txns))
+}
