@@ -12,6 +12,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -538,4 +539,55 @@ func TestTxnMetrics(t *testing.T) {
 		appends, _ := familyValue(fams["pulsar_txn_append_log_total"], nil)
 		return ok && appends >= 3+2*2+2 // opens, two writes per end (decision, outcome), the timeout's two
 	})
+}
+
+// The tables are read-committed: a `lakegate standalone` process
+// materializes a topic while a transaction is open, after it commits, and
+// after another aborts; with no partition lagging, the Delta and Iceberg
+// tables hold exactly the committed messages.
+func TestTxnTablesReadCommitted(t *testing.T) {
+	node := startLakegate(t, lakegateBinary(t), t.TempDir(), "--tables-age", "200ms", "--tables-interval", "100ms", "--tables-scan-interval", "200ms")
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic = "persistent://public/default/txn-table"
+	if code := admDo(t, http.MethodPut, node.httpURL+"/admin/v2/persistent/public/default/txn-table/partitions", "application/json", "2", nil); code/100 != 2 {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: node.pulsarURL, OperationTimeout: 30 * time.Second,
+		EnableTransaction: true, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, MessageRouter: partitionRouter, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(n int, tag string, tx pulsar.Transaction) {
+		for i := range n {
+			sendTo(t, ctx, prod, i%2, fmt.Sprintf("%s-%d", tag, i), tx)
+		}
+	}
+	formats := []string{"DELTA", "ICEBERG"}
+	const table = "public/default/txn-table"
+	open, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(10, "plain", nil)
+	send(10, "open", open)
+	waitForTable(t, ctx, node.httpURL, table, 10, formats...)
+	if err := open.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitForTable(t, ctx, node.httpURL, table, 20, formats...)
+	aborted, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(6, "aborted", aborted)
+	if err := aborted.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send(4, "later", nil)
+	waitForTable(t, ctx, node.httpURL, table, 24, formats...)
 }
