@@ -689,7 +689,7 @@ func (a *admin) txnNoManagedLedger(what string) handler {
 		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %s of %s have no managed ledger: a transaction's messages are staged outside the log and its pending acknowledgements kept in the metadata store (docs/transactions.md); use transactionBufferStats and pendingAckStats", errAdminMethodNotAllowed, what, ref.name)
+		return nil, fmt.Errorf("%w: no managed ledger holds %s of %s: lakegate stages a transaction's messages outside the log and keeps pending acknowledgements in the metadata store (docs/transactions.md); use transactionBufferStats and pendingAckStats", errAdminMethodNotAllowed, what, ref.name)
 	}
 }
 
