@@ -16,6 +16,7 @@ import (
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // handler answers an admin request with a value or an error. The value is
@@ -113,10 +114,13 @@ var (
 	errAdminUnprocessable = errors.New("gateway: admin: unprocessable")
 	// errAdminTooLarge: a request body over Config.AdminMaxRequestBytes (413).
 	errAdminTooLarge = errors.New("gateway: request body too large")
+	// errAdminNotAcceptable: a value Pulsar refuses as not acceptable, e.g.
+	// no more transaction coordinators than now (406).
+	errAdminNotAcceptable = errors.New("gateway: admin: not acceptable")
 )
 
 // adminStatus is THE mapping from Go errors (admin, gateway, actors,
-// lakestream) to HTTP status codes. Every error answered by the admin REST
+// lakestream, txn) to HTTP status codes. Every error answered by the admin REST
 // goes through it.
 func adminStatus(err error) int {
 	switch {
@@ -142,6 +146,17 @@ func adminStatus(err error) int {
 		return http.StatusMethodNotAllowed
 	case errors.Is(err, errAdminUnprocessable):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, errAdminNotAcceptable):
+		return http.StatusNotAcceptable
+
+	case errors.Is(err, txn.ErrNotFound), errors.Is(err, txn.ErrNotCoordinator):
+		return http.StatusNotFound
+	case errors.Is(err, txn.ErrInvalidStatus):
+		return http.StatusConflict
+	case errors.Is(err, txn.ErrNotOwner):
+		return http.StatusForbidden
+	case errors.Is(err, txn.ErrTooMany):
+		return http.StatusPreconditionFailed
 
 	case errors.Is(err, broker.ErrInvalidTopicName):
 		return http.StatusPreconditionFailed
@@ -215,10 +230,10 @@ func writeAdminError(w http.ResponseWriter, err error) {
 func adminReason(err error) string {
 	msg := err.Error()
 	for _, e := range []error{errAdminNotFound, errAdminConflict, errAdminPrecondition, errAdminBadRequest,
-		errAdminNotImplemented, errAdminMethodNotAllowed, errAdminUnprocessable} {
+		errAdminNotImplemented, errAdminMethodNotAllowed, errAdminUnprocessable, errAdminNotAcceptable} {
 		msg = strings.ReplaceAll(msg, e.Error()+": ", "")
 	}
-	for _, p := range []string{"gateway: ", "lakestream: ", "auth: "} {
+	for _, p := range []string{"gateway: ", "lakestream: ", "auth: ", "txn: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
 	return msg

@@ -1,7 +1,7 @@
 // Package admin is the admin REST's front door: Pulsar's admin REST v2 (the
-// subset pulsar-admin and the Go pulsaradmin package call) and lakegate's
-// extensions (tables), under /admin/ and /lookup/ of the node's HTTP
-// surface (nodehttp mounts Handler).
+// subset pulsar-admin and the Go pulsaradmin package call), v3's
+// transactions, and lakegate's extensions (tables), under /admin/ and
+// /lookup/ of the node's HTTP surface (nodehttp mounts Handler).
 //
 // Topic behaviour is the broker layer's (package broker); the topics this
 // node serves, with their live producers and subscription actors, are the
@@ -35,6 +35,7 @@
 //	schemas.go       schemas and compatibility strategies
 //	tables.go        lakegate's table extensions
 //	nonpersistent.go non-persistent topics
+//	transactions.go  Pulsar's /admin/v3/transactions/ over txn.Coordinator
 //
 // Deleted topics. lakestream tombstones a dropped stream's name: a topic name
 // that was deleted cannot be created again (409 with a reason).

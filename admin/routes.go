@@ -201,6 +201,7 @@ func (a *admin) routes() []route {
 	}
 	rs = append(rs, a.limitRoutes()...)
 	rs = append(rs, a.codeRoutes()...) // policycode.go
+	rs = append(rs, a.txnRoutes()...)  // transactions.go
 	return append(rs, a.runbookRoutes()...)
 }
 

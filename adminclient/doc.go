@@ -1,6 +1,8 @@
 // Package adminclient is a client of a lakegate node's Pulsar admin REST
 // v2 (served under /admin/v2/ on the node's HTTP address): topics
-// (list, create, delete, stats), subscriptions (list, reset) and tables.
+// (list, create, delete, stats), subscriptions (list, reset) and tables;
+// and of v3's transactions (coordinators' stats, a transaction, the slow
+// ones, abort).
 // Each command prints what `lakegate admin` shows: aligned tables, or the
 // server's JSON (Options.JSON). A non-2xx answer is an *HTTPError with the
 // server's reason.
@@ -11,5 +13,7 @@
 //
 // Files:
 //
-//	client.go  Client, Options, HTTPError and the commands
+//	client.go        Client, Options, HTTPError and the commands
+//	doctor.go        doctor
+//	transactions.go  the transactions commands
 package adminclient

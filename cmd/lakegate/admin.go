@@ -10,6 +10,7 @@ package main
 //	lakegate admin subscriptions list <topic>
 //	lakegate admin subscriptions reset <topic> <sub> (--time T | --id ID)
 //	lakegate admin tables <topic>
+//	lakegate admin transactions (stats | metadata <most> <least> | slow <duration> | abort <most> <least>)
 //	lakegate admin doctor [--cluster]
 //
 // A topic is "persistent://tenant/ns/name", "tenant/ns/name" or "name"
@@ -44,6 +45,12 @@ commands:
       T: RFC 3339 time, Unix milliseconds, or a duration ago (10m)
       ID: ledger:entry[:partition], earliest or latest
   tables <topic>
+  transactions stats
+      every transaction coordinator: its state, ongoing transactions, node
+  transactions metadata <mostSigBits> <leastSigBits>
+  transactions slow <duration>
+      the transactions open longer than duration (10m) and not ended
+  transactions abort <mostSigBits> <leastSigBits>
   doctor [--cluster]
       checks the node (with --cluster: every member) — etcd, object store,
       members, owners, table lag — and says what is wrong; exits 1 on a failure
@@ -192,6 +199,26 @@ func runAdmin(args []string, environ []string, out io.Writer) error {
 			return err
 		}
 		return c.SubscriptionsReset(ctx, o.Options, pos[2], pos[3], out)
+	case cmd == "transactions stats":
+		if err := want(2, "transactions stats"); err != nil {
+			return err
+		}
+		return c.TxnStats(ctx, o.Options, out)
+	case cmd == "transactions metadata":
+		if err := want(4, "transactions metadata <mostSigBits> <leastSigBits>"); err != nil {
+			return err
+		}
+		return c.TxnMetadata(ctx, o.Options, pos[2], pos[3], out)
+	case cmd == "transactions slow":
+		if err := want(3, "transactions slow <duration>"); err != nil {
+			return err
+		}
+		return c.TxnSlow(ctx, o.Options, pos[2], out)
+	case cmd == "transactions abort":
+		if err := want(4, "transactions abort <mostSigBits> <leastSigBits>"); err != nil {
+			return err
+		}
+		return c.TxnAbort(ctx, pos[2], pos[3], out)
 	case pos[0] == "doctor":
 		if err := want(1, "doctor [--cluster]"); err != nil {
 			return err

@@ -307,3 +307,65 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("unreachable server: %v", err)
 	}
 }
+
+// TestAdminCLITransactions: the transactions commands against a node
+// with a transaction of the Go client open, then aborted by the CLI.
+func TestAdminCLITransactions(t *testing.T) {
+	_, url, pulsarURL := adminNode(t)
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: pulsarURL, OperationTimeout: 30 * time.Second,
+		EnableTransaction: true, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "persistent://public/default/txn-cli"
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tx, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("x"), Transaction: tx}); err != nil {
+		t.Fatal(err)
+	}
+	id := tx.GetTxnID()
+	most, least := fmt.Sprint(id.MostSigBits), fmt.Sprint(id.LeastSigBits)
+
+	out := mustAdmin(t, url, "transactions", "stats")
+	t.Logf("transactions stats:\n%s", out)
+	if got := row(t, out, most); got[1] != "Ready" || got[2] != "1" {
+		t.Fatalf("coordinator %s row %q (want Ready, 1 ongoing)", most, got)
+	}
+	out = mustAdmin(t, url, "transactions", "metadata", most, least)
+	t.Logf("transactions metadata:\n%s", out)
+	if got := row(t, out, "STATUS"); got[1] != "OPEN" {
+		t.Fatalf("STATUS %q", got)
+	}
+	if got := row(t, out, "PRODUCES TO"); got[1] != topic {
+		t.Fatalf("PRODUCES TO %q", got)
+	}
+	out = mustAdmin(t, url, "transactions", "slow", "0s")
+	if got := row(t, out, fmt.Sprintf("(%s,%s)", most, least)); got[1] != "OPEN" || got[4] != "1" {
+		t.Fatalf("slow row %q", got)
+	}
+	out = mustAdmin(t, url, "transactions", "abort", most, least)
+	if !strings.Contains(out, "aborted transaction") {
+		t.Fatalf("abort: %q", out)
+	}
+	if got := row(t, mustAdmin(t, url, "transactions", "metadata", most, least), "STATUS"); got[1] != "ABORTED" {
+		t.Fatalf("after abort: STATUS %q", got)
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("the client committed a transaction the CLI aborted")
+	}
+	_, err = admin(t, url, "transactions", "metadata", most, "999999")
+	var he *adminclient.HTTPError
+	if !errors.As(err, &he) || he.Status != 404 {
+		t.Fatalf("unknown transaction: %v", err)
+	}
+}

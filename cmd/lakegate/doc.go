@@ -7,7 +7,7 @@
 //	lakegate bench engine [flags]     (storage-engine benchmark driver)
 //	lakegate bench tables [flags]     (a simulated month of a topic's tables)
 //	lakegate table scan <topic>       (prints a topic's table rows)
-//	lakegate admin <command> [flags]  (admin REST client: topics, subscriptions, tables)
+//	lakegate admin <command> [flags]  (admin REST client: topics, subscriptions, tables, transactions)
 //	lakegate token <command>          (keys and tokens, as "pulsar tokens")
 //	lakegate version
 //

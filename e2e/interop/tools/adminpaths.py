@@ -61,9 +61,9 @@ import urllib.request
 
 # Groups listed one line each in the doc: Pulsar services lakegate has no
 # counterpart of (BookKeeper, the load manager's quotas, Pulsar Functions and
-# connectors, packages, transactions, broker internals).
+# connectors, packages, broker internals).
 GROUP_LEVEL = {"bookies", "resource-quotas", "functions", "sinks", "sources", "sink", "source", "packages", "worker",
-               "worker-stats", "broker-stats", "resourcegroups", "transactions"}
+               "worker-stats", "broker-stats", "resourcegroups"}
 
 HTTP = {"javax.ws.rs.GET": "GET", "javax.ws.rs.POST": "POST", "javax.ws.rs.PUT": "PUT",
         "javax.ws.rs.DELETE": "DELETE"}
@@ -209,6 +209,19 @@ SAMPLES = {"tenant": TENANT, "property": TENANT, "namespace": NS, "topic": TOPIC
 # (the path template); the first that matches is printed. Written from
 # admin/*.go and docs/policies.md; the probe does not check them.
 NOTES = [
+    # transactions (/admin/v3; admin/transactions.go, docs/transactions.md "Admin REST")
+    (r"GET /admin/v3/transactions/coordinators$", "Each coordinator and the pulsar:// URL of the node serving it (or that placement picks). Superusers."),
+    (r"GET /admin/v3/transactions/coordinatorStats$", "From the metadata store, on any node: `state` (Ready while a node serves it, else None), `leastSigBits` (highest sequence kept), `lowWaterMark`, `ongoingTxnSize`; recover times 0. All by id, or `?coordinatorId=N`. Superusers."),
+    (r"GET /admin/v3/transactions/transactionMetadata/", "`txnId`, `status` (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED), `openTimestamp`, `timeoutAt`, `owner`, `producedPartitions` (`startPosition` null: messages are staged until the commit), `ackedPartitions`. Superusers."),
+    (r"GET /admin/v3/transactions/slowTransactions/", "The transactions not ended and open longer than the timeout (ms), by txnId, at most 1000 (the oldest). Superusers."),
+    (r"POST /admin/v3/transactions/abortTransaction/", "Aborts the transaction from any node (204); 404 unknown, 409 committed. Superusers, as Pulsar."),
+    (r"/admin/v3/transactions/transactionCoordinator/replicas$", "406 for a count not above the current one, as Pulsar; else 501: the count is `transactions.coordinators`. Superusers."),
+    (r"/admin/v3/transactions/(coordinatorInternalStats|transactionBufferInternalStats|pendingAckInternalStats)/", "405, Pulsar's answer for a coordinator, buffer or pending-ack handle without a managed ledger: lakegate keeps them in the metadata store."),
+    (r"GET /admin/v3/transactions/transactionInBufferStats/", "`aborted` once the transaction, which produced to the topic, is aborted; `startPosition` null. Superusers and tenant admins."),
+    (r"GET /admin/v3/transactions/transactionBufferStats/", "On the topic's owner: `maxReadPosition` is the last entry (open transactions hold no reader back), `ongoingTxnSize` the open transactions producing to it. Superusers and tenant admins."),
+    (r"GET /admin/v3/transactions/pendingAckStats/", "On the topic's owner: the transactions holding pending acks on the subscription. Superusers and tenant admins."),
+    (r"GET /admin/v3/transactions/transactionInPendingAckStats/", "On the topic's owner: the position of the transaction's cumulative ack, or null. Superusers and tenant admins."),
+    (r"GET /admin/v3/transactions/positionStatsInPendingAck/", "On the topic's owner: MarkDelete, PendingAck, NotInPendingAck or InvalidPosition (the ledger is the topic's log id). Superusers and tenant admins."),
     # non-persistent (first: the generic notes below are about persistent topics)
     (r"GET /admin/v2/non-persistent/\{tenant\}/\{namespace\}$", "The non-persistent topics with producers or consumers, from any node."),
     (r"GET /admin/v2/non-persistent/.*/partitions$", "Always 0 partitions: partitioned non-persistent topics are not supported."),
