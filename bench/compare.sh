@@ -46,6 +46,11 @@
 #            (Exclusive, its own client) per partition: a consumer group
 #   gomax1   the Go perf tool (pulsar-client-go perf) produce, 1 partition,
 #            unthrottled (its last complete 10 s window)
+#   txn1     pulsar-perf produce in transactions (-txn, 50 messages per
+#            transaction, each committed), 1 partition: the cost of
+#            transactions beside max1 (Pulsar started with
+#            transactionCoordinatorEnabled=true for these loads only)
+#   txn8     the same, 8 partitions
 # Every pulsar-perf run: 1 KiB messages, batching on (the tool's defaults),
 # -o 1000 outstanding messages.
 #
@@ -155,7 +160,7 @@ target_kind() {
 }
 load_kind() {
   case $1 in
-  max1 | max8 | max100 | max1000 | fixed20k | e2e10k | goe2e10k | drain | godrain | godrain2 | godrainp2 | gomax1) echo pulsar ;;
+  max1 | max8 | max100 | max1000 | fixed20k | e2e10k | goe2e10k | drain | godrain | godrain2 | godrainp2 | gomax1 | txn1 | txn8) echo pulsar ;;
   kmax1 | kmax8 | kmax100 | kfixed20k | ke2e10k) echo kafka ;;
   *) die "unknown load $1" ;;
   esac
@@ -277,6 +282,7 @@ managedLedgerDefaultWriteQuorum=1
 managedLedgerDefaultAckQuorum=1
 brokerDeleteInactiveTopicsEnabled=false
 functionsWorkerEnabled=false
+transactionCoordinatorEnabled=${PULSAR_TXN:-false}
 EOF
   # The bookie turns read-only when its disk is more than 95 % used
   # (diskUsageThreshold, counted as 1 - usable/total: space reserved for
@@ -444,6 +450,8 @@ run_load() {
   local load=$1 target=$2 rep=$3 name="$1-$2-$3" log t0 t1 c0 c1 ta tb sa sb ma mb status=ok
   log=$OUT/$name
   wait_quiet
+  PULSAR_TXN=false
+  case $load in txn*) PULSAR_TXN=true ;; esac
   case $target in
   lakegate) start_lakegate "$name" ;;
   lakegate-kafka)
@@ -459,7 +467,7 @@ run_load() {
   esac
   say "run $name: server pid $SRV_PID at $URL"
   local topic=persistent://public/default/$load-$rep parts=1 rate=1000000 thr=- p50=- p95=- p99=- p999=- pmax=- e50=- e99=- e999=- emax=- drain=-
-  case $load in max8 | kmax8) parts=8 ;; godrainp2) parts=2 ;; max100 | kmax100) parts=100 ;; max1000) parts=1000 ;; fixed20k) rate=20000 ;; e2e10k) rate=10000 ;; esac
+  case $load in max8 | kmax8 | txn8) parts=8 ;; godrainp2) parts=2 ;; max100 | kmax100) parts=100 ;; max1000) parts=1000 ;; fixed20k) rate=20000 ;; e2e10k) rate=10000 ;; esac
   if [[ $(load_kind "$load") == kafka ]]; then
     TOPIC=$load-$rep topic=$load-$rep
     if ! kafka_topic "$topic" "$parts" >"$log.topic.log" 2>&1; then
@@ -475,6 +483,12 @@ run_load() {
   [[ $status == ok ]] && case $load in
   max1 | max8 | max100 | max1000 | fixed20k)
     perf "$log.produce.log" produce -r "$rate" -s $SIZE -o $OUTSTANDING -time "$DURATION" "$topic"
+    wait "$PERF_PID" || say "producer exited with status $?"
+    read -r sent p50 p95 p99 p999 pmax <<<"$(agg "$log.produce.log")"
+    thr=$(awk -v n="$sent" -v d="$DURATION" 'BEGIN { if (n == "-") print "-"; else printf "%.0f", n / d }')
+    ;;
+  txn1 | txn8)
+    perf "$log.produce.log" produce -r "$rate" -s $SIZE -o $OUTSTANDING -time "$DURATION" -txn -nmt 50 "$topic"
     wait "$PERF_PID" || say "producer exited with status $?"
     read -r sent p50 p95 p99 p999 pmax <<<"$(agg "$log.produce.log")"
     thr=$(awk -v n="$sent" -v d="$DURATION" 'BEGIN { if (n == "-") print "-"; else printf "%.0f", n / d }')

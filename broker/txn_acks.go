@@ -114,7 +114,7 @@ func (t *Topic[P, C]) AckTxn(ctx context.Context, sub *actors.SubscriptionActor,
 	topic := t.name.String()
 	// The transaction lists the subscription (its record is not forgotten
 	// while the subscription holds its acks), and is open and the role's.
-	if err := tc.AddSubscriptions(ctx, id, []txn.Sub{{Topic: topic, Sub: name}}, role); err != nil {
+	if err := tc.TrackSubscription(ctx, id, txn.Sub{Topic: topic, Sub: name}, role); err != nil {
 		return err
 	}
 	k := txnAckKey{sub: sub, id: id}

@@ -93,9 +93,14 @@ func TestTxnClusterKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// results counts each result the checker received, by input.
+	// results counts each result the checker received, by input: distinct
+	// messages (a message the checker gets again — redelivered because
+	// its ack was lost with a node — is one message; a result committed
+	// twice is two).
 	results := map[string]int{}
-	resultsIn := make(chan string, 1024)
+	seen := map[string]bool{}
+	type result struct{ payload, id string }
+	resultsIn := make(chan result, 1024)
 	go func() {
 		for {
 			m, err := check.Receive(ctx)
@@ -104,7 +109,7 @@ func TestTxnClusterKill9(t *testing.T) {
 				return
 			}
 			check.Ack(m)
-			resultsIn <- string(m.Payload())
+			resultsIn <- result{string(m.Payload()), m.ID().String()}
 		}
 	}()
 	victim := c.nodeByURL(c.lookup(c.nodes[0], out+"-partition-0"))
@@ -118,11 +123,14 @@ func TestTxnClusterKill9(t *testing.T) {
 				if !ok {
 					t.Fatalf("the checker stopped: %v", ctx.Err())
 				}
-				if strings.HasPrefix(r, "sentinel-") {
+				switch {
+				case seen[r.id]:
+				case strings.HasPrefix(r.payload, "sentinel-"):
 					sentinels++
-				} else {
-					results[r]++
+				default:
+					results[r.payload]++
 				}
+				seen[r.id] = true
 			default:
 				return
 			}
@@ -145,6 +153,7 @@ func TestTxnClusterKill9(t *testing.T) {
 		}
 		txns = append(txns, tx)
 		sawKill := false
+		took := 0
 		for i := 0; i < 4; i++ {
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
 			m, err := work.Receive(rctx)
@@ -157,6 +166,7 @@ func TestTxnClusterKill9(t *testing.T) {
 				sawKill = true
 				break
 			}
+			took++
 			if err := work.AckWithTxn(m, tx); err != nil {
 				t.Logf("batch %d: ack: %v", batch, err)
 				sawKill = true
@@ -175,6 +185,7 @@ func TestTxnClusterKill9(t *testing.T) {
 		} else if err := tx.Commit(ctx); err != nil {
 			t.Logf("batch %d: commit: %v", batch, err)
 		}
+		t.Logf("DEBUG batch %d txn %v took %d kill %v", batch, tx.GetTxnID(), took, sawKill)
 		if killed && !restarted {
 			c.restart(victim)
 			restarted = true
@@ -204,11 +215,14 @@ func TestTxnClusterKill9(t *testing.T) {
 			if !ok {
 				t.Fatalf("the checker stopped before the sentinels: %v", ctx.Err())
 			}
-			if strings.HasPrefix(r, "sentinel-") {
+			switch {
+			case seen[r.id]:
+			case strings.HasPrefix(r.payload, "sentinel-"):
 				sentinels++
-			} else {
-				results[r]++
+			default:
+				results[r.payload]++
 			}
+			seen[r.id] = true
 		case <-ctx.Done():
 			t.Fatal("sentinels not received")
 		}

@@ -96,6 +96,10 @@ type Coordinator interface {
 	// writes and acknowledges.
 	AddPartitions(ctx context.Context, id ID, partitions []string, role string) error
 	AddSubscriptions(ctx context.Context, id ID, subs []Sub, role string) error
+	// TrackSubscription is AddSubscriptions of one subscription from any
+	// node (the subscription's owner, for an acknowledgement in the
+	// transaction).
+	TrackSubscription(ctx context.Context, id ID, sub Sub, role string) error
 	// End commits or aborts the transaction; it returns once the outcome
 	// is decided and carried out.
 	End(ctx context.Context, id ID, commit bool, role string) error

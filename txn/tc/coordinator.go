@@ -409,6 +409,59 @@ func (c *Coordinator) AddSubscriptions(ctx context.Context, id txn.ID, subs []tx
 	})
 }
 
+// TrackSubscription records that the transaction acknowledges on sub, from
+// any node: the subscription's owner calls it for each acknowledgement in
+// the transaction (a client registers the subscription first, but the
+// record must list it whatever the client did: its record is kept while
+// the subscription holds its acks). On the node serving the coordinator it
+// is AddSubscriptions; elsewhere it updates the record in the store by
+// compare-and-put — the serving node's next write of the record loses its
+// compare, reloads and decides again, as after any concurrent change.
+func (c *Coordinator) TrackSubscription(ctx context.Context, id txn.ID, sub txn.Sub, role string) error {
+	if c.servedHere(id.Most) {
+		return c.AddSubscriptions(ctx, id, []txn.Sub{sub}, role)
+	}
+	for range 20 {
+		kv, found, err := c.cfg.Meta.Get(ctx, c.k.rec(id))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: %v", txn.ErrNotFound, id)
+		}
+		rec, err := decodeRecord(kv.Value)
+		if err != nil {
+			return err
+		}
+		if err := c.may(rec, role); err != nil {
+			return err
+		}
+		if rec.State != txn.Open {
+			return fmt.Errorf("%w: %v is %s, not open", txn.ErrInvalidStatus, id, rec.State)
+		}
+		if slices.Contains(rec.Subscriptions, sub) {
+			return nil
+		}
+		if len(rec.Subscriptions) >= maxSubscriptions {
+			return fmt.Errorf("%w: over %d subscriptions in one transaction", txn.ErrTooMany, maxSubscriptions)
+		}
+		rec.Subscriptions = append(slices.Clone(rec.Subscriptions), sub)
+		ok, _, err := c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: c.k.rec(id), ModRevision: kv.ModRevision}}, []meta.Op{meta.Put(c.k.rec(id), encode(rec))})
+		if err != nil || ok {
+			return err
+		}
+	}
+	return fmt.Errorf("txn: %v keeps changing: subscription %s/%s not recorded", id, sub.Topic, sub.Sub)
+}
+
+// servedHere reports whether this node serves coordinator tc now.
+func (c *Coordinator) servedHere(tc uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.tcs[tc]
+	return st != nil && st.own.Held()
+}
+
 func (c *Coordinator) add(ctx context.Context, id txn.ID, role string, change func(*txn.Record) (bool, error)) error {
 	e, err := c.entryOf(ctx, id)
 	if err != nil {

@@ -295,6 +295,43 @@ func TestCoordinatorAdoptsOrphans(t *testing.T) {
 	}
 }
 
+// A subscription's owner on another node records the subscription in the
+// transaction through the store; the serving coordinator, holding an
+// older revision, still commits it.
+func TestCoordinatorTrackSubscriptionElsewhere(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	st, clk := newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)}
+	c1 := newTestCoordinator(t, m, st, clk)
+	a, err := c1.Open(ctx, 1, time.Minute, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := newTestCoordinator(t, m, st, clk) // serves nothing
+	sub := txn.Sub{Topic: "persistent://t/n/x-partition-0", Sub: "s"}
+	if err := c2.TrackSubscription(ctx, a, sub, "bob"); !errors.Is(err, txn.ErrNotOwner) {
+		t.Fatalf("another role: %v, want ErrNotOwner", err)
+	}
+	for range 2 { // the second finds it listed
+		if err := c2.TrackSubscription(ctx, a, sub, "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c2.Serving(); len(got) != 0 {
+		t.Fatalf("tracking made the node serve %v", got)
+	}
+	if err := c1.End(ctx, a, true, "alice"); err != nil {
+		t.Fatalf("commit after a change elsewhere: %v", err)
+	}
+	rec, err := c1.Status(ctx, a)
+	if err != nil || rec.State != txn.Committed || !slices.Equal(rec.Subscriptions, []txn.Sub{sub}) {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	if err := c2.TrackSubscription(ctx, a, txn.Sub{Topic: sub.Topic, Sub: "other"}, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
+		t.Fatalf("tracking in a committed transaction: %v, want ErrInvalidStatus", err)
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
