@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,7 +115,16 @@ func (t *Topic[P, C]) AckTxn(ctx context.Context, sub *actors.SubscriptionActor,
 	topic := t.name.String()
 	// The transaction lists the subscription (its record is not forgotten
 	// while the subscription holds its acks), and is open and the role's.
-	if err := tc.AddSubscriptions(ctx, id, []txn.Sub{{Topic: topic, Sub: name}}, role); err != nil {
+	// This topic's owner is often not the node serving the transaction's
+	// coordinator: that one adds the subscription; another checks that the
+	// client did (ADD_SUBSCRIPTION_TO_TXN, which Pulsar's clients send to
+	// the coordinator before they acknowledge in a transaction).
+	s := txn.Sub{Topic: topic, Sub: name}
+	if err := tc.AddSubscriptions(ctx, id, []txn.Sub{s}, role); errors.Is(err, txn.ErrNotCoordinator) {
+		if err := txnListsSub(ctx, tc, id, s, role); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
 	}
 	k := txnAckKey{sub: sub, id: id}
@@ -162,6 +172,23 @@ func (t *Topic[P, C]) AckTxn(ctx context.Context, sub *actors.SubscriptionActor,
 	st.mu.Unlock()
 	if first {
 		t.awaitTxnAcks(tc, k, st, name)
+	}
+	return nil
+}
+
+// txnListsSub checks, from a node that does not serve id's coordinator,
+// that the transaction is open and role's and lists s (txn errors, or
+// ErrNotAllowed when s is not listed).
+func txnListsSub(ctx context.Context, tc txn.Coordinator, id txn.ID, s txn.Sub, role string) error {
+	if err := tc.Usable(ctx, id, role); err != nil {
+		return err
+	}
+	rec, err := tc.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(rec.Subscriptions, s) {
+		return fmt.Errorf("%w: transaction %v does not list subscription %q of %s: ADD_SUBSCRIPTION_TO_TXN comes first", ErrNotAllowed, id, s.Sub, s.Topic)
 	}
 	return nil
 }
