@@ -243,3 +243,87 @@ func TestTxnClusterKill9(t *testing.T) {
 	}
 	t.Logf("%d transactions; every input's result exactly once", len(txns))
 }
+
+// servingCoordinator is the node whose log says it serves coordinator tc
+// (nil: none yet).
+func (c *lgCluster) servingCoordinator(tc uint64) *lakegateProc {
+	want := fmt.Sprintf(`msg="serving transaction coordinator" tc=%d `, tc)
+	for _, n := range c.nodes {
+		for _, l := range n.logTail(1 << 20) {
+			if strings.Contains(l, want) {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
+// TestTxnAckOnAnotherNode: an acknowledgement in a transaction goes to the
+// owner of its topic, which is often not the node serving the
+// transaction's coordinator (the client has registered the subscription
+// there first, with ADD_SUBSCRIPTION_TO_TXN). The owner accepts it, and the
+// commit applies it: a consumer that subscribes again does not get the
+// message back. (The owner used to require serving the coordinator itself
+// and answered TransactionCoordinatorNotFound.)
+func TestTxnAckOnAnotherNode(t *testing.T) {
+	c := startLGCluster(t, 3, "file://"+t.TempDir(), keepAllFlags...)
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic = "persistent://public/default/txn-ack-elsewhere"
+	cl := c.txnClient(c.serviceURL())
+	prod, err := c.client(c.serviceURL()).CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"m-0", "m-1"} {
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(m)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subscribe := func() pulsar.Consumer {
+		cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cons
+	}
+	cons := subscribe()
+	m, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := c.nodeByURL(c.lookup(c.nodes[0], topic))
+	// The client opens transactions at its coordinators in turn: open them
+	// until one is served by another node than the topic's owner.
+	var tx pulsar.Transaction
+	for i := 0; i < 64 && tx == nil; i++ {
+		x, err := cl.NewTransaction(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := c.servingCoordinator(x.GetTxnID().MostSigBits); n != nil && n != owner {
+			tx = x
+			t.Logf("transaction %v: coordinator on %s, topic on %s", x.GetTxnID(), n.name, owner.name)
+		} else if err := x.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tx == nil {
+		t.Fatalf("every coordinator the client used is served by %s, the topic's owner", owner.name)
+	}
+	if err := cons.AckWithTxn(m, tx); err != nil {
+		t.Fatalf("ack of %s in transaction %v on the topic's owner %s: %v", m.Payload(), tx.GetTxnID(), owner.name, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cons.Close()
+	again := subscribe()
+	got, err := again.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Payload()) != "m-1" {
+		t.Fatalf("after the commit a new consumer got %q first, want m-1 (m-0 was acknowledged in the transaction)", got.Payload())
+	}
+}

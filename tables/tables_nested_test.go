@@ -19,6 +19,7 @@ package tables
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -497,7 +498,11 @@ func TestSparkReadsNestedTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	// One Spark JVM reads every table: its start and jobs take well over
+	// ctxT's minute on a loaded two-core machine (CI runs suites in two
+	// lanes).
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
 	wants := map[string]map[int64]map[string]any{} // by table spec
 	labels := map[string]string{}
 	var specs []string

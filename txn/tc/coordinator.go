@@ -454,6 +454,22 @@ func (c *Coordinator) TrackSubscription(ctx context.Context, id txn.ID, sub txn.
 	return fmt.Errorf("txn: %v keeps changing: subscription %s/%s not recorded", id, sub.Topic, sub.Sub)
 }
 
+// endedOrEnding is the answer to a request a transaction that is not
+// open cannot take, as Pulsar's coordinator answers it: InvalidTxnStatus
+// while its end is under way, TransactionNotFound once it has ended
+// (Pulsar forgets an ended transaction; the record kept here for
+// endedRetention serves a retry of the same END).
+func endedOrEnding(id txn.ID, rec txn.Record) error {
+	msg := fmt.Sprintf("%v is %s", id, rec.State)
+	if rec.Reason != "" {
+		msg += " (" + rec.Reason + ")"
+	}
+	if rec.State.Ended() {
+		return fmt.Errorf("%w: %s", txn.ErrNotFound, msg)
+	}
+	return fmt.Errorf("%w: %s", txn.ErrInvalidStatus, msg)
+}
+
 // servedHere reports whether this node serves coordinator tc now.
 func (c *Coordinator) servedHere(tc uint64) bool {
 	c.mu.Lock()
@@ -474,7 +490,7 @@ func (c *Coordinator) add(ctx context.Context, id txn.ID, role string, change fu
 			return err
 		}
 		if e.rec.State != txn.Open {
-			return fmt.Errorf("%w: %v is %s, not open", txn.ErrInvalidStatus, id, e.rec.State)
+			return endedOrEnding(id, e.rec)
 		}
 		rec := e.rec
 		rec.Partitions, rec.Subscriptions = slices.Clone(rec.Partitions), slices.Clone(rec.Subscriptions)
@@ -521,11 +537,7 @@ func (c *Coordinator) end(ctx context.Context, id txn.ID, e *entry, commit bool,
 		case (s == txn.Committed) == commit && s.Ended():
 			return nil
 		default:
-			msg := fmt.Sprintf("%v is %s", id, s)
-			if e.rec.Reason != "" {
-				msg += " (" + e.rec.Reason + ")"
-			}
-			return fmt.Errorf("%w: %s", txn.ErrInvalidStatus, msg)
+			return endedOrEnding(id, e.rec)
 		}
 	}
 }

@@ -125,10 +125,11 @@ func TestCoordinatorCommitAbort(t *testing.T) {
 	if err := c.End(ctx, a, true, "alice"); err != nil {
 		t.Fatalf("committing again: %v", err)
 	}
-	if err := c.End(ctx, a, false, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
+	// Pulsar's answers to an ended transaction: TransactionNotFound.
+	if err := c.End(ctx, a, false, "alice"); !errors.Is(err, txn.ErrNotFound) {
 		t.Fatalf("aborting a committed transaction: %v", err)
 	}
-	if err := c.AddPartitions(ctx, a, []string{"y"}, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
+	if err := c.AddPartitions(ctx, a, []string{"y"}, "alice"); !errors.Is(err, txn.ErrNotFound) {
 		t.Fatalf("adding to a committed transaction: %v", err)
 	}
 	if err := c.Usable(ctx, a, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
@@ -140,7 +141,7 @@ func TestCoordinatorCommitAbort(t *testing.T) {
 	if got := st.outcome(b.Set()); got != "abort" {
 		t.Fatalf("staging set of b: %q", got)
 	}
-	if err := c.End(ctx, b, true, "alice"); !errors.Is(err, txn.ErrInvalidStatus) {
+	if err := c.End(ctx, b, true, "alice"); !errors.Is(err, txn.ErrNotFound) {
 		t.Fatalf("committing an aborted transaction: %v", err)
 	}
 	rec, err := c.Status(ctx, a)
@@ -181,7 +182,7 @@ func TestCoordinatorTimeoutAndForget(t *testing.T) {
 	if committed := <-ended; committed {
 		t.Fatal("a timed-out transaction reported committed")
 	}
-	if err := c.End(ctx, id, true, ""); !errors.Is(err, txn.ErrInvalidStatus) {
+	if err := c.End(ctx, id, true, ""); !errors.Is(err, txn.ErrNotFound) {
 		t.Fatalf("committing a timed-out transaction: %v", err)
 	}
 	acks, err := c.LoadAcks(ctx, "persistent://a/b/c", "s/1")

@@ -25,16 +25,59 @@ final class Ctx {
     final String serviceUrl;
     final String runId;
     final String scenario;
+    private final TxnClient txn;
     private final List<AutoCloseable> open = new ArrayList<>();
     /** Observations a passing scenario reports on its PASS line. */
     final List<String> notes = java.util.Collections.synchronizedList(new ArrayList<>());
 
-    Ctx(PulsarClient client, PulsarAdmin admin, String serviceUrl, String runId, String scenario) {
+    Ctx(PulsarClient client, PulsarAdmin admin, String serviceUrl, String runId, String scenario, TxnClient txn) {
         this.client = client;
         this.admin = admin;
         this.serviceUrl = serviceUrl;
         this.runId = runId;
         this.scenario = scenario;
+        this.txn = txn;
+    }
+
+    /**
+     * The run's client with transactions enabled (built on the first call:
+     * building it connects to every transaction coordinator).
+     */
+    PulsarClient txnClient() throws Exception {
+        return txn.get();
+    }
+
+    /**
+     * The run's shared client with {@code enableTransaction(true)}, built
+     * lazily so that runs without a transaction scenario never open the
+     * coordinators. Closed by Main at the end of the run.
+     */
+    static final class TxnClient implements AutoCloseable {
+        private final String serviceUrl;
+        private PulsarClient client;
+
+        TxnClient(String serviceUrl) {
+            this.serviceUrl = serviceUrl;
+        }
+
+        synchronized PulsarClient get() throws Exception {
+            if (client == null) {
+                client = PulsarClient.builder()
+                    .serviceUrl(serviceUrl)
+                    .enableTransaction(true)
+                    .operationTimeout(30, TimeUnit.SECONDS)
+                    .connectionTimeout(10, TimeUnit.SECONDS)
+                    .build();
+            }
+            return client;
+        }
+
+        @Override
+        public synchronized void close() throws Exception {
+            if (client != null) {
+                client.close();
+            }
+        }
     }
 
     /** A topic name unique to this run and scenario. */
@@ -56,6 +99,14 @@ final class Ctx {
     }
 
     <T> Consumer<T> keep(Consumer<T> c) {
+        synchronized (open) {
+            open.add(c);
+        }
+        return c;
+    }
+
+    /** Closes c after the scenario (a client of its own). */
+    PulsarClient keep(PulsarClient c) {
         synchronized (open) {
             open.add(c);
         }

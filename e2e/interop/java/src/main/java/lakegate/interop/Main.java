@@ -27,10 +27,12 @@ import org.apache.pulsar.client.api.PulsarClient;
  * pass). Exits 1 if any scenario failed or was skipped, 2 on bad arguments;
  * a known-unsupported scenario that fails as expected does not fail the run.
  * Each scenario uses its own topics (suffixed with a per-run id) and has a
- * deadline; scenarios run one after another on one shared client.
+ * deadline; scenarios run one after another on one shared client (and the
+ * transaction scenarios on one shared client with transactions enabled,
+ * built when the first of them asks for it).
  */
 public final class Main {
-    /** A scenario's deadline; past it the scenario fails. */
+    /** A scenario's deadline unless it names its own; past it the scenario fails. */
     static final long SCENARIO_TIMEOUT_SECONDS = 60;
 
     public static void main(String[] args) throws Exception {
@@ -44,6 +46,7 @@ public final class Main {
 
         List<Scenario> all = new ArrayList<>();
         Scenarios.register(all);
+        TxnScenarios.register(all);
         int passed = 0, failed = 0, skipped = 0, known = 0;
         List<String> knownNames = new ArrayList<>();
         ExecutorService exec = Executors.newCachedThreadPool(r -> {
@@ -52,7 +55,8 @@ public final class Main {
             return t;
         });
         String runId = Long.toString(System.currentTimeMillis() % 1_000_000_000L, 36);
-        try (PulsarClient client = PulsarClient.builder()
+        try (Ctx.TxnClient txnClient = new Ctx.TxnClient(serviceUrl);
+             PulsarClient client = PulsarClient.builder()
                 .serviceUrl(serviceUrl)
                 .operationTimeout(30, TimeUnit.SECONDS)
                 .connectionTimeout(10, TimeUnit.SECONDS)
@@ -66,7 +70,7 @@ public final class Main {
                 if (only != null && !only.matcher(s.name()).find()) {
                     continue;
                 }
-                Ctx ctx = new Ctx(client, admin, serviceUrl, runId, s.name());
+                Ctx ctx = new Ctx(client, admin, serviceUrl, runId, s.name(), txnClient);
                 long start = System.nanoTime();
                 String outcome;
                 Future<?> f = exec.submit(() -> {
@@ -74,7 +78,7 @@ public final class Main {
                     return null;
                 });
                 try {
-                    f.get(SCENARIO_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                    f.get(s.timeoutSeconds(), TimeUnit.SECONDS);
                     if (s.knownUnsupported() != null) {
                         outcome = "FAIL " + s.name() + ": passed but is marked known-unsupported ("
                             + s.knownUnsupported() + "): remove the mark";
@@ -85,7 +89,7 @@ public final class Main {
                     }
                 } catch (TimeoutException e) {
                     f.cancel(true);
-                    outcome = "FAIL " + s.name() + ": no result within " + SCENARIO_TIMEOUT_SECONDS + " s";
+                    outcome = "FAIL " + s.name() + ": no result within " + s.timeoutSeconds() + " s";
                     failed++;
                 } catch (java.util.concurrent.ExecutionException e) {
                     Throwable c = e.getCause();
@@ -142,11 +146,16 @@ public final class Main {
      * A named scenario. knownUnsupported, when not null, says why lakegate
      * cannot pass it yet: it still runs, its failure is reported as
      * KNOWN-UNSUPPORTED (not passed, not failing the run), and a pass
-     * fails the run so the mark gets removed.
+     * fails the run so the mark gets removed. timeoutSeconds is its
+     * deadline (SCENARIO_TIMEOUT_SECONDS unless it needs longer).
      */
-    record Scenario(String name, Body body, String knownUnsupported) {
+    record Scenario(String name, Body body, String knownUnsupported, long timeoutSeconds) {
         Scenario(String name, Body body) {
-            this(name, body, null);
+            this(name, body, null, SCENARIO_TIMEOUT_SECONDS);
+        }
+
+        Scenario(String name, Body body, String knownUnsupported) {
+            this(name, body, knownUnsupported, SCENARIO_TIMEOUT_SECONDS);
         }
     }
 
