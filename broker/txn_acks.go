@@ -119,49 +119,68 @@ func (t *Topic[P, C]) AckTxn(ctx context.Context, sub *actors.SubscriptionActor,
 	}
 	k := txnAckKey{sub: sub, id: id}
 	st := t.txnAckState(k)
-	type result struct {
-		ranges     []actors.AckRange
-		cumulative bool
-		gen        int64
-		err        error
-	}
-	done := make(chan result, 1)
-	sub.AckTxn(consumer, actors.TxnID(id), kind, ids, func(ranges []actors.AckRange, cumulative bool, err error) {
-		done <- result{ranges, cumulative, st.gen.Add(1), err} // the actor's goroutine: takes no lock
-	})
-	var res result
-	select {
-	case res = <-done:
-	case <-ctx.Done():
-		// Pending in memory, not saved: the client is told it failed; the
-		// transaction's end applies or drops it here all the same.
-		return ctx.Err()
-	}
-	if res.err != nil {
-		return res.err
-	}
+	// Told of the end before the ack is applied: an end that comes first
+	// finds nothing of it, and the ack, applied after, is dropped again
+	// (settleTxnAck).
 	st.mu.Lock()
-	if st.ended {
-		st.mu.Unlock()
-		// The transaction ended between the check and the ack: the ack is
-		// not part of it. Drop it again (an abort of what is left pending).
-		if err := sub.EndTxn(actors.TxnID(id), false); err != nil && !errors.Is(err, actors.ErrSubscriptionClosed) {
-			t.brk.cfg.Logger.Warn("dropping a late acknowledgement in an ended transaction", "topic", topic, "subscription", name, "txn", id, "err", err)
-		}
-		return fmt.Errorf("%w: transaction %v ended while acknowledging", txn.ErrInvalidStatus, id)
-	}
-	if res.gen > st.saved {
-		if err := tc.SaveAcks(ctx, topic, name, id, encodeTxnAcks(res.ranges, res.cumulative)); err != nil {
-			st.mu.Unlock()
-			return err
-		}
-		st.saved = res.gen
-	}
 	first := !st.awaiting
 	st.awaiting = true
 	st.mu.Unlock()
 	if first {
 		t.awaitTxnAcks(tc, k, st, name)
+	}
+	done := make(chan txnAckResult, 1)
+	sub.AckTxn(consumer, actors.TxnID(id), kind, ids, func(ranges []actors.AckRange, cumulative bool, err error) {
+		done <- txnAckResult{ranges, cumulative, st.gen.Add(1), err} // the actor's goroutine: takes no lock
+	})
+	select {
+	case res := <-done:
+		return t.settleTxnAck(ctx, tc, k, st, name, res)
+	case <-ctx.Done():
+		// The client is told it failed; the ack may still apply: settled
+		// when it does, it is pending in memory (not saved) and the
+		// transaction's end applies or drops it all the same.
+		go func() {
+			res := <-done
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			t.settleTxnAck(sctx, tc, k, st, name, res)
+		}()
+		return ctx.Err()
+	}
+}
+
+// txnAckResult is the subscription actor's answer to an AckTxn.
+type txnAckResult struct {
+	ranges     []actors.AckRange
+	cumulative bool
+	gen        int64
+	err        error
+}
+
+// settleTxnAck saves what the subscription holds pending for k's
+// transaction after an ack applied, or drops the ack when the transaction
+// ended meanwhile.
+func (t *Topic[P, C]) settleTxnAck(ctx context.Context, tc txn.Coordinator, k txnAckKey, st *txnAckState, name string, res txnAckResult) error {
+	if res.err != nil {
+		return res.err
+	}
+	topic := t.name.String()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ended {
+		// The transaction ended between the check and the ack: the ack is
+		// not part of it. Drop it again (an abort of what is left pending).
+		if err := k.sub.EndTxn(actors.TxnID(k.id), false); err != nil && !errors.Is(err, actors.ErrSubscriptionClosed) {
+			t.brk.cfg.Logger.Warn("dropping a late acknowledgement in an ended transaction", "topic", topic, "subscription", name, "txn", k.id, "err", err)
+		}
+		return fmt.Errorf("%w: transaction %v ended while acknowledging", txn.ErrInvalidStatus, k.id)
+	}
+	if res.gen > st.saved {
+		if err := tc.SaveAcks(ctx, topic, name, k.id, encodeTxnAcks(res.ranges, res.cumulative)); err != nil {
+			return err
+		}
+		st.saved = res.gen
 	}
 	return nil
 }

@@ -113,6 +113,25 @@ func TestTxnClusterKill9(t *testing.T) {
 		}
 	}()
 	victim := c.nodeByURL(c.lookup(c.nodes[0], out+"-partition-0"))
+	// diagnose logs what explains a stall: the nodes' warnings and the
+	// input subscription's state on each partition.
+	diagnose := func() {
+		for _, nd := range c.nodes {
+			for _, l := range nd.logTail(5000) {
+				if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+					t.Logf("%s: %s", nd.name, l)
+				}
+			}
+		}
+		for p := range 3 {
+			var st map[string]any
+			url := fmt.Sprintf("%s/admin/v2/persistent/public/default/txn-k9-in-partition-%d/stats", c.nodes[1].httpURL, p)
+			if code := httpJSON(t, http.MethodGet, url, &st); code == http.StatusOK {
+				subs, _ := st["subscriptions"].(map[string]any)
+				t.Logf("input partition %d: subscription work: %v", p, subs["work"])
+			}
+		}
+	}
 	var txns []pulsar.Transaction
 	killed, restarted := false, false
 	sentinels := 0
@@ -121,7 +140,8 @@ func TestTxnClusterKill9(t *testing.T) {
 			select {
 			case r, ok := <-resultsIn:
 				if !ok {
-					t.Fatalf("the checker stopped: %v", ctx.Err())
+					diagnose()
+					t.Fatalf("the checker stopped: %v (%d of %d results)", ctx.Err(), len(results), n)
 				}
 				switch {
 				case seen[r.id]:
@@ -143,7 +163,14 @@ func TestTxnClusterKill9(t *testing.T) {
 	// coordinator died — the coordinator's next owner times it out.
 	for batch := 0; len(results) < n; batch++ {
 		if ctx.Err() != nil {
-			t.Fatalf("after %d batches, %d of %d results", batch, len(results), n)
+			diagnose()
+			var missing []string
+			for i := range n {
+				if k := fmt.Sprintf("out-in-%02d", i); results[k] == 0 {
+					missing = append(missing, k)
+				}
+			}
+			t.Fatalf("after %d batches, %d of %d results (missing %v)", batch, len(results), n, missing)
 		}
 		tx, err := cl.NewTransaction(10 * time.Second)
 		if err != nil {
