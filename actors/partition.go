@@ -986,7 +986,7 @@ const (
 // appended rather than answered as duplicates of something never stored.
 type dedupTable struct {
 	persisted map[string]int64
-	inflight  map[string]map[int64]int // name → highest seq ids in flight (counts)
+	inflight  map[string]*seqsInFlight // by name
 	failed    map[string]map[int64]struct{}
 	failedMax int
 
@@ -998,7 +998,7 @@ type dedupTable struct {
 func newDedupTable(seqs map[string]int64, end int64, failedMax int) *dedupTable {
 	d := &dedupTable{
 		persisted: maps.Clone(seqs),
-		inflight:  map[string]map[int64]int{},
+		inflight:  map[string]*seqsInFlight{},
 		failed:    map[string]map[int64]struct{}{},
 		failedMax: failedMax,
 		end:       end,
@@ -1019,8 +1019,8 @@ func (d *dedupTable) inOrder(name string, r SendRequest) error {
 	if v, ok := d.persisted[name]; ok {
 		last = v
 	}
-	for h := range d.inflight[name] {
-		last = max(last, h)
+	if f := d.inflight[name]; f != nil {
+		last = max(last, f.max)
 	}
 	if seq := int64(r.Seq); seq > last+1 {
 		return fmt.Errorf("%w: sequence %d after %d", ErrOutOfOrderSequence, seq, last)
@@ -1035,25 +1035,51 @@ func (d *dedupTable) admit(name string, r SendRequest) dedupVerdict {
 			return dedupDuplicate
 		}
 	}
-	for h := range d.inflight[name] {
-		if h >= seq {
-			return dedupWait
-		}
+	f := d.inflight[name]
+	if f != nil && f.max >= seq {
+		return dedupWait
 	}
-	if d.inflight[name] == nil {
-		d.inflight[name] = map[int64]int{}
+	if f == nil {
+		f = &seqsInFlight{counts: map[int64]int{}}
+		d.inflight[name] = f
 	}
-	d.inflight[name][highest]++
+	f.add(highest)
 	return dedupAppend
+}
+
+// seqsInFlight are one producer name's appends in flight: the count of
+// each highest sequence id, and the highest of them (kept, not scanned
+// for: admit asks for it at every SEND, with up to a window of appends in
+// flight).
+type seqsInFlight struct {
+	counts map[int64]int
+	max    int64 // the highest key of counts
+}
+
+func (f *seqsInFlight) add(h int64) {
+	if len(f.counts) == 0 || h > f.max {
+		f.max = h
+	}
+	f.counts[h]++
+}
+
+// remove forgets one append of h. Appends mostly end in the order they
+// began, lowest first, so the max is rarely looked for again.
+func (f *seqsInFlight) remove(h int64) {
+	if f.counts[h]--; f.counts[h] > 0 {
+		return
+	}
+	delete(f.counts, h)
+	if h == f.max && len(f.counts) > 0 {
+		f.max = slices.Max(slices.Collect(maps.Keys(f.counts)))
+	}
 }
 
 func (d *dedupTable) finish(name string, r SendRequest, h lakestream.EntryHeader, err error) {
 	highest := highestOf(r)
-	if m := d.inflight[name]; m != nil {
-		if m[highest]--; m[highest] <= 0 {
-			delete(m, highest)
-		}
-		if len(m) == 0 {
+	if f := d.inflight[name]; f != nil {
+		f.remove(highest)
+		if len(f.counts) == 0 {
 			delete(d.inflight, name)
 		}
 	}
