@@ -83,6 +83,11 @@
 //	persists in flight      one epoch persist and one deduplication snapshot
 //	                        per partition (the machine's rule), one
 //	                        reservation each, kept aside for them
+//	staging-set reads       PartitionConfig.StagedLoadsMax per partition
+//	                        (16), one reservation each, kept aside: more
+//	                        sets wait for a place (their SENDs wait, in
+//	                        order); StagedSetsMax sets learned (10000), the
+//	                        least recently used forgotten (read again)
 //	consumers attached      SubscriptionOptions.ConsumersMax per subscription
 //	                        (65536), one reservation each: one more is
 //	                        refused with ErrSubscriptionBusy
@@ -126,16 +131,19 @@
 //	                       must not block; ErrStopped, ErrMailboxFull
 //	partition.go           the partition state machine: a topic-partition's
 //	                       producers — names, access modes, topic epoch,
-//	                       deduplication, SEND order (kept across failures
-//	                       with append chains), receipts in order
-//	                       (docs/dedup.md)
+//	                       deduplication (transactional SENDs too, a
+//	                       staging set learned before it is judged), SEND
+//	                       order (kept across failures with append
+//	                       chains), receipts in order (docs/dedup.md)
 //	partition_load.go      loading a partition's persisted state (epoch, dedup
-//	                       snapshot + replay, termination) before it serves
+//	                       snapshot + replay, termination) before it serves,
+//	                       and a staging set's sequences (Log.ReadStaged)
 //	partition_actor.go     the actor driving it: appends through
 //	                       Log.AppendAsync on the machine's append chain (no
 //	                       goroutine per SEND; outcomes come back on
-//	                       reservations), persists epochs and snapshots off
-//	                       the actor, answers each producer's ProducerSink;
+//	                       reservations), persists epochs and snapshots and
+//	                       reads staging sets off the actor, answers each
+//	                       producer's ProducerSink;
 //	                       stops at once when a guarded write finds the
 //	                       partition is no longer this node's (docs/cluster.md)
 //	subscription.go        the subscription state machine: consumers, permits,

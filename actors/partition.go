@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"maps"
@@ -25,6 +26,12 @@ import (
 // Order: a producer's SENDs are appended in the order they arrive and the
 // driver appends in the order the actions are emitted, so entries of one
 // producer are stored in SEND order; receipts go out in SEND order too.
+//
+// Transactional SENDs (SendRequest.Stage) are judged by the same
+// deduplication state (docs/dedup.md, "Transactional sends"): one sequence
+// per producer name. Before it judges a SEND staged into a set it has not
+// learned, the machine asks the driver to read the set's staged entries
+// (LoadStaged, StagedLoaded): an earlier owner may have staged into it.
 //
 // Failures keep that order, as Pulsar's ManagedLedger does (docs/dedup.md,
 // "Order and failures"): the appends are links of an append chain
@@ -131,9 +138,9 @@ type SendRequest struct {
 	Payload []byte
 	// Stage, when set, makes the SEND transactional: its entry is staged
 	// into the staging set Stage (lakestream.WithStage) and enters the log
-	// only when the transaction commits. Deduplication does not judge it
-	// (its sequence is not in the log the deduplication state is kept
-	// from); its receipt has no offset (Header.Offset -1).
+	// only when the transaction commits; its receipt has no offset
+	// (Header.Offset -1). Deduplication judges it like a plain SEND, once
+	// the set is learned (docs/dedup.md, "Transactional sends").
 	Stage string
 }
 
@@ -150,6 +157,13 @@ type PartitionConfig struct {
 	// DedupFailedMax bounds the failed appends remembered per producer
 	// name, in sequence ids. Default 10000.
 	DedupFailedMax int
+	// StagedSetsMax bounds the staging sets a deduplicating partition
+	// remembers having learned, in sets (least recently used forgotten
+	// first: read again when a SEND names it). Default 10000.
+	StagedSetsMax int
+	// StagedLoadsMax bounds the reads of staging sets in flight
+	// (LoadStaged), in reads; more sets wait for a place. Default 16.
+	StagedLoadsMax int
 }
 
 // PartitionState is what a partition loads from storage before it serves:
@@ -243,6 +257,13 @@ type (
 	// Drained follows Drain once no append is in flight (and after the
 	// receipts of every append): the driver may close the producers.
 	Drained struct{}
+	// LoadStaged asks the driver to read the staging set Set's staged
+	// entries of the log (lakestream.LogStaged) and report, per producer
+	// name, their highest sequence id with StagedLoaded. SENDs staged
+	// into Set wait until then.
+	LoadStaged struct {
+		Set string
+	}
 )
 
 func (AppendEntry) isAction()       {}
@@ -255,6 +276,7 @@ func (ProducerClosed) isAction()    {}
 func (PersistEpoch) isAction()      {}
 func (PersistDedup) isAction()      {}
 func (Drained) isAction()           {}
+func (LoadStaged) isAction()        {}
 
 // sendState is where one SEND is.
 type sendState int
@@ -335,6 +357,9 @@ type Partition struct {
 	chainBroken bool
 
 	dedup *dedupTable // nil when off
+	// staged are the staging sets the deduplication state has learned
+	// (nil when dedup is).
+	staged *stagedSets
 }
 
 // NewPartition returns the machine of a partition whose persisted state is st.
@@ -344,6 +369,12 @@ func NewPartition(cfg PartitionConfig, st PartitionState) *Partition {
 	}
 	if cfg.DedupFailedMax <= 0 {
 		cfg.DedupFailedMax = 10000
+	}
+	if cfg.StagedSetsMax <= 0 {
+		cfg.StagedSetsMax = 10000
+	}
+	if cfg.StagedLoadsMax <= 0 {
+		cfg.StagedLoadsMax = 16
 	}
 	p := &Partition{
 		cfg:          cfg,
@@ -359,6 +390,7 @@ func NewPartition(cfg PartitionConfig, st PartitionState) *Partition {
 	}
 	if cfg.Dedup || st.Sequences != nil {
 		p.dedup = newDedupTable(st.Sequences, st.DedupEnd, cfg.DedupFailedMax)
+		p.staged = newStagedSets(cfg.StagedSetsMax, cfg.StagedLoadsMax)
 	}
 	return p
 }
@@ -668,8 +700,9 @@ func (p *Partition) Send(id uint64, req SendRequest) []Action {
 }
 
 // pump judges the producer's new SENDs in order, appending them, until one
-// must wait (deduplication: an append in flight may cover it; a broken
-// append chain: the appends in flight must end first).
+// must wait (deduplication: an append in flight may cover it, or its
+// staging set is being learned; a broken append chain: the appends in
+// flight must end first).
 func (p *Partition) pump(np *partProducer) []Action {
 	var out []Action
 	for _, s := range np.queue {
@@ -687,7 +720,15 @@ func (p *Partition) pump(np *partProducer) []Action {
 		if p.chainBroken {
 			return out // later SENDs wait behind it, in order
 		}
-		if p.dedup != nil && (p.cfg.Dedup || np.spec.Dedup) && s.req.Stage == "" {
+		if p.dedup != nil && (p.cfg.Dedup || np.spec.Dedup) {
+			if s.req.Stage != "" {
+				switch p.staged.use(s.req.Stage) {
+				case setLoad:
+					return append(out, LoadStaged{Set: s.req.Stage})
+				case setWaiting:
+					return out // later SENDs wait behind it, in order
+				}
+			}
 			if np.spec.Dedup {
 				if err := p.dedup.inOrder(np.spec.Name, s.req); err != nil {
 					s.state, s.err = sendDone, err
@@ -790,6 +831,53 @@ func (p *Partition) AppendDone(token uint64, h lakestream.EntryHeader, err error
 	}
 	out = append(out, p.snapshotIfDue(p.draining)...)
 	return append(out, p.drainedIfDone()...)
+}
+
+// StagedLoaded reports the read asked by LoadStaged{Set: set}: seqs holds,
+// per producer name, the highest sequence id of the set's staged entries
+// of the log. They raise the deduplication state (as a replay of the log
+// does), the set is learned and the SENDs waiting for it are judged. A
+// set that ended (lakestream.ErrStageEnded) has nothing to learn: its
+// SENDs go on (their appends fail). Any other err fails the SENDs waiting
+// for the set, and their producers' later SENDs (ErrEarlierSendFailed);
+// the set stays unknown.
+func (p *Partition) StagedLoaded(set string, seqs map[string]int64, err error) []Action {
+	if p.staged == nil || !p.staged.reading(set) {
+		return nil
+	}
+	learned := err == nil || errors.Is(err, lakestream.ErrStageEnded)
+	if learned {
+		for _, name := range slices.Sorted(maps.Keys(seqs)) {
+			p.dedup.raise(name, seqs[name])
+		}
+	}
+	next := p.staged.done(set, learned)
+	if p.drained {
+		// The driver closes the producers: what waited is resent to the
+		// next owner.
+		return nil
+	}
+	var out []Action
+	for _, s := range next {
+		out = append(out, LoadStaged{Set: s})
+	}
+	ferr := fmt.Errorf("learning staging set %s: %w", set, err)
+	for _, id := range slices.Sorted(maps.Keys(p.producers)) {
+		np := p.producers[id]
+		if !learned {
+			// The producer's first SEND not judged yet is the one that
+			// waits; if it waits for this set, it fails.
+			if i := slices.IndexFunc(np.queue, func(s *pendingSend) bool { return s.state == sendNew }); i >= 0 && np.queue[i].req.Stage == set {
+				np.queue[i].state, np.queue[i].err = sendDone, ferr
+				if np.failed == nil {
+					np.failed = ferr
+				}
+			}
+		}
+		out = append(out, p.pump(np)...)
+		out = append(out, p.receipts(np)...)
+	}
+	return out
 }
 
 // breaksOrder reports whether an append's failure breaks its chain and its
@@ -898,7 +986,7 @@ const (
 // appended rather than answered as duplicates of something never stored.
 type dedupTable struct {
 	persisted map[string]int64
-	inflight  map[string]map[int64]int // name → highest seq ids in flight (counts)
+	inflight  map[string]*seqsInFlight // by name
 	failed    map[string]map[int64]struct{}
 	failedMax int
 
@@ -910,7 +998,7 @@ type dedupTable struct {
 func newDedupTable(seqs map[string]int64, end int64, failedMax int) *dedupTable {
 	d := &dedupTable{
 		persisted: maps.Clone(seqs),
-		inflight:  map[string]map[int64]int{},
+		inflight:  map[string]*seqsInFlight{},
 		failed:    map[string]map[int64]struct{}{},
 		failedMax: failedMax,
 		end:       end,
@@ -931,8 +1019,8 @@ func (d *dedupTable) inOrder(name string, r SendRequest) error {
 	if v, ok := d.persisted[name]; ok {
 		last = v
 	}
-	for h := range d.inflight[name] {
-		last = max(last, h)
+	if f := d.inflight[name]; f != nil {
+		last = max(last, f.max)
 	}
 	if seq := int64(r.Seq); seq > last+1 {
 		return fmt.Errorf("%w: sequence %d after %d", ErrOutOfOrderSequence, seq, last)
@@ -947,25 +1035,51 @@ func (d *dedupTable) admit(name string, r SendRequest) dedupVerdict {
 			return dedupDuplicate
 		}
 	}
-	for h := range d.inflight[name] {
-		if h >= seq {
-			return dedupWait
-		}
+	f := d.inflight[name]
+	if f != nil && f.max >= seq {
+		return dedupWait
 	}
-	if d.inflight[name] == nil {
-		d.inflight[name] = map[int64]int{}
+	if f == nil {
+		f = &seqsInFlight{counts: map[int64]int{}}
+		d.inflight[name] = f
 	}
-	d.inflight[name][highest]++
+	f.add(highest)
 	return dedupAppend
+}
+
+// seqsInFlight are one producer name's appends in flight: the count of
+// each highest sequence id, and the highest of them (kept, not scanned
+// for: admit asks for it at every SEND, with up to a window of appends in
+// flight).
+type seqsInFlight struct {
+	counts map[int64]int
+	max    int64 // the highest key of counts
+}
+
+func (f *seqsInFlight) add(h int64) {
+	if len(f.counts) == 0 || h > f.max {
+		f.max = h
+	}
+	f.counts[h]++
+}
+
+// remove forgets one append of h. Appends mostly end in the order they
+// began, lowest first, so the max is rarely looked for again.
+func (f *seqsInFlight) remove(h int64) {
+	if f.counts[h]--; f.counts[h] > 0 {
+		return
+	}
+	delete(f.counts, h)
+	if h == f.max && len(f.counts) > 0 {
+		f.max = slices.Max(slices.Collect(maps.Keys(f.counts)))
+	}
 }
 
 func (d *dedupTable) finish(name string, r SendRequest, h lakestream.EntryHeader, err error) {
 	highest := highestOf(r)
-	if m := d.inflight[name]; m != nil {
-		if m[highest]--; m[highest] <= 0 {
-			delete(m, highest)
-		}
-		if len(m) == 0 {
+	if f := d.inflight[name]; f != nil {
+		f.remove(highest)
+		if len(f.counts) == 0 {
 			delete(d.inflight, name)
 		}
 	}
@@ -987,9 +1101,96 @@ func (d *dedupTable) finish(name string, r SendRequest, h lakestream.EntryHeader
 			delete(d.failed, name)
 		}
 	}
+	d.raise(name, highest)
+	if r.Stage == "" {
+		d.end = max(d.end, h.End()) // a staged entry has no offset yet
+	}
+	d.appended++
+}
+
+// raise records that name's entries up to sequence id highest are durable.
+func (d *dedupTable) raise(name string, highest int64) {
 	if v, ok := d.persisted[name]; !ok || highest > v {
 		d.persisted[name] = highest
 	}
-	d.end = max(d.end, h.End())
-	d.appended++
+}
+
+// ---- staging sets learned ----
+
+// What stagedSets.use tells of a set.
+type setUse int
+
+const (
+	setLearned setUse = iota // judge the SEND
+	setLoad                  // emit LoadStaged for it, and wait
+	setWaiting               // its read is in flight or queued: wait
+)
+
+// stagedSets are the staging sets whose staged entries' sequences the
+// deduplication state holds (docs/dedup.md, "Transactional sends"): read
+// once (LoadStaged) before the first SEND into the set is judged, every
+// later staged append raising the state itself. At most max are
+// remembered, the least recently used forgotten first (a forgotten set is
+// read again: raising the state with what it holds already changes
+// nothing), and at most loadsMax reads are in flight, further sets queued
+// for a place in the order they were asked for. A set being read or
+// queued is not learned, so it is never forgotten.
+type stagedSets struct {
+	learned  map[string]*list.Element // set → its element of lru
+	lru      *list.List               // learned sets (string), most recently used first
+	reads    map[string]bool          // set → its read is in flight (true) or queued (false)
+	queue    []string                 // queued sets, in order
+	inflight int
+	max      int
+	loadsMax int
+}
+
+func newStagedSets(max, loadsMax int) *stagedSets {
+	return &stagedSets{learned: map[string]*list.Element{}, lru: list.New(), reads: map[string]bool{}, max: max, loadsMax: loadsMax}
+}
+
+// use tells whether set is learned (and marks it used), else makes sure
+// it is read: at once when a place is free (setLoad: the caller emits
+// LoadStaged), or later.
+func (st *stagedSets) use(set string) setUse {
+	if e, ok := st.learned[set]; ok {
+		st.lru.MoveToFront(e)
+		return setLearned
+	}
+	if _, ok := st.reads[set]; ok {
+		return setWaiting
+	}
+	if st.inflight < st.loadsMax {
+		st.reads[set] = true
+		st.inflight++
+		return setLoad
+	}
+	st.reads[set] = false
+	st.queue = append(st.queue, set)
+	return setWaiting
+}
+
+// reading reports whether set's read is in flight.
+func (st *stagedSets) reading(set string) bool { return st.reads[set] }
+
+// done ends set's read (learned: it succeeded) and returns the queued
+// sets whose reads start now.
+func (st *stagedSets) done(set string, learned bool) []string {
+	delete(st.reads, set)
+	st.inflight--
+	if learned {
+		st.learned[set] = st.lru.PushFront(set)
+		for st.lru.Len() > st.max {
+			delete(st.learned, st.lru.Remove(st.lru.Back()).(string))
+		}
+	}
+	var next []string
+	for st.inflight < st.loadsMax && len(st.queue) > 0 {
+		s := st.queue[0]
+		st.queue = st.queue[1:]
+		st.reads[s] = true
+		st.inflight++
+		next = append(next, s)
+	}
+	return next
 }

@@ -59,7 +59,8 @@ type PartitionOptions struct {
 	// producers far below it. Default 65536.
 	AppendsInflightMax int
 	// PersistTimeout bounds one persist of the topic epoch or of a
-	// deduplication snapshot. Default 30 s.
+	// deduplication snapshot, and one read of a staging set (LoadStaged).
+	// Default 30 s.
 	PersistTimeout time.Duration
 	// OnLost is called (once, on its own goroutine) when the partition
 	// stops serving because a write found it is no longer this node's —
@@ -112,6 +113,11 @@ type (
 		err    error
 	}
 	dedupPersistedMsg struct{ err error }
+	stagedLoadedMsg   struct {
+		set  string
+		seqs map[string]int64
+		err  error
+	}
 )
 
 // PartitionInfo is a snapshot for stats.
@@ -148,8 +154,9 @@ func StartPartition(rt Runtime, opts PartitionOptions) *PartitionActor {
 	}
 	a := &PartitionActor{name: opts.Name}
 	// Reservations: one per append in flight, one per persist (at most
-	// one of the epoch and one snapshot at a time: the machine's rule).
-	a.ref = rt.Spawn(h, Mailbox{SendMsgs: opts.MailboxMsgs, ReservedMax: opts.AppendsInflightMax + 2})
+	// one of the epoch and one snapshot at a time: the machine's rule),
+	// one per read of a staging set (at most StagedLoadsMax).
+	a.ref = rt.Spawn(h, Mailbox{SendMsgs: opts.MailboxMsgs, ReservedMax: opts.AppendsInflightMax + 2 + h.sm.cfg.StagedLoadsMax})
 	h.self = a.ref
 	return a
 }
@@ -299,6 +306,11 @@ func (h *partHandler) Receive(msg any) {
 			return
 		}
 		h.run(h.sm.DedupPersisted(m.err))
+	case stagedLoadedMsg:
+		if m.err != nil && !errors.Is(m.err, lakestream.ErrStageEnded) {
+			h.opts.Logger.Warn("reading a staging set for deduplication failed", "topic", h.opts.Name, "set", m.set, "err", m.err)
+		}
+		h.run(h.sm.StagedLoaded(m.set, m.seqs, m.err))
 	case unloadMsg:
 		h.unloading = &m
 		if !m.graceful {
@@ -439,6 +451,8 @@ func (h *partHandler) run(acts []Action) {
 			acts = append(acts, h.persistDedup(a)...)
 		case Drained:
 			h.drained = true
+		case LoadStaged:
+			acts = append(acts, h.loadStaged(a.Set)...)
 		}
 	}
 }
@@ -482,6 +496,25 @@ func (h *partHandler) appendEntry(a AppendEntry) []Action {
 	if err != nil {
 		return h.sm.AppendDone(token, lakestream.EntryHeader{}, err)
 	}
+	return nil
+}
+
+// loadStaged starts the read of a staging set's staged entries (off the
+// actor's goroutine); the result comes back as stagedLoadedMsg, on a
+// reservation kept for it (StartPartition: the machine has at most
+// StagedLoadsMax reads in flight).
+func (h *partHandler) loadStaged(set string) []Action {
+	res, err := h.self.Reserve()
+	if err != nil {
+		return h.sm.StagedLoaded(set, nil, err)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(h.ctx, h.opts.PersistTimeout)
+		defer cancel()
+		seqs, err := stagedSequences(ctx, h.opts.Log, set)
+		res.Send(stagedLoadedMsg{set: set, seqs: seqs, err: err})
+		res.Release()
+	}()
 	return nil
 }
 

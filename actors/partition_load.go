@@ -21,6 +21,9 @@ import (
 //     the log after it (producer_name, sequence_id and highest_sequence_id
 //     of every entry's metadata), so it is exact after any crash.
 //   - Termination is the log's fence.
+//   - What earlier owners staged into staging sets still open is not in
+//     the log: the partition reads a set's staged entries when a SEND first
+//     names it (stagedSequences; docs/dedup.md, "Transactional sends").
 
 const (
 	// InternalCursorPrefix starts the names of the log cursors the broker
@@ -147,24 +150,47 @@ func (lp *LoadedPartition) loadDedup(ctx context.Context, cur lakestream.LogCurs
 			break
 		}
 		for _, e := range es {
-			meta, _, err := protocol.SplitEntry(e.Payload)
-			if err != nil {
-				continue
-			}
-			md, err := protocol.ParseMetadata(meta)
-			if err != nil || md.GetProducerName() == "" {
-				continue
-			}
-			h := int64(max(md.GetSequenceId(), md.GetHighestSequenceId()))
-			if prev, ok := seqs[md.GetProducerName()]; !ok || h > prev {
-				seqs[md.GetProducerName()] = h
-			}
+			addSequence(seqs, e.Payload)
 		}
 		start = es[len(es)-1].End()
 		end = start
 	}
 	lp.State.Sequences, lp.State.DedupEnd = seqs, end
 	return nil
+}
+
+// addSequence raises seqs[name] to the highest sequence id of a stored
+// entry (max(sequence_id, highest_sequence_id) of its metadata), if it is
+// a named producer's entry.
+func addSequence(seqs map[string]int64, entry []byte) {
+	meta, _, err := protocol.SplitEntry(entry)
+	if err != nil {
+		return
+	}
+	md, err := protocol.ParseMetadata(meta)
+	if err != nil || md.GetProducerName() == "" {
+		return
+	}
+	h := int64(max(md.GetSequenceId(), md.GetHighestSequenceId()))
+	if prev, ok := seqs[md.GetProducerName()]; !ok || h > prev {
+		seqs[md.GetProducerName()] = h
+	}
+}
+
+// stagedSequences reads a staging set's staged entries of log
+// (LoadStaged; docs/dedup.md, "Transactional sends") and returns, per
+// producer name, their highest sequence id. Errors are log.ReadStaged's
+// (lakestream.ErrStageEnded: the set was committed or discarded).
+func stagedSequences(ctx context.Context, log lakestream.LogStaged, set string) (map[string]int64, error) {
+	seqs := map[string]int64{}
+	err := log.ReadStaged(ctx, set, func(e lakestream.Entry) bool {
+		addSequence(seqs, e.Payload)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return seqs, nil
 }
 
 // epochCursorFor returns the epoch cursor, creating it on first use.

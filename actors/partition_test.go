@@ -576,3 +576,28 @@ func TestPartitionRefusedEntryKeepsChain(t *testing.T) {
 	h.commit(aes...)
 	wantStrings(t, "receipts", h.receipts(), []string{"p1:0 failed", "p1:1@0"})
 }
+
+// seqsInFlight keeps the highest sequence id in flight through appends
+// that end in any order.
+func TestSeqsInFlight(t *testing.T) {
+	f := &seqsInFlight{counts: map[int64]int{}}
+	for _, h := range []int64{5, 3, 7, 5} {
+		f.add(h)
+	}
+	for _, step := range []struct{ remove, max int64 }{{7, 5}, {3, 5}, {5, 5}, {5, -1}} {
+		f.remove(step.remove)
+		if len(f.counts) == 0 {
+			if step.max != -1 {
+				t.Fatalf("after removing %d: empty, want max %d", step.remove, step.max)
+			}
+			continue
+		}
+		if f.max != step.max {
+			t.Fatalf("after removing %d: max %d, want %d", step.remove, f.max, step.max)
+		}
+	}
+	f.add(2)
+	if f.max != 2 {
+		t.Fatalf("max %d after emptied then 2 added", f.max)
+	}
+}

@@ -591,3 +591,121 @@ func TestTxnTablesReadCommitted(t *testing.T) {
 	send(4, "later", nil)
 	waitForTable(t, ctx, node.httpURL, table, 24, formats...)
 }
+
+// TestTxnDedupLostReceipt: deduplication on (the namespace policy), a
+// transactional producer with a fixed name on `lakegate standalone`,
+// behind a relay that loses a receipt on demand (receipt_relay_test.go).
+// The Go client resends a message whose receipt was lost on its new
+// connection, and the resend is answered as a duplicate: on the same
+// owner, and on the node restarted after a kill -9 that came before the
+// node saw the client leave (so no deduplication snapshot holds the
+// message: the new owner learns the transaction's staging set from the
+// engine). After the commit each message is in the topic once.
+func TestTxnDedupLostReceipt(t *testing.T) {
+	ctx := ctxFor(t, 3*time.Minute)
+	bin := lakegateBinary(t)
+	dir := t.TempDir()
+	pulsarAddr, httpAddr := freeAddr(t), freeAddr(t)
+	relay := startReceiptRelay(t, pulsarAddr)
+	flags := []string{"--pulsar-addr", pulsarAddr, "--http-addr", httpAddr, "--pulsar-advertised-addr", relay.addr()}
+	node := startLakegate(t, bin, dir, flags...)
+	if code := admDo(t, http.MethodPost, node.httpURL+"/admin/v2/namespaces/public/default/deduplication",
+		"application/json", "true", nil); code/100 != 2 {
+		t.Fatalf("deduplication policy: HTTP %d", code)
+	}
+	const topic = "persistent://public/default/txn-dedup"
+	// Timeouts longer than a kill and restart: the client waits for the
+	// node rather than failing its send.
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: "pulsar://" + relay.addr(), OperationTimeout: 60 * time.Second,
+		ConnectionTimeout: 60 * time.Second, EnableTransaction: true, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Batching off: pulsar-client-go issue 1498 (TestTxnProduceCommitAbort).
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "tp", DisableBatching: true,
+		SendTimeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	tx, err := cl.NewTransaction(2 * time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(i int) *pulsar.ProducerMessage {
+		return &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m-%d", i), Transaction: tx}
+	}
+	stored := func(i int) {
+		t.Helper()
+		id, err := prod.Send(ctx, msg(i))
+		if err != nil || isDupID(id) {
+			t.Fatalf("send m-%d: %v %v", i, id, err)
+		}
+	}
+	lostSeq := func(lost <-chan uint64) uint64 {
+		t.Helper()
+		select {
+		case seq := <-lost:
+			return seq
+		case <-ctx.Done():
+			t.Fatal("no receipt was lost")
+			return 0
+		}
+	}
+	stored(0)
+
+	// The same owner: the receipt of m-1 is lost, the client reconnects and
+	// resends it.
+	lost := relay.loseNextReceipt(false, false)
+	id, err := prod.Send(ctx, msg(1))
+	if seq := lostSeq(lost); seq != 1 {
+		t.Fatalf("lost the receipt of sequence %d, want 1", seq)
+	}
+	if err != nil || !isDupID(id) {
+		t.Fatalf("m-1 resent to the same owner: %v %v, want a duplicate", id, err)
+	}
+	stored(2)
+
+	// A new owner: the receipt of m-3 is lost, the node is killed before it
+	// sees the connection go, and the client resends m-3 to it restarted.
+	lost = relay.loseNextReceipt(true, true)
+	type result struct {
+		id  pulsar.MessageID
+		err error
+	}
+	res := make(chan result, 1)
+	prod.SendAsync(ctx, msg(3), func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { res <- result{id, err} })
+	if seq := lostSeq(lost); seq != 3 {
+		t.Fatalf("lost the receipt of sequence %d, want 3", seq)
+	}
+	node.kill(t)
+	node = startLakegate(t, bin, dir, flags...)
+	relay.resume()
+	if r := <-res; r.err != nil || !isDupID(r.id) {
+		t.Fatalf("m-3 resent to the restarted node: %v %v, want a duplicate", r.id, r.err)
+	}
+	stored(4)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("sentinel")}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cl.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "sentinel" {
+		m, err := r.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %v: %v", got, err)
+		}
+		got = append(got, string(m.Payload()))
+	}
+	if want := "[m-0 m-1 m-2 m-3 m-4 sentinel]"; fmt.Sprint(got) != want {
+		t.Fatalf("the topic holds %v, want %s", got, want)
+	}
+}

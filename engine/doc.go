@@ -23,7 +23,8 @@
 // their logs: durable, without offsets, invisible, until CommitStaged
 // writes every staged chunk of the set as one kind-3 commit record, so the
 // set enters all its logs at one point of the order (docs/transactions.md,
-// "Staging (engine)"). On a store that can append (file://), the flushes
+// "Staging (engine)"); a log's ReadStaged reads its entries of an open set
+// back (what a deduplicating owner needs to judge a resent staged append). On a store that can append (file://), the flushes
 // go into one object, a WAL segment, per node and intent window
 // (segment.go): one file create per segment rather than per flush.
 //
@@ -59,7 +60,7 @@
 //	commitlog.go  the commit log: records, their watch, application and fold
 //	writer.go     the node's single WAL writer: batching, PUTs, commits
 //	chain.go      append chains (ordered appends that fail together)
-//	stage.go      staging sets: staged appends, CommitStaged, DiscardStaged
+//	stage.go      staging sets: staged appends, CommitStaged, DiscardStaged, ReadStaged
 //	segment.go    WAL segments: flushes appended to one object (file://)
 //	putretry.go   the retry schedules of PUTs and metadata operations
 //	cache.go      the byte-bounded cache of decoded chunks

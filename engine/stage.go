@@ -6,7 +6,8 @@ package engine
 // (stage/<set>/c/…) instead of as a chunk of its log. CommitStaged turns
 // every staged chunk of the set into one kind-3 commit record, so the
 // set's entries enter all their logs at one point of the commit order;
-// DiscardStaged drops them.
+// DiscardStaged drops them. A log's ReadStaged reads its entries of an
+// open set back.
 
 import (
 	"cmp"
@@ -19,9 +20,13 @@ import (
 	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
+	"github.com/lakegate/lakegate/objstore"
 )
 
-var _ lakestream.Staging = (*Engine)(nil)
+var (
+	_ lakestream.Staging   = (*Engine)(nil)
+	_ lakestream.LogStaged = (*logHandle)(nil)
+)
 
 // The values of stage/<set>/end.
 const (
@@ -337,3 +342,99 @@ func (e *Engine) ForgetStaged(ctx context.Context, set string) error {
 		}
 	}
 }
+
+// ReadStaged implements lakestream.LogStaged: one range read of the set's
+// keys (its staged records, then end and last, which sort after them),
+// then this log's staged chunks in the order CommitStaged would apply
+// them, each read as a chunk of the log is (cache, else one ranged GET).
+func (l *logHandle) ReadStaged(ctx context.Context, set string, fn func(lakestream.Entry) bool) error {
+	if err := checkStageName(set, false); err != nil {
+		return err
+	}
+	if l.e.closed() {
+		return lakestream.ErrClosed
+	}
+	records, end, err := l.e.readStagedKeys(ctx, set)
+	if err != nil {
+		return err
+	}
+	if end != "" {
+		return fmt.Errorf("%w: staging set %s: %s", lakestream.ErrStageEnded, set, end)
+	}
+	chunks, err := l.e.stagedChunks(set, records)
+	if err != nil {
+		return err
+	}
+	for _, ch := range chunks {
+		if lakestream.LogID(ch.Log) != l.id {
+			continue
+		}
+		c, err := l.loadChunk(ctx, indexEntry{
+			Kind: kindWAL, Records: ch.Records, Entries: ch.Entries, PayloadBytes: ch.PayloadBytes,
+			MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs, WriteMs: ch.WriteMs,
+			Object: ch.Object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC,
+		})
+		if errors.Is(err, objstore.ErrNotFound) {
+			// An abort deleted the staged records and GC the object
+			// since the records were read.
+			if serr := l.e.writer.stageOpen(ctx, set); serr != nil {
+				return serr
+			}
+		}
+		if err != nil {
+			return err
+		}
+		for _, de := range c.entries {
+			h := lakestream.EntryHeader{
+				Offset:        -1,
+				Records:       de.Records,
+				PublishTimeMs: de.PublishTimeMs,
+				WriteTimeMs:   c.writeMs,
+				Size:          int32(len(de.Payload)),
+			}
+			if h.PublishTimeMs == 0 {
+				h.PublishTimeMs = c.writeMs
+			}
+			if !fn(lakestream.Entry{EntryHeader: h, Payload: de.Payload}) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// readStagedKeys reads set's keys in one range (pages of stageReadPage
+// keys): its staged records (voids included) and its end ("" while open).
+// A staged record is deleted only with the set's end, so every record
+// committed before the call is read, whatever the pages' revisions.
+func (e *Engine) readStagedKeys(ctx context.Context, set string) (records []meta.KV, end string, err error) {
+	p := e.keys.stageSet(set)
+	chunks, endKey := e.keys.stageChunks(set), e.keys.stageEnd(set)
+	start, stop := p, prefixEnd(p)
+	for {
+		kvs, err := e.meta.Range(ctx, start, stop, stageReadPage)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: staging set %s: %w", lakestream.ErrUnavailable, set, err)
+		}
+		for _, kv := range kvs {
+			switch {
+			case strings.HasPrefix(kv.Key, chunks):
+				records = append(records, kv)
+			case kv.Key == endKey:
+				end = string(kv.Value)
+			}
+		}
+		if len(records) > e.opts.StageMaxChunks {
+			// ErrStageTooLarge (stagedChunks): every record holds at
+			// least one chunk.
+			return records, end, nil
+		}
+		if len(kvs) < stageReadPage {
+			return records, end, nil
+		}
+		start = kvs[len(kvs)-1].Key + "\x00"
+	}
+}
+
+// stageReadPage is the page size of readStagedKeys, in keys.
+const stageReadPage = 1000

@@ -136,9 +136,32 @@ func ApplyAppendOptions(opts []AppendOption) AppendOptions {
 // takes one of its facets (LogAppender, LogReader, LogControl, LogCursors).
 type Log interface {
 	LogAppender
+	LogStaged
 	LogReader
 	LogControl
 	LogCursors
+}
+
+// LogStaged is the facet of a Log that reads back what was staged into it
+// (AppendOptions.Stage; docs/transactions.md, "Staging (engine)"): what a
+// deduplicating owner needs to judge a resent staged append. Safe for
+// concurrent use.
+type LogStaged interface {
+	ID() LogID
+
+	// ReadStaged calls fn with every entry of this log staged into set and
+	// not yet committed or discarded, in the order the set's commit would
+	// append them, until fn returns false. Every staged append answered
+	// before the call is seen. An entry has Offset -1 (no offset yet); its
+	// Payload is the implementation's, valid during the call only and not
+	// to be modified. A set nobody staged into reads as empty. Errors:
+	// ErrStageEnded when the set was committed (its entries are in the
+	// log) or discarded, also when it ends during the read;
+	// ErrStageTooLarge when it holds more staged chunks than the
+	// implementation bounds a set to; ErrInvalidArgument for an invalid
+	// set name; ErrUnavailable (a metadata or object read failed); ctx's
+	// error. fn is called on the caller's goroutine.
+	ReadStaged(ctx context.Context, set string, fn func(Entry) bool) error
 }
 
 // LogAppender is the facet of a Log that appends to it.

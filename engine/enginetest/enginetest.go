@@ -136,6 +136,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"AppendAsync", testAppendAsync},
 		{"AppendChain", testAppendChain},
+		{"ReadStaged", testReadStaged},
 		{"ManyLogsSmallTxns", testManyLogsSmallTxns},
 		{"InvalidAppends", testInvalidAppends},
 		{"Closed", testClosed},
@@ -1887,4 +1888,72 @@ func testAppendAsync(t *testing.T, env Env) {
 		t.Fatal(err)
 	}
 	wantErr(t, "AppendAsync after Close", m.AppendAsync(ctx, 1, []byte("x"), never), lakestream.ErrClosed)
+}
+
+// testReadStaged: Log.ReadStaged returns a log's entries of an open
+// staging set in the order the commit appends them — staged on two
+// engines, read on a third —, other logs' and other sets' left out; a set
+// nobody staged into reads as empty; a committed set fails ErrStageEnded
+// and its entries are in the log, once.
+func testReadStaged(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b, c := env.Start(t), env.Start(t), env.Start(t)
+	const set = "txn-1-2"
+	var want [][]byte
+	for i := range 8 {
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		p := payload(1, i, 10+i)
+		if h, err := openLog(t, e, 1).Append(ctx, 1+i%2, p, lakestream.WithStage(set)); err != nil || h.Offset != -1 {
+			t.Fatalf("staged append %d: %+v %v", i, h, err)
+		}
+		want = append(want, p)
+		if _, err := openLog(t, e, 2).Append(ctx, 1, payload(2, i, 10), lakestream.WithStage(set)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := openLog(t, e, 1).Append(ctx, 1, payload(1, 100+i, 10), lakestream.WithStage("other")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(l lakestream.Log, set string) ([]lakestream.Entry, error) {
+		var out []lakestream.Entry
+		err := l.ReadStaged(ctx, set, func(e lakestream.Entry) bool {
+			e.Payload = bytes.Clone(e.Payload)
+			out = append(out, e)
+			return true
+		})
+		return out, err
+	}
+	got, err := read(openLog(t, c, 1), set)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("ReadStaged: %d entries, %v; want %d", len(got), err, len(want))
+	}
+	for i, g := range got {
+		if g.Offset != -1 || g.Records != int32(1+i%2) || !bytes.Equal(g.Payload, want[i]) {
+			t.Fatalf("staged entry %d: %+v %q, want offset -1, %d records, %q", i, g.EntryHeader, g.Payload, 1+i%2, want[i])
+		}
+	}
+	if got, err := read(openLog(t, c, 3), set); err != nil || len(got) != 0 {
+		t.Fatalf("a log with nothing staged: %d entries, %v", len(got), err)
+	}
+	if got, err := read(openLog(t, c, 1), "nobody"); err != nil || len(got) != 0 {
+		t.Fatalf("a set nobody staged into: %d entries, %v", len(got), err)
+	}
+	if err := c.CommitStaged(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := read(openLog(t, a, 1), set); !errors.Is(err, lakestream.ErrStageEnded) {
+		t.Fatalf("ReadStaged of a committed set: %v, want ErrStageEnded", err)
+	}
+	es, err := openLog(t, c, 1).ReadEntries(ctx, 0, 1000, 1<<20)
+	if err != nil || len(es) != len(want) {
+		t.Fatalf("log 1 after the commit: %d entries, %v; want %d", len(es), err, len(want))
+	}
+	for i, e := range es {
+		if !bytes.Equal(e.Payload, want[i]) {
+			t.Fatalf("log 1 entry %d after the commit: %q, want %q", i, e.Payload, want[i])
+		}
+	}
 }
