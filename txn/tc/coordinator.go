@@ -378,35 +378,31 @@ func (c *Coordinator) write(ctx context.Context, id txn.ID, e *entry, rec txn.Re
 // topic names).
 func (c *Coordinator) AddPartitions(ctx context.Context, id txn.ID, partitions []string, role string) error {
 	return c.add(ctx, id, role, func(r *txn.Record) (bool, error) {
-		changed := false
-		for _, p := range partitions {
-			if !slices.Contains(r.Partitions, p) {
-				r.Partitions = append(r.Partitions, p)
-				changed = true
-			}
-		}
-		if len(r.Partitions) > maxPartitions {
-			return false, fmt.Errorf("%w: over %d partitions in one transaction", txn.ErrTooMany, maxPartitions)
-		}
-		return changed, nil
+		return appendNew(&r.Partitions, partitions, maxPartitions, "partitions")
 	})
 }
 
 // AddSubscriptions records that the transaction acknowledges on subs.
 func (c *Coordinator) AddSubscriptions(ctx context.Context, id txn.ID, subs []txn.Sub, role string) error {
 	return c.add(ctx, id, role, func(r *txn.Record) (bool, error) {
-		changed := false
-		for _, s := range subs {
-			if !slices.Contains(r.Subscriptions, s) {
-				r.Subscriptions = append(r.Subscriptions, s)
-				changed = true
-			}
-		}
-		if len(r.Subscriptions) > maxSubscriptions {
-			return false, fmt.Errorf("%w: over %d subscriptions in one transaction", txn.ErrTooMany, maxSubscriptions)
-		}
-		return changed, nil
+		return appendNew(&r.Subscriptions, subs, maxSubscriptions, "subscriptions")
 	})
+}
+
+// appendNew appends to *list the items it lacks, reporting whether it
+// changed; ErrTooMany when the list would hold more than max.
+func appendNew[T comparable](list *[]T, items []T, max int, what string) (bool, error) {
+	changed := false
+	for _, it := range items {
+		if !slices.Contains(*list, it) {
+			*list = append(*list, it)
+			changed = true
+		}
+	}
+	if len(*list) > max {
+		return false, fmt.Errorf("%w: over %d %s in one transaction", txn.ErrTooMany, max, what)
+	}
+	return changed, nil
 }
 
 // TrackSubscription records that the transaction acknowledges on sub, from
@@ -439,13 +435,10 @@ func (c *Coordinator) TrackSubscription(ctx context.Context, id txn.ID, sub txn.
 		if rec.State != txn.Open {
 			return fmt.Errorf("%w: %v is %s, not open", txn.ErrInvalidStatus, id, rec.State)
 		}
-		if slices.Contains(rec.Subscriptions, sub) {
-			return nil
+		rec.Subscriptions = slices.Clone(rec.Subscriptions)
+		if changed, err := appendNew(&rec.Subscriptions, []txn.Sub{sub}, maxSubscriptions, "subscriptions"); err != nil || !changed {
+			return err
 		}
-		if len(rec.Subscriptions) >= maxSubscriptions {
-			return fmt.Errorf("%w: over %d subscriptions in one transaction", txn.ErrTooMany, maxSubscriptions)
-		}
-		rec.Subscriptions = append(slices.Clone(rec.Subscriptions), sub)
 		ok, _, err := c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: c.k.rec(id), ModRevision: kv.ModRevision}}, []meta.Op{meta.Put(c.k.rec(id), encode(rec))})
 		if err != nil || ok {
 			return err
