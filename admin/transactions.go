@@ -574,14 +574,11 @@ func (a *admin) txnBufferStats(r *http.Request) (any, error) {
 // the subscription — as its running actor holds them, else as the
 // metadata store keeps them for the next one.
 func (a *admin) pendingAckStats(r *http.Request) (any, error) {
-	tc, err := a.txnCoordinator()
-	if err != nil {
-		return nil, err
-	}
 	ps, err := a.pendingAckSub(r, "pendingAckStats")
 	if err != nil {
 		return nil, err
 	}
+	tc := ps.tc
 	out := pendingAckStatsJSON{State: "Ready", OngoingTxnSize: int64(ps.info.PendingAckTxns)}
 	if ps.t.LiveSubscription(ps.sub) == nil {
 		acks, err := tc.LoadAcks(r.Context(), ps.ref.name.String(), ps.sub)
@@ -605,14 +602,11 @@ func (a *admin) pendingAckStats(r *http.Request) (any, error) {
 // the topic's owner: the position of the transaction's cumulative ack on
 // the subscription (null without one).
 func (a *admin) txnInPendingAckStats(r *http.Request) (any, error) {
-	tc, err := a.txnCoordinator()
-	if err != nil {
-		return nil, err
-	}
 	ps, err := a.pendingAckSub(r, "transactionInPendingAckStats")
 	if err != nil {
 		return nil, err
 	}
+	tc := ps.tc
 	id, err := txnIDOf(r)
 	if err != nil {
 		return nil, err
@@ -631,14 +625,11 @@ func (a *admin) txnInPendingAckStats(r *http.Request) (any, error) {
 // (PendingAck), neither (NotInPendingAck), or not in the topic's log
 // (InvalidPosition).
 func (a *admin) positionInPendingAck(r *http.Request) (any, error) {
-	tc, err := a.txnCoordinator()
-	if err != nil {
-		return nil, err
-	}
 	ps, err := a.pendingAckSub(r, "positionStatsInPendingAck")
 	if err != nil {
 		return nil, err
 	}
+	tc := ps.tc
 	ledger, err1 := strconv.ParseInt(r.PathValue("ledger"), 10, 64)
 	entry, err2 := strconv.ParseInt(r.PathValue("entry"), 10, 64)
 	batch := int64(0)
@@ -714,18 +705,22 @@ func (a *admin) servedOne(ctx context.Context, ref topicRef) (broker.ServedTopic
 // pendingAckSubject is the subscription a pending-ack request names, on
 // the topic this node serves.
 type pendingAckSubject struct {
+	tc   txn.Coordinator
 	ref  topicRef
 	t    broker.ServedTopic
 	sub  string
 	info actors.SubscriptionInfo
 }
 
-// pendingAckSub resolves the request's topic and subscription (404 when
-// the subscription does not exist).
+// pendingAckSub resolves the coordinator, the request's topic and its
+// subscription (404 when the subscription does not exist).
 func (a *admin) pendingAckSub(r *http.Request, what string) (pendingAckSubject, error) {
 	var ps pendingAckSubject
 	var err error
-	ps.sub, err = subscriptionName(r)
+	ps.tc, err = a.txnCoordinator()
+	if err == nil {
+		ps.sub, err = subscriptionName(r)
+	}
 	if err == nil {
 		ps.ref, err = a.txnTopic(r, what)
 	}
