@@ -148,7 +148,13 @@ var metrics = []metric{
 	{"catch-up read of a 1 M backlog, two Go clients: client CPU, % of a core", "godrain2", "client_cpu_pct", false},
 	{"catch-up read of a 1 M backlog on 2 partitions, a Go client each: msg/s", "godrainp2", "drain_msgps", true},
 	{"catch-up read of a 1 M backlog on 2 partitions, a Go client each: client CPU, % of a core", "godrainp2", "client_cpu_pct", false},
+	{"in transactions of 50, 1 partition: msg/s", "txn1", "msgps", true},
+	{"in transactions of 50, 8 partitions: msg/s", "txn8", "msgps", true},
+	{"in transactions of 50, 1 partition: publish p99 ms", "txn1", "p99", false},
+	{"in transactions of 50, 1 partition: server CPU, % of a core", "txn1", "cpu_pct", false},
+	{"in transactions of 50, 8 partitions: server CPU, % of a core", "txn8", "cpu_pct", false},
 	{"server peak RSS at max rate, 1 partition: MiB", "max1", "rss_mib", false},
+	{"server peak RSS in transactions, 8 partitions: MiB", "txn8", "rss_mib", false},
 	{"server peak RSS at max rate, 100 partitions: MiB", "max100", "rss_mib", false},
 	{"server peak RSS at max rate, 1000 partitions: MiB", "max1000", "rss_mib", false},
 }
