@@ -26,12 +26,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegate/lakegate/internal/testnode"
+	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/txn"
 )
 
+// kafkaClients makes kgo clients of a node or a cluster.
+type kafkaClients interface {
+	kafkaClient(opts ...kgo.Opt) *kgo.Client
+}
+
 // txnProducer is a transactional kgo client producing to topic.
-func (c *cluster) txnProducer(tid, topic string, opts ...kgo.Opt) *kgo.Client {
-	c.t.Helper()
+func txnProducer(c kafkaClients, tid, topic string, opts ...kgo.Opt) *kgo.Client {
 	return c.kafkaClient(append([]kgo.Opt{kgo.TransactionalID(tid), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 }
@@ -51,9 +57,9 @@ func produceTxnRecords(t *testing.T, ctx context.Context, cl *kgo.Client, parts 
 // readUntilSentinels produces a sentinel to every partition of topic
 // (outside any transaction), then reads the topic read_committed from the
 // start until every sentinel arrived, and returns the other values read.
-func readUntilSentinels(t *testing.T, c *cluster, topic string, parts int, tag string) []string {
+func readUntilSentinels(t *testing.T, c kafkaClients, topic string, parts int, tag string) []string {
 	t.Helper()
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := ctxFor(t, 90*time.Second)
 	plain := c.kafkaClient(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for p := range parts {
 		if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("sentinel-" + tag), Partition: int32(p)}).FirstErr(); err != nil {
@@ -99,7 +105,7 @@ func TestKafkaTxnCommitAbort(t *testing.T) {
 	}
 	defer pcons.Close()
 
-	cl := c.txnProducer("tx-a", "txn-out")
+	cl := txnProducer(c, "tx-a", "txn-out")
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +286,7 @@ func TestKafkaTxnFencing(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)
 	createKafkaTopic(t, c.kafkaClient(), "fence", 2)
 
-	old := c.txnProducer("fenced", "fence")
+	old := txnProducer(c, "fenced", "fence")
 	if err := old.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +294,7 @@ func TestKafkaTxnFencing(t *testing.T) {
 
 	// The newer producer of the id: its InitProducerId aborts the old
 	// one's open transaction and fences it.
-	cur := c.txnProducer("fenced", "fence")
+	cur := txnProducer(c, "fenced", "fence")
 	if err := cur.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +361,7 @@ func TestKafkaTxnTimeout(t *testing.T) {
 	c := startKafkaNode(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	createKafkaTopic(t, c.kafkaClient(), "tmo", 1)
-	cl := c.txnProducer("tmo", "tmo", kgo.TransactionTimeout(time.Second))
+	cl := txnProducer(c, "tmo", "tmo", kgo.TransactionTimeout(time.Second))
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +390,7 @@ func TestKafkaTxnTimeout(t *testing.T) {
 		t.Fatalf("records of a timed-out transaction: %v", got)
 	}
 	// A new producer of the id starts over.
-	next := c.txnProducer("tmo", "tmo")
+	next := txnProducer(c, "tmo", "tmo")
 	if err := next.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -394,5 +400,256 @@ func TestKafkaTxnTimeout(t *testing.T) {
 	}
 	if got := readUntilSentinels(t, c, "tmo", 1, "2"); !slices.Equal(got, []string{"ok-0"}) {
 		t.Fatalf("read %v, want ok-0", got)
+	}
+}
+
+// Offsets committed in a transaction are durable before it ends: the node
+// that saved them restarts (its wait for the outcome lost), the producer
+// ends the transaction on the restarted node, and the next OffsetFetch
+// settles them — applied when it committed, dropped when it aborted.
+// While the transaction is open, RequireStable answers
+// UNSTABLE_OFFSET_COMMIT.
+func TestKafkaTxnOffsetsSurviveRestart(t *testing.T) {
+	ctx := ctxFor(t, 2*time.Minute)
+	dir := t.TempDir()
+	c := startNode(t, testnode.Config{Node: node.Config{DataDir: dir}, Kafka: true})
+	admin := c.kafkaClient()
+	createKafkaTopic(t, admin, "so", 2)
+
+	pid, epoch := rawInitTxn(t, ctx, admin, "so")
+	rawAddOffsets(t, ctx, admin, "so", "so-g", pid, epoch)
+	rawTxnCommitOffsets(t, ctx, admin, "so", "so-g", pid, epoch, "so", 5)
+	if _, err := fetchGroupOffsets(ctx, admin, "so-g", "so"); !errors.Is(err, kerr.UnstableOffsetCommit) {
+		t.Fatalf("offsets of an open transaction, RequireStable: %v, want UNSTABLE_OFFSET_COMMIT", err)
+	}
+	c.stop()
+
+	c2 := startNode(t, testnode.Config{Node: node.Config{DataDir: dir}, Kafka: true})
+	admin2 := c2.kafkaClient()
+	rawEndTxn(t, ctx, admin2, "so", pid, epoch, true)
+	offs, err := fetchGroupOffsets(ctx, admin2, "so-g", "so")
+	if err != nil || offs[0] != 5 || offs[1] != 5 {
+		t.Fatalf("after the commit on the restarted node: %v %v, want 5 and 5", offs, err)
+	}
+
+	// An aborted transaction's offsets are dropped.
+	rawAddOffsets(t, ctx, admin2, "so", "so-g", pid, epoch)
+	rawTxnCommitOffsets(t, ctx, admin2, "so", "so-g", pid, epoch, "so", 9)
+	rawEndTxn(t, ctx, admin2, "so", pid, epoch, false)
+	offs, err = fetchGroupOffsets(ctx, admin2, "so-g", "so")
+	if err != nil || offs[0] != 5 || offs[1] != 5 {
+		t.Fatalf("after the abort: %v %v, want 5 and 5", offs, err)
+	}
+}
+
+// rawInitTxn is InitProducerId of a transactional.id.
+func rawInitTxn(t *testing.T, ctx context.Context, cl *kgo.Client, tid string) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis = &tid, 60_000
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("InitProducerId: %v", err)
+	}
+	return resp.ProducerID, resp.ProducerEpoch
+}
+
+func rawAddOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, tid, group string, pid int64, epoch int16) {
+	t.Helper()
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = tid, pid, epoch, group
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("AddOffsetsToTxn: %v", err)
+	}
+}
+
+// rawTxnCommitOffsets commits offset for partitions 0 and 1 of topic in
+// the transaction.
+func rawTxnCommitOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, tid, group string, pid int64, epoch int16, topic string, offset int64) {
+	t.Helper()
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = tid, group, pid, epoch
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = topic
+	for p := range int32(2) {
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, offset
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("TxnOffsetCommit: %v", err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("TxnOffsetCommit of partition %d: %v", rp.Partition, err)
+			}
+		}
+	}
+}
+
+func rawEndTxn(t *testing.T, ctx context.Context, cl *kgo.Client, tid string, pid int64, epoch int16, commit bool) {
+	t.Helper()
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = tid, pid, epoch, commit
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("EndTxn (commit %v): %v", commit, err)
+	}
+}
+
+// lgKafkaClients makes kgo clients of an lgCluster's Kafka listeners.
+type lgKafkaClients struct{ c *lgCluster }
+
+func (k lgKafkaClients) kafkaClient(opts ...kgo.Opt) *kgo.Client {
+	k.c.t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(k.c.kafkaSeeds()...), kgo.RequestTimeoutOverhead(10 * time.Second),
+		kgo.MetadataMinAge(250 * time.Millisecond)}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		k.c.t.Fatal(err)
+	}
+	k.c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestKafkaTxnCluster: transactions on three `lakegate serve` processes,
+// where the transactional.id's coordinator, the partitions' owners and
+// the group's coordinator are spread over the nodes: a transaction to six
+// partitions commits and one aborts; a consume-transform-produce round
+// commits its offsets; a newer producer fences the older.
+func TestKafkaTxnCluster(t *testing.T) {
+	lc := startLGCluster(t, 3, "file://"+t.TempDir(), append([]string{"--kafka-addr", "127.0.0.1:0"}, keepAllFlags...)...)
+	c := lgKafkaClients{lc}
+	ctx := ctxFor(t, 3*time.Minute)
+	start := time.Now()
+	admin := c.kafkaClient()
+	createKafkaTopic(t, admin, "ct-out", 6)
+	createKafkaTopic(t, admin, "ct-in", 3)
+
+	// Several ids: their coordinators land on different nodes.
+	want := []string(nil)
+	for i := range 3 {
+		cl := txnProducer(c, fmt.Sprintf("ct-%d", i), "ct-out")
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for p := range 6 {
+			vals = append(vals, fmt.Sprintf("c%d-%d", i, p))
+		}
+		produceTxnRecords(t, ctx, cl, 6, vals...)
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+		want = append(want, vals...)
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		produceTxnRecords(t, ctx, cl, 6, "aborted-0", "aborted-1", "aborted-2", "aborted-3", "aborted-4", "aborted-5")
+		if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			t.Fatalf("abort %d: %v", i, err)
+		}
+		t.Logf("%v: transactional.id ct-%d committed and aborted", time.Since(start).Round(time.Millisecond), i)
+	}
+	slices.Sort(want)
+	if got := readUntilSentinels(t, c, "ct-out", 6, "1"); !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %v\nwant %v", got, want)
+	}
+
+	t.Logf("%v: read", time.Since(start).Round(time.Millisecond))
+	// Zombie fencing across nodes.
+	old := txnProducer(c, "ct-0", "ct-out")
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produceTxnRecords(t, ctx, old, 6, "zombie-0", "zombie-1")
+	cur := txnProducer(c, "ct-0", "ct-out")
+	if err := cur.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produceTxnRecords(t, ctx, cur, 6, "new-0", "new-1")
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-2"), Partition: 2}).FirstErr(); err == nil {
+		t.Fatal("the fenced producer's produce succeeded")
+	}
+	if err := old.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer's commit succeeded")
+	}
+	if err := cur.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "new-0", "new-1")
+	slices.Sort(want)
+	if got := readUntilSentinels(t, c, "ct-out", 6, "2"); !slices.Equal(got, want) {
+		t.Fatalf("after the fencing read %v\nwant %v", got, want)
+	}
+
+	t.Logf("%v: fenced", time.Since(start).Round(time.Millisecond))
+	// Consume-transform-produce: the inputs' offsets commit with the
+	// outputs.
+	in := c.kafkaClient(kgo.DefaultProduceTopic("ct-in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 6 {
+		if err := in.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "in-%d", i), Partition: int32(i % 3)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(lc.kafkaSeeds()...), kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.TransactionalID("ct-ctp"), kgo.ConsumerGroup("ct-g"), kgo.ConsumeTopics("ct-in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("ct-out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if err := sess.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	for read := 0; read < 6; {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d inputs: %v", read, ctx.Err())
+		}
+		for _, r := range fs.Records() {
+			read++
+			if err := sess.ProduceSync(ctx, &kgo.Record{Value: []byte("out-" + string(r.Value)), Partition: r.Partition}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if committed, err := sess.End(ctx, kgo.TryCommit); err != nil || !committed {
+		t.Fatalf("end: committed %v, %v", committed, err)
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = "ct-g"
+	req.Groups, req.RequireStable = append(req.Groups, rg), true
+	resp, err := req.RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]int64{}
+	for _, g := range resp.Groups {
+		for _, tp := range g.Topics {
+			for _, p := range tp.Partitions {
+				if tp.Topic == "ct-in" && p.ErrorCode == 0 {
+					got[p.Partition] = p.Offset
+				}
+			}
+		}
+	}
+	if got[0] != 2 || got[1] != 2 || got[2] != 2 {
+		t.Fatalf("the group's committed offsets: %v, want 2 on each of 3 partitions", got)
 	}
 }

@@ -440,10 +440,14 @@ func (s *Server) producePartition(ctx context.Context, topic string, rp *kmsg.Pr
 				return
 			}
 			if first != nil && tid != nil && errors.Is(first, lakestream.ErrStageEnded) {
-				// The transaction ended under the producer (a timeout, or
-				// a cached record behind): it reads the record again.
+				// The transaction ended: this node's cached record of the
+				// transactional.id is behind (the producer is in its next
+				// transaction), or the coordinator aborted it (a timeout).
+				// The client resends; the record is read again, and a
+				// timed-out transaction answered INVALID_PRODUCER_EPOCH
+				// (txnState).
 				s.forgetTxnState(*tid)
-				first = fmt.Errorf("%w: %w", kerr.InvalidProducerEpoch, first)
+				first = fmt.Errorf("%w: %w", broker.ErrServiceNotReady, first)
 			}
 			if first != nil {
 				s.metrics.produceErrors.Inc()

@@ -574,6 +574,13 @@ func (s *Server) txnState(ctx context.Context, tc txn.Coordinator, tid string, p
 					return txn.ID{}, err
 				}
 				e.usable = &id
+				// Forget the record when the transaction ends, so that the
+				// producer's next transaction is read from the store (a
+				// request arriving before the news finds the set ended
+				// and is resent: producePartition).
+				if err := tc.Await(ctx, id, func(bool) { go s.forgetTxnState(tid) }); err != nil {
+					s.log.Debug("kafka: awaiting a transaction's end", "txn", id, "err", err)
+				}
 			}
 			return id, nil
 		}
