@@ -653,3 +653,34 @@ func TestKafkaTxnCluster(t *testing.T) {
 		t.Fatalf("the group's committed offsets: %v, want 2 on each of 3 partitions", got)
 	}
 }
+
+// With transactions.enabled off, a transactional producer is told so
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, fatal in the clients) instead of
+// hanging.
+func TestKafkaTxnDisabled(t *testing.T) {
+	c := startNode(t, testnode.Config{Node: node.Config{DataDir: t.TempDir()}, Kafka: true, DisableTransactions: true})
+	ctx := ctxFor(t, time.Minute)
+	createKafkaTopic(t, c.kafkaClient(), "off", 1)
+	tid := "off"
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis = &tid, 60_000
+	// kgo finds the transaction coordinator first: FindCoordinator answers
+	// the error.
+	resp, err := req.RequestWith(ctx, c.kafkaClient())
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("InitProducerId: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+	// franz-go initializes the producer id at BeginTransaction or at the
+	// first produce.
+	cl := txnProducer(c, "off", "off")
+	err = cl.BeginTransaction()
+	if err == nil {
+		err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr()
+	}
+	if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("transactional produce: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+}

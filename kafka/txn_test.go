@@ -155,3 +155,23 @@ func TestBatchEntryTransactional(t *testing.T) {
 		t.Fatal("transactional.id bounds")
 	}
 }
+
+// The decoders of the stored values refuse what they cannot read and
+// never panic.
+func FuzzTxnValues(f *testing.F) {
+	id := txn.ID{Most: 1, Least: 2}
+	f.Add(encodeProducer(producerRecord{PID: 1, Epoch: 2, Txn: &id, Partitions: []string{"p"}}))
+	f.Add(encodePending(kafkaCommit{Topic: "t", Partition: 1, Offset: 7}))
+	f.Add([]byte(`{"ranges":[[0,5]],"cumulative":true}`))
+	f.Add([]byte(`{"pid":`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if rec, err := decodeProducer(b); err == nil {
+			if _, err := decodeProducer(encodeProducer(rec)); err != nil {
+				t.Fatalf("a decoded record does not decode again: %v", err)
+			}
+		}
+		if k, err := decodePending(b); err == nil && (k.Topic == "" || k.Offset < 0) {
+			t.Fatalf("decoded an invalid pending offset %+v", k)
+		}
+	})
+}
