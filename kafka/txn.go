@@ -177,8 +177,11 @@ type txnProducers struct {
 	}
 }
 
-// txnProducer is one transactional.id on this node. Lock order: mu before
-// producers.mu (never held while waiting for the store in Produce).
+// txnProducer is one transactional.id on this node. mu serializes the
+// requests of the id here: it is held across one request's calls of the
+// coordinator and the store (a transactional Produce waits while the
+// coordinator changes the id on this node), and taken before
+// txnProducers.mu and the other leaves (kafka/doc.go).
 type txnProducer struct {
 	mu     sync.Mutex
 	loaded bool
