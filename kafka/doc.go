@@ -23,6 +23,12 @@
 //	            committed offsets as lakestream cursors
 //	group.go    the classic consumer-group coordinator: join, sync,
 //	            heartbeat, leave, static membership
+//	txn.go      transactions on the shared coordinator (txn.Coordinator):
+//	            a transactional.id's record, InitProducerId with one,
+//	            AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the check of a
+//	            transactional Produce (its staging set)
+//	txn_offsets.go  TxnOffsetCommit: offsets pending in a transaction,
+//	            applied when it commits, settled before OffsetFetch
 //	configs.go  DescribeConfigs
 //	records.go  EntryFromBatch (a RecordBatch v2 → one Pulsar batch entry),
 //	            AppendBatch (a stored entry → a RecordBatch v2), SplitBatches
@@ -34,8 +40,10 @@
 // one that is answered later (Produce, JoinGroup, SyncGroup) sets its
 // answer from a partition actor's or the coordinator's callback, which
 // never blocks. The writer goroutine writes the answers in request order.
-// producers.mu, a kproducer's mu, servedCache.mu, ownedGroups.mu and
-// conn.auth are leaves; a kproducer's sendMu is held while a send is
+// producers.mu, a kproducer's mu, servedCache.mu, ownedGroups.mu,
+// txnProducers.mu, txnAwaits.mu and conn.auth are leaves; a txnProducer's
+// mu (one transactional.id) is held across the coordinator's and the
+// store's calls of one request and taken before those leaves; a kproducer's sendMu is held while a send is
 // handed to its partition actor (which may wait while the actor's mailbox
 // is full) and is never taken by the actor. The group coordinator's locking
 // is its own (group.go).

@@ -325,7 +325,7 @@ func handleOffsetFetch(c *conn, req kmsg.Request, a *answer) {
 			if err := s.coordinate(ctx, g.Group); err != nil {
 				rg.ErrorCode = errCode(err)
 			} else {
-				rg.Topics = s.fetchOffsets(ctx, c, g.Group, groupTopics(g.Topics))
+				rg.Topics = s.fetchOffsets(ctx, c, g.Group, groupTopics(g.Topics), r.RequireStable)
 			}
 			resp.Groups = append(resp.Groups, rg)
 		}
@@ -344,7 +344,7 @@ func handleOffsetFetch(c *conn, req kmsg.Request, a *answer) {
 			want[t.Topic] = t.Partitions
 		}
 	}
-	for _, gt := range s.fetchOffsets(ctx, c, r.Group, want) {
+	for _, gt := range s.fetchOffsets(ctx, c, r.Group, want, r.RequireStable) {
 		st := kmsg.NewOffsetFetchResponseTopic()
 		st.Topic = gt.Topic
 		for _, gp := range gt.Partitions {
@@ -372,8 +372,10 @@ func groupTopics(ts []kmsg.OffsetFetchRequestGroupTopic) map[string][]int32 {
 // fetchOffsets reads a group's committed offsets: for each partition
 // asked (want nil: every partition of every topic of the namespace with a
 // cursor named after the group), its cursor's mark-delete + 1, or -1
-// without one.
-func (s *Server) fetchOffsets(ctx context.Context, c *conn, group string, want map[string][]int32) []kmsg.OffsetFetchResponseGroupTopic {
+// without one. The offsets committed by ended transactions are settled
+// first; with requireStable (KIP-447), a partition whose offset an open
+// transaction commits is answered UNSTABLE_OFFSET_COMMIT.
+func (s *Server) fetchOffsets(ctx context.Context, c *conn, group string, want map[string][]int32, requireStable bool) []kmsg.OffsetFetchResponseGroupTopic {
 	all := want == nil
 	if all {
 		want = map[string][]int32{}
@@ -413,8 +415,17 @@ func (s *Server) fetchOffsets(ctx context.Context, c *conn, group string, want m
 			case p < 0 || int(p) >= info.partitions:
 				gp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				off, md, ok, err := s.committed(ctx, group, s.partitionName(topic, p, info.partitioned))
+				name := s.partitionName(topic, p, info.partitioned)
+				pending, err := s.settlePending(ctx, group, name) // txn_offsets.go
+				var off int64
+				var md string
+				var ok bool
+				if err == nil {
+					off, md, ok, err = s.committed(ctx, group, name)
+				}
 				switch {
+				case err == nil && pending && requireStable:
+					gp.ErrorCode = kerr.UnstableOffsetCommit.Code
 				case err != nil:
 					gp.ErrorCode = errCode(err)
 				case ok:

@@ -18,6 +18,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
+	"github.com/lakegate/lakegate/lakestream"
 )
 
 // defaultMaxMessageSize is Pulsar's maxMessageSize default, the bound of
@@ -324,20 +326,23 @@ func handleProduce(c *conn, req kmsg.Request, a *answer) {
 			pr.mu.Lock()
 			pr.left++
 			pr.mu.Unlock()
-			if r.TransactionID != nil {
-				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				msg := "transactions are not supported yet (issue #30)"
-				out.ErrorMessage = &msg
-				pr.done()
-				continue
-			}
 			if err := c.authorize(ctx, rt.Topic, broker.ActionProduce); err != nil {
 				out.ErrorCode = errCode(err)
 				out.ErrorMessage = kmsg.StringPtr(err.Error())
 				pr.done()
 				continue
 			}
-			s.producePartition(ctx, rt.Topic, rp, out, pr)
+			var stage string
+			if r.TransactionID != nil {
+				var err error
+				if stage, err = s.txnStage(ctx, *r.TransactionID, rt.Topic, rp); err != nil {
+					out.ErrorCode = fencedCode(err, r.Version, math.MaxInt16) // Produce answers INVALID_PRODUCER_EPOCH
+					out.ErrorMessage = kmsg.StringPtr(err.Error())
+					pr.done()
+					continue
+				}
+			}
+			s.producePartition(ctx, rt.Topic, rp, out, pr, r.TransactionID, stage)
 		}
 	}
 	pr.done()
@@ -347,7 +352,10 @@ func handleProduce(c *conn, req kmsg.Request, a *answer) {
 // when the last is answered (the first error answers for the partition:
 // the batches after a failed one are not appended — Kafka's producer
 // resends them).
-func (s *Server) producePartition(ctx context.Context, topic string, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition, pr *produceResult) {
+//
+// A transactional request's batches (tid set) are staged into stage, the
+// staging set of the producer's transaction (txnStage).
+func (s *Server) producePartition(ctx context.Context, topic string, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition, pr *produceResult, tid *string, stage string) {
 	fail := func(err error) {
 		out.ErrorCode = errCode(err)
 		msg := err.Error()
@@ -385,7 +393,7 @@ func (s *Server) producePartition(ctx context.Context, topic string, rp *kmsg.Pr
 			name = idempotentName(pid, epoch)
 		}
 		publish := batchPublishMs(b, now)
-		entry, n, err := EntryFromBatch(b, EntryOptions{MaxBytes: limit, PublishMs: publish, ProducerName: name})
+		entry, n, err := EntryFromBatch(b, EntryOptions{MaxBytes: limit, PublishMs: publish, ProducerName: name, Transactional: tid != nil})
 		if err != nil {
 			fail(err)
 			return
@@ -401,7 +409,7 @@ func (s *Server) producePartition(ctx context.Context, topic string, rp *kmsg.Pr
 			fail(err)
 			return
 		}
-		req := actors.SendRequest{Records: int32(n), PublishMs: publish, Payload: entry}
+		req := actors.SendRequest{Records: int32(n), PublishMs: publish, Payload: entry, Stage: stage}
 		if pid >= 0 && seq >= 0 {
 			req.Seq, req.Highest = uint64(seq), uint64(seq)+uint64(n)-1
 		} else {
@@ -430,6 +438,16 @@ func (s *Server) producePartition(ctx context.Context, topic string, rp *kmsg.Pr
 			left--
 			if left > 0 {
 				return
+			}
+			if first != nil && tid != nil && errors.Is(first, lakestream.ErrStageEnded) {
+				// The transaction ended: this node's cached record of the
+				// transactional.id is behind (the producer is in its next
+				// transaction), or the coordinator aborted it (a timeout).
+				// The client resends; the record is read again, and a
+				// timed-out transaction answered INVALID_PRODUCER_EPOCH
+				// (txnState).
+				s.forgetTxnState(*tid)
+				first = fmt.Errorf("%w: %w", broker.ErrServiceNotReady, first)
 			}
 			if first != nil {
 				s.metrics.produceErrors.Inc()
@@ -476,8 +494,7 @@ func handleInitProducerID(c *conn, req kmsg.Request, a *answer) {
 	r := req.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	if r.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		handleInitProducerTxn(c, r, resp) // txn.go
 		a.set(resp)
 		return
 	}

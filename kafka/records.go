@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
@@ -77,6 +78,10 @@ type EntryOptions struct {
 	// ProducerName names the entry's producer when the batch has no
 	// producer id (an idempotent producer's batch is "kafka-<id>").
 	ProducerName string
+	// Transactional: the batch comes in a transactional Produce and must
+	// be marked transactional (its flag is not kept: the entry is staged
+	// instead); without it a transactional batch is refused.
+	Transactional bool
 }
 
 // EntryFromBatch converts one RecordBatch v2 (as SplitBatches returns it)
@@ -100,8 +105,13 @@ func EntryFromBatch(batch []byte, o EntryOptions) (entry []byte, records int, er
 	if err := b.ReadFrom(batch); err != nil {
 		return nil, 0, fmt.Errorf("%w: record batch: %v", ErrMalformed, err)
 	}
-	if b.Attributes&(attrTransactional|attrControl) != 0 {
-		return nil, 0, fmt.Errorf("%w: transactional or control batch", ErrUnsupported)
+	switch {
+	case b.Attributes&attrControl != 0:
+		return nil, 0, fmt.Errorf("%w: a control batch from a producer", ErrUnsupported)
+	case b.Attributes&attrTransactional != 0 && !o.Transactional:
+		return nil, 0, fmt.Errorf("%w: a transactional batch outside a transactional produce", kerr.InvalidTxnState)
+	case b.Attributes&attrTransactional == 0 && o.Transactional:
+		return nil, 0, fmt.Errorf("%w: a transactional produce of a batch not marked transactional", kerr.InvalidTxnState)
 	}
 	n := int(b.NumRecords)
 	if n < 1 || n > protocol.MaxBatchMessages || int(b.LastOffsetDelta) != n-1 {

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
@@ -283,8 +284,10 @@ func TestBatchRefusals(t *testing.T) {
 		"empty":         {nil, o, ErrMalformed},
 		"bad crc":       {func() []byte { b := bytes.Clone(good); b[len(b)-1] ^= 1; return b }(), o, ErrMalformed},
 		"magic 1":       {func() []byte { b := bytes.Clone(good); b[16] = 1; return b }(), o, ErrUnsupported},
-		"transactional": {mutate(func(b []byte) { b[22] |= attrTransactional }), o, ErrUnsupported},
+		"transactional": {mutate(func(b []byte) { b[22] |= attrTransactional }), o, kerr.InvalidTxnState},
+		"not txn":       {good, EntryOptions{MaxBytes: 1 << 20, Transactional: true}, kerr.InvalidTxnState},
 		"control":       {mutate(func(b []byte) { b[22] |= attrControl }), o, ErrUnsupported},
+		"control txn":   {mutate(func(b []byte) { b[22] |= attrControl | attrTransactional }), EntryOptions{MaxBytes: 1 << 20, Transactional: true}, ErrUnsupported},
 		"codec 7":       {mutate(func(b []byte) { b[22] |= 7 }), o, ErrUnsupported},
 		"count":         {mutate(func(b []byte) { binary.BigEndian.PutUint32(b[57:], 3) }), o, ErrMalformed},
 		"last delta":    {mutate(func(b []byte) { binary.BigEndian.PutUint32(b[23:], 9) }), o, ErrMalformed},

@@ -107,6 +107,10 @@ type Server struct {
 	owned    ownedGroups
 	metrics  *metrics
 	pids     producerIDs
+	// txns caches transactional.id records; awaits the transactions whose
+	// offsets this node applies when they end (txn.go, txn_offsets.go).
+	txns   txnProducers
+	awaits txnAwaits
 
 	mu struct {
 		sync.Mutex
@@ -462,8 +466,12 @@ func init() {
 		18: {0, 4, handleApiVersions},
 		19: {2, 7, handleCreateTopics},
 		20: {1, 5, handleDeleteTopics},
-		22: {0, 4, handleInitProducerID},
+		22: {0, 5, handleInitProducerID},
 		23: {2, 4, handleOffsetForLeaderEpoch},
+		24: {0, 3, handleAddPartitionsToTxn},
+		25: {0, 3, handleAddOffsetsToTxn},
+		26: {0, 4, handleEndTxn},
+		28: {0, 4, handleTxnOffsetCommit},
 		32: {0, 4, handleDescribeConfigs},
 		33: {0, 2, handleAlterConfigs},
 		36: {0, 2, handleSaslAuthenticate},

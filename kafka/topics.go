@@ -23,6 +23,7 @@ import (
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/broker"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/txn"
 )
 
 // requestTimeout bounds the storage calls of one request.
@@ -467,11 +468,19 @@ func handleFindCoordinator(c *conn, req kmsg.Request, a *answer) {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key, rc.NodeID = key, -1
 		var msg string
+		unit := groupUnit(key)
 		switch {
-		case r.CoordinatorType != 0:
-			rc.ErrorCode, msg = kerr.CoordinatorNotAvailable.Code, "transactions are not supported yet (issue #30)"
-		default:
-			owner, err := s.cfg.Broker.OwnerOrPlacement(ctx, groupUnit(key))
+		case r.CoordinatorType == 1 && s.cfg.Broker.Txn() == nil:
+			rc.ErrorCode, msg = kerr.TransactionalIDAuthorizationFailed.Code, errTxnOff.Error()
+		case r.CoordinatorType == 1 && validTransactionalID(key) != nil:
+			rc.ErrorCode, msg = kerr.InvalidRequest.Code, validTransactionalID(key).Error()
+		case r.CoordinatorType == 1:
+			// The member serving the transaction coordinator of the id
+			// (txn.go).
+			unit = txn.Unit(txnCoordinatorOf(key, s.cfg.Broker.Txn().Coordinators()))
+			fallthrough
+		case r.CoordinatorType == 0:
+			owner, err := s.cfg.Broker.OwnerOrPlacement(ctx, unit)
 			kb, ok := asKafkaBroker(owner)
 			switch {
 			case err != nil:
@@ -481,6 +490,8 @@ func handleFindCoordinator(c *conn, req kmsg.Request, a *answer) {
 			default:
 				rc.NodeID, rc.Host, rc.Port = kb.id, kb.host, kb.port
 			}
+		default:
+			rc.ErrorCode, msg = kerr.InvalidRequest.Code, fmt.Sprintf("coordinator type %d", r.CoordinatorType)
 		}
 		if msg != "" {
 			rc.ErrorMessage = &msg

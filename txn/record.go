@@ -120,4 +120,12 @@ type Coordinator interface {
 	DeleteAcks(ctx context.Context, topic, sub string, id ID) error
 	LoadAcks(ctx context.Context, topic, sub string) (map[ID][]byte, error)
 	Await(ctx context.Context, id ID, fn func(committed bool)) error
+	// LoadProducer and SaveProducer keep the record of a Kafka
+	// transactional.id (its producer id, epoch and current transaction;
+	// the kafka package owns the value's format, docs/kafka.md): rev is
+	// the record's revision, 0 when there is none. SaveProducer writes
+	// value iff the record is still at rev and reports whether it did,
+	// with the new revision.
+	LoadProducer(ctx context.Context, transactionalID string) (value []byte, rev int64, err error)
+	SaveProducer(ctx context.Context, transactionalID string, value []byte, rev int64) (ok bool, newRev int64, err error)
 }

@@ -46,6 +46,22 @@ func (c *Coordinator) LoadAcks(ctx context.Context, topic, sub string) (map[txn.
 	return out, nil
 }
 
+// LoadProducer reads a Kafka transactional.id's record (rev 0: none).
+func (c *Coordinator) LoadProducer(ctx context.Context, transactionalID string) ([]byte, int64, error) {
+	kv, found, err := c.cfg.Meta.Get(ctx, c.k.producer(transactionalID))
+	if err != nil || !found {
+		return nil, 0, err
+	}
+	return kv.Value, kv.ModRevision, nil
+}
+
+// SaveProducer writes a Kafka transactional.id's record iff it is still
+// at rev (0: absent).
+func (c *Coordinator) SaveProducer(ctx context.Context, transactionalID string, value []byte, rev int64) (bool, int64, error) {
+	key := c.k.producer(transactionalID)
+	return c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: rev}}, []meta.Op{meta.Put(key, value)})
+}
+
 // Await calls fn once, from the coordinator's goroutine, when transaction
 // id has ended (committed: its outcome), on whichever node ended it. A
 // transaction that has already ended, or does not exist (aborted: nothing

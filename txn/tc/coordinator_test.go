@@ -343,3 +343,36 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func TestCoordinatorProducerRecord(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	c := newTestCoordinator(t, m, newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)})
+
+	const tid = "app/one two" // escaped in the key
+	v, rev, err := c.LoadProducer(ctx, tid)
+	if err != nil || v != nil || rev != 0 {
+		t.Fatalf("absent record: %q %d %v", v, rev, err)
+	}
+	ok, rev1, err := c.SaveProducer(ctx, tid, []byte("a"), 0)
+	if err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	if ok, _, err := c.SaveProducer(ctx, tid, []byte("b"), 0); err != nil || ok {
+		t.Fatalf("create over an existing record: %v %v", ok, err)
+	}
+	ok, rev2, err := c.SaveProducer(ctx, tid, []byte("c"), rev1)
+	if err != nil || !ok {
+		t.Fatalf("update at its revision: %v %v", ok, err)
+	}
+	if ok, _, err := c.SaveProducer(ctx, tid, []byte("d"), rev1); err != nil || ok {
+		t.Fatalf("update at an old revision: %v %v", ok, err)
+	}
+	v, rev, err = c.LoadProducer(ctx, tid)
+	if err != nil || string(v) != "c" || rev != rev2 {
+		t.Fatalf("read back: %q %d %v, want c %d", v, rev, err, rev2)
+	}
+	if v, _, _ := c.LoadProducer(ctx, "app"); v != nil {
+		t.Fatalf("another id shares the record: %q", v)
+	}
+}

@@ -69,3 +69,9 @@ func parseAcksID(s string) (txn.ID, bool) {
 	least, err2 := strconv.ParseUint(b, 10, 64)
 	return txn.ID{Most: most, Least: least}, err1 == nil && err2 == nil
 }
+
+// Kafka transactional producers: txn-kafka/<transactional.id>, the id
+// path-escaped.
+func (k keys) producer(transactionalID string) string {
+	return k.root + "txn-kafka/" + url.PathEscape(transactionalID)
+}

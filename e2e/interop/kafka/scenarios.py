@@ -240,11 +240,101 @@ def admin_topics():
         time.sleep(0.2)
 
 
+def txn():
+    """Transactions: commit and abort to three partitions, consume-transform-produce with
+    send_offsets_to_transaction, a second producer of the transactional.id fencing the first;
+    a read_committed consumer reads until a sentinel per partition: exactly what committed."""
+    src, out, group, tid = f"{PREFIX}txn-in", f"{PREFIX}txn-out", f"{PREFIX}txn-g", f"{PREFIX}txn"
+    a = admin()
+    create_topic(a, src, 2)
+    create_topic(a, out, 3)
+    wait_topic_metadata(src, 2)
+    wait_topic_metadata(out, 3)
+    produce(src, [{"value": f"in-{i}".encode(), "partition": i % 2} for i in range(6)])
+    tconf = conf(**{"transactional.id": tid, "transaction.timeout.ms": 60000})
+    want = set()
+    p = Producer(tconf)
+    p.init_transactions(TIMEOUT)
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(out, value=f"c-{i}".encode(), partition=i % 3)
+        want.add(f"c-{i}")
+    p.commit_transaction(TIMEOUT)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(out, value=f"aborted-{i}".encode(), partition=i)
+    p.abort_transaction(TIMEOUT)
+
+    member = conf(**{"group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                     "group.protocol": "classic", "isolation.level": "read_committed",
+                     "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
+    c = Consumer(member)
+    try:
+        c.subscribe([src])
+        p.begin_transaction()
+        got = read_exactly(c, 6)
+        check(len(got) == 6, f"consumed {len(got)} inputs, want 6")
+        for m in got:
+            v = "out-" + m.value().decode()
+            p.produce(out, value=v.encode(), partition=m.partition())
+            want.add(v)
+        p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), TIMEOUT)
+        p.commit_transaction(TIMEOUT)
+        committed = c.committed([TopicPartition(src, q) for q in range(2)], timeout=TIMEOUT)
+        check(all(tp.offset == 3 for tp in committed), f"group offsets {[(tp.partition, tp.offset) for tp in committed]}, want 3 and 3")
+    finally:
+        c.close()
+
+    # Fencing: the zombie's open transaction is aborted by the new producer's init.
+    p.begin_transaction()
+    p.produce(out, value=b"zombie-0", partition=0)
+    check(p.flush(TIMEOUT) == 0, "the zombie's first record was not delivered")
+    nxt = Producer(tconf)
+    nxt.init_transactions(TIMEOUT)
+    nxt.begin_transaction()
+    nxt.produce(out, value=b"next-0", partition=1)
+    want.add("next-0")
+    nxt.commit_transaction(TIMEOUT)
+    fenced = None
+    try:
+        p.produce(out, value=b"zombie-1", partition=2)
+        p.commit_transaction(TIMEOUT)
+    except KafkaException as e:
+        fenced = e
+    check(fenced is not None, "the fenced producer committed")
+
+    produce(out, [{"value": b"sentinel", "partition": q} for q in range(3)])
+    r = Consumer(conf(**{"group.id": f"{group}-reader", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"}))
+    try:
+        r.assign([TopicPartition(out, q, OFFSET_BEGINNING) for q in range(3)])
+        seen, extra, sentinels = set(), [], 0
+        deadline = time.monotonic() + TIMEOUT
+        while sentinels < 3 and time.monotonic() < deadline:
+            m = r.poll(0.2)
+            if m is None:
+                continue
+            check(m.error() is None, f"consumer error: {m.error()}")
+            v = m.value().decode()
+            if v == "sentinel":
+                sentinels += 1
+            elif v in seen or v not in want:
+                extra.append(v)
+            else:
+                seen.add(v)
+        check(sentinels == 3, f"read {sentinels} sentinels of 3")
+        check(not extra, f"read_committed read records not committed or twice: {extra}")
+        check(seen == want, f"read_committed read {sorted(seen)}, want {sorted(want)}")
+    finally:
+        r.close()
+
+
 SCENARIOS = [
     ("produce-consume", produce_consume),
     *[(f"compression-{c}", (lambda c=c: produce_consume(c))) for c in ("gzip", "snappy", "lz4", "zstd")],
     ("group-resume", group_resume),
     ("admin-topics", admin_topics),
+    ("txn", txn),
 ]
 
 

@@ -48,6 +48,8 @@ import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -106,6 +108,7 @@ public final class Main {
     }
     all.add(new Scenario("group-handoff", Main::groupHandoff));
     all.add(new Scenario("admin", Main::adminScenario));
+    all.add(new Scenario("txn", Main::txnScenario));
 
     List<Scenario> run = select(all, System.getenv("SCENARIOS"));
     ExecutorService pool = Executors.newCachedThreadPool(r -> {
@@ -608,5 +611,126 @@ public final class Main {
       v = probe.get();
     }
     return v;
+  }
+
+  // ---- (v): transactions: commit, abort, consume-transform-produce, fencing -------------
+
+  /**
+   * A transactional producer commits records to three partitions and aborts others; a
+   * consume-transform-produce round commits its input offsets with its outputs
+   * (sendOffsetsToTransaction); a second producer of the transactional.id fences the first, whose
+   * open transaction is aborted. A read_committed consumer reads until sentinels produced after
+   * everything (one per partition): the committed records, never an aborted or fenced one.
+   */
+  static void txnScenario() throws Exception {
+    String in = prefix + "txn-in", out = prefix + "txn-out", group = prefix + "txn-g", tid = prefix + "txn";
+    try (Admin admin = admin()) {
+      createTopic(admin, in, 2);
+      createTopic(admin, out, 3);
+    }
+    try (KafkaProducer<byte[], byte[]> p = producer("jk-txn-input", Map.of())) {
+      for (int i = 0; i < 6; i++) p.send(new ProducerRecord<>(in, i % 2, null, utf8("in-" + i)));
+      p.flush();
+    }
+    Set<String> want = new HashSet<>();
+    Map<String, String> txnConf = Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, tid,
+        ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "60000");
+    KafkaProducer<byte[], byte[]> zombie = producer("jk-txn-1", txnConf);
+    try {
+      zombie.initTransactions();
+      zombie.beginTransaction();
+      for (int i = 0; i < 6; i++) {
+        zombie.send(new ProducerRecord<>(out, i % 3, null, utf8("c-" + i)));
+        want.add("c-" + i);
+      }
+      zombie.commitTransaction();
+      zombie.beginTransaction();
+      for (int i = 0; i < 3; i++) zombie.send(new ProducerRecord<>(out, i % 3, null, utf8("aborted-" + i)));
+      zombie.abortTransaction();
+
+      // Consume-transform-produce in one transaction.
+      Map<String, String> cc = new HashMap<>(groupMember(group));
+      cc.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, IsolationLevel.READ_COMMITTED.toString());
+      try (KafkaConsumer<byte[], byte[]> c = consumer("jk-txn-consumer", cc)) {
+        c.subscribe(List.of(in));
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        zombie.beginTransaction();
+        int read = 0;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (read < 6 && System.nanoTime() < deadline) {
+          for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+            read++;
+            String v = "out-" + new String(r.value(), StandardCharsets.UTF_8);
+            zombie.send(new ProducerRecord<>(out, r.partition(), null, utf8(v)));
+            want.add(v);
+            offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+          }
+        }
+        check(read == 6, "consumed %d inputs of 6", read);
+        zombie.sendOffsetsToTransaction(offsets, c.groupMetadata());
+        zombie.commitTransaction();
+      }
+
+      // Fencing: the zombie's open transaction is aborted by the new producer's init.
+      zombie.beginTransaction();
+      zombie.send(new ProducerRecord<>(out, 0, null, utf8("zombie-0"))).get(30, TimeUnit.SECONDS);
+      try (KafkaProducer<byte[], byte[]> next = producer("jk-txn-2", txnConf)) {
+        next.initTransactions();
+        next.beginTransaction();
+        next.send(new ProducerRecord<>(out, 1, null, utf8("next-0")));
+        want.add("next-0");
+        next.commitTransaction();
+      }
+      Exception fenced = null;
+      try {
+        zombie.send(new ProducerRecord<>(out, 2, null, utf8("zombie-1"))).get(30, TimeUnit.SECONDS);
+        zombie.commitTransaction();
+      } catch (Exception e) {
+        fenced = e;
+      }
+      check(fenced != null, "the fenced producer committed");
+      Throwable root = fenced instanceof ExecutionException && fenced.getCause() != null ? fenced.getCause() : fenced;
+      check(root instanceof ProducerFencedException || root.getCause() instanceof ProducerFencedException
+              || root instanceof org.apache.kafka.common.errors.InvalidProducerEpochException,
+          "the fenced producer failed with %s, want ProducerFencedException", reason(fenced));
+    } finally {
+      zombie.close(Duration.ofSeconds(5));
+    }
+
+    // The input offsets were committed with the outputs.
+    try (Admin admin = admin()) {
+      Map<TopicPartition, OffsetAndMetadata> committed =
+          admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+      for (TopicPartition tp : partitions(in, 2)) {
+        OffsetAndMetadata om = committed.get(tp);
+        check(om != null && om.offset() == 3, "group offset of %s: %s, want 3", tp, om);
+      }
+    }
+
+    // read_committed until the sentinels: exactly what committed.
+    try (KafkaProducer<byte[], byte[]> p = producer("jk-txn-sentinel", Map.of())) {
+      for (int i = 0; i < 3; i++) p.send(new ProducerRecord<>(out, i, null, utf8("sentinel")));
+      p.flush();
+    }
+    Set<String> got = new HashSet<>();
+    List<String> extra = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> c = consumer("jk-txn-reader",
+        Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, IsolationLevel.READ_COMMITTED.toString()))) {
+      List<TopicPartition> tps = partitions(out, 3);
+      c.assign(tps);
+      c.seekToBeginning(tps);
+      int sentinels = 0;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (sentinels < 3 && System.nanoTime() < deadline) {
+        for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+          String v = new String(r.value(), StandardCharsets.UTF_8);
+          if (v.equals("sentinel")) sentinels++;
+          else if (!got.add(v) || !want.contains(v)) extra.add(v);
+        }
+      }
+      check(sentinels == 3, "read %d sentinels of 3", sentinels);
+    }
+    check(extra.isEmpty(), "read_committed read records not committed or twice: %s", extra);
+    check(got.equals(want), "read_committed read %s, want %s", new java.util.TreeSet<>(got), new java.util.TreeSet<>(want));
   }
 }
