@@ -11,6 +11,10 @@ package e2e
 // partition from the earliest message give the final history, which
 // txncheck judges: no aborted read, no lost committed write, no
 // duplicate, per-partition order, all-or-nothing for unknown outcomes.
+// Some transactions also consume an input (a message of another topic)
+// and acknowledge it in the transaction: after the end, the inputs a new
+// consumer of that subscription receives are exactly those no committed
+// transaction acknowledged.
 //
 // Short mode (go test ./e2e/, part of `make test`): 3 writers, 4
 // partitions, one fault of each kind, under a minute. Long mode (`make
@@ -52,18 +56,24 @@ type txnCheckConfig struct {
 	// opTimeout bounds each send, commit and abort.
 	txnTimeout, opTimeout time.Duration
 	abortPercent          int // transactions the writer aborts
-	seed                  uint64
+	// consumePercent: transactions that first receive an input and
+	// acknowledge it in the transaction; inputs: how many the input topic
+	// holds.
+	consumePercent, inputs int
+	seed                   uint64
 }
 
 func txnCheckConfigFromEnv(t *testing.T) txnCheckConfig {
 	cfg := txnCheckConfig{writers: 3, partitions: 4, faultEvery: 3 * time.Second,
-		txnTimeout: 10 * time.Second, opTimeout: 10 * time.Second, abortPercent: 25, seed: 30}
+		txnTimeout: 10 * time.Second, opTimeout: 10 * time.Second, abortPercent: 25,
+		consumePercent: 30, inputs: 300, seed: 30}
 	if v := os.Getenv("LAKEGATE_TXNCHECK_LONG"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			t.Fatalf("LAKEGATE_TXNCHECK_LONG=%q: a duration, e.g. 10m: %v", v, err)
 		}
 		cfg.writers, cfg.partitions, cfg.faultEvery, cfg.duration = 6, 8, 5*time.Second, d
+		cfg.inputs = int(d/time.Second) * 8 // about what 6 writers consume
 		cfg.seed = uint64(time.Now().UnixNano())
 	}
 	if v := os.Getenv("LAKEGATE_TXNCHECK_SEED"); v != "" {
@@ -82,6 +92,7 @@ type txnWriter struct {
 	cfg  txnCheckConfig
 	rng  *rand.Rand
 	prod pulsar.Producer
+	work pulsar.Consumer // of the inputs, shared by the writers
 	// open is the coordinator of the transaction open now, plus one (0:
 	// none): the nemesis kills the node serving it.
 	open atomic.Uint64
@@ -93,6 +104,13 @@ type txnWriter struct {
 }
 
 const txnCheckTopic = "persistent://public/default/txn-check"
+
+// txnCheckInputs is the topic whose messages transactions acknowledge.
+const txnCheckInputs = "persistent://public/default/txn-check-in"
+
+// txnCheckReceiveWait bounds a writer's wait for an input (none may be
+// left to it).
+const txnCheckReceiveWait = 200 * time.Millisecond
 
 // txnCheckConsumerLag bounds how long after the readers the consumer may
 // take to reach the sentinels.
@@ -125,8 +143,9 @@ func (w *txnWriter) run(ctx context.Context, cl pulsar.Client, stop <-chan struc
 	}
 }
 
-// transact sends 1–2 values to each of 2–3 partitions in tx, then commits
-// or aborts it (aborts it after a failed send), and returns its record.
+// transact, in tx, sometimes receives an input and acknowledges it, sends
+// 1–2 values to each of 2–3 partitions, then commits or aborts it (aborts
+// it after a failed acknowledgement or send), and returns its record.
 func (w *txnWriter) transact(ctx context.Context, tx pulsar.Transaction, seq int) txncheck.Txn {
 	rec := txncheck.Txn{Name: fmt.Sprintf("w%d-t%d", w.id, seq), Writer: w.id, Seq: seq, Writes: map[int][]string{}}
 	ps := w.rng.Perm(w.cfg.partitions)[:2+w.rng.IntN(2)]
@@ -135,6 +154,23 @@ func (w *txnWriter) transact(ctx context.Context, tx pulsar.Transaction, seq int
 		counts[i] = 1 + w.rng.IntN(2)
 	}
 	commit := w.rng.IntN(100) >= w.cfg.abortPercent
+	if w.rng.IntN(100) < w.cfg.consumePercent {
+		rctx, cancel := context.WithTimeout(ctx, txnCheckReceiveWait)
+		m, err := w.work.Receive(rctx)
+		cancel()
+		if err == nil {
+			rec.Acks = []string{string(m.Payload())} // its outcome is the transaction's
+			if err := w.work.AckWithTxn(m, tx); err != nil {
+				// The Go client cannot end the transaction now (TxnError):
+				// its coordinator aborts it at its timeout. The input is
+				// handed back, as an application does.
+				w.errs["ack: "+err.Error()]++
+				w.work.Nack(m)
+				commit = false
+				ps = nil
+			}
+		}
+	}
 sends:
 	for i, p := range ps {
 		for k := range counts[i] {
@@ -223,6 +259,35 @@ func TestTxnCheck(t *testing.T) {
 		liveDone <- nil
 	}()
 
+	// The inputs, and the consumer the writers share to acknowledge them
+	// in their transactions.
+	// One input per entry: pulsar-client-go v0.19.0 without batch-index
+	// acknowledgement answers AckWithTxn of a batched message that is not
+	// its batch's last with success and sends nothing (ackIDCommon), so
+	// the transaction does not acknowledge it; the last one acknowledges
+	// the whole entry in its own transaction.
+	inProd, err := plain.CreateProducer(pulsar.ProducerOptions{Topic: txnCheckInputs, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := make([]string, cfg.inputs)
+	for i := range inputs {
+		inputs[i] = fmt.Sprintf("in-%d", i)
+		inProd.SendAsync(ctx, &pulsar.ProducerMessage{Payload: []byte(inputs[i])}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			if err != nil {
+				t.Errorf("input %s: %v", inputs[i], err)
+			}
+		})
+	}
+	if err := inProd.FlushWithCtx(ctx); err != nil {
+		t.Fatal(err)
+	}
+	work, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: txnCheckInputs, SubscriptionName: "work", Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, NackRedeliveryDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	writers := make([]*txnWriter, cfg.writers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -235,7 +300,7 @@ func TestTxnCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := &txnWriter{id: i, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, uint64(i+1))), prod: prod, errs: map[string]int{}}
+		w := &txnWriter{id: i, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, uint64(i+1))), prod: prod, work: work, errs: map[string]int{}}
 		writers[i] = w
 		wg.Add(1)
 		go func() { defer wg.Done(); w.run(ctx, cl, stop) }()
@@ -302,11 +367,27 @@ func TestTxnCheck(t *testing.T) {
 	}
 	h.Views = append(h.Views, consumer)
 
+	// The inputs left: a consumer of the subscription, once the writers'
+	// consumer is gone (what it held is redelivered), receives the inputs
+	// no committed transaction acknowledged — up to a sentinel, and until
+	// every one expected has come (an aborted transaction's
+	// acknowledgements are dropped after its end).
+	work.Close()
+	h.Inputs = inputs
+	if err := inProd.FlushWithCtx(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inProd.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("sentinel-in")}); err != nil {
+		t.Fatal(err)
+	}
+	h.Left = txnCheckLeft(t, ctx, plain, txncheck.LeftExpected(h))
+
 	res := txncheck.Check(h)
 	s := res.Stats
 	t.Logf("%d transactions (%d committed, %d aborted, %d unknown: %d of them committed), %d values, %d reads; "+
-		"%d NEW_TXN failures; %d faults: %s", s.Txns, s.Committed, s.Aborted, s.Unknown, s.UnknownSeen, s.Values, s.Reads,
-		newErrs, len(faults), strings.Join(faults, "; "))
+		"inputs: %d acknowledged by committed transactions, %d left of %d; %d NEW_TXN failures; %d faults: %s",
+		s.Txns, s.Committed, s.Aborted, s.Unknown, s.UnknownSeen, s.Values, s.Reads,
+		s.Acked, s.Left, len(inputs), newErrs, len(faults), strings.Join(faults, "; "))
 	keys := make([]string, 0, len(errs))
 	for k := range errs {
 		keys = append(keys, k)
@@ -318,10 +399,45 @@ func TestTxnCheck(t *testing.T) {
 	for _, v := range res.Violations {
 		t.Errorf("violation: %v", v)
 	}
-	if s.Committed == 0 || s.Aborted == 0 {
-		t.Errorf("the run committed %d and aborted %d transactions: it checks nothing", s.Committed, s.Aborted)
+	if s.Committed == 0 || s.Aborted == 0 || s.Acked == 0 {
+		t.Errorf("the run committed %d and aborted %d transactions, acknowledged %d inputs: it checks too little", s.Committed, s.Aborted, s.Acked)
 	}
 	t.Logf("violations: %d (seed %d)", len(res.Violations), cfg.seed)
+}
+
+// txnCheckLeft receives, on a new consumer of the input subscription,
+// up to the sentinel and until every input of expected has come (bounded
+// by txnCheckConsumerLag), and returns what it received.
+func txnCheckLeft(t *testing.T, ctx context.Context, cl pulsar.Client, expected []string) []txncheck.Read {
+	t.Helper()
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: txnCheckInputs, SubscriptionName: "work", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	missing := map[string]bool{}
+	for _, in := range expected {
+		missing[in] = true
+	}
+	lctx, cancel := context.WithTimeout(ctx, txnCheckConsumerLag)
+	defer cancel()
+	var left []txncheck.Read
+	for sentinel := false; !sentinel || len(missing) > 0; {
+		m, err := cons.Receive(lctx)
+		if err != nil {
+			t.Logf("inputs left: %v; %d expected not received", err, len(missing))
+			return left
+		}
+		cons.Ack(m)
+		switch v := string(m.Payload()); {
+		case v == "sentinel-in":
+			sentinel = true
+		default:
+			delete(missing, v)
+			left = append(left, txncheck.Read{Value: v, ID: m.ID().String()})
+		}
+	}
+	return left
 }
 
 // txnNemesis injects faults in turn — kill -9 of a partition's owner, of

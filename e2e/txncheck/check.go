@@ -42,6 +42,8 @@ type Txn struct {
 	// Writes are the values sent, per partition, in send order; every
 	// value of the history is unique.
 	Writes map[int][]string
+	// Acks are the inputs (their values) the transaction acknowledged.
+	Acks []string
 	// CommitAsked: the client sent the commit (without it, the
 	// transaction can only abort).
 	CommitAsked bool
@@ -72,6 +74,12 @@ type View struct {
 type History struct {
 	Txns  []Txn
 	Views []View
+	// Inputs are the values of an input topic that transactions consume
+	// and acknowledge (none: no acknowledgement is checked), and Left what
+	// a consumer of that subscription received after every transaction
+	// had ended: the inputs no committed transaction acknowledged.
+	Inputs []string
+	Left   []Read
 }
 
 // Kind names an invariant.
@@ -84,10 +92,17 @@ const (
 	UnknownRead Kind = "unknown-value"
 	Order       Kind = "order"
 	Atomicity   Kind = "atomicity"
+	// Acknowledgements in transactions: an input acknowledged by two
+	// committed transactions (AckTwice), acknowledged by a committed one
+	// and delivered after the end (AckLost), or neither acknowledged by a
+	// committed one nor delivered after the end (InputLost).
+	AckTwice  Kind = "ack-twice"
+	AckLost   Kind = "ack-lost"
+	InputLost Kind = "input-lost"
 )
 
 // Kinds lists every invariant.
-var Kinds = []Kind{AbortedRead, LostWrite, Duplicate, UnknownRead, Order, Atomicity}
+var Kinds = []Kind{AbortedRead, LostWrite, Duplicate, UnknownRead, Order, Atomicity, AckTwice, AckLost, InputLost}
 
 // Violation is one broken invariant, with its evidence.
 type Violation struct {
@@ -121,6 +136,9 @@ type Stats struct {
 	UnknownSeen, UnknownUnseen int
 	Values                     int // values sent
 	Reads                      int // reads over all views
+	// Acked: inputs acknowledged by committed transactions (Committed,
+	// or Unknown and read); Left: inputs delivered after the end.
+	Acked, Left int
 }
 
 // Result is Check's verdict.
@@ -201,7 +219,59 @@ func Check(h History) Result {
 				Detail: fmt.Sprintf("outcome unknown: views %v read it, these read none of it", seen[true])})
 		}
 	}
+	if len(h.Inputs) > 0 {
+		r.acks(h, func(tx *Txn) bool { return tx.Outcome == Committed || len(unknownSeen[tx.Name][true]) > 0 })
+	}
 	return r
+}
+
+// acks checks the inputs: each acknowledged by at most one committed
+// transaction, and delivered after the end if and only if none did.
+func (r *Result) acks(h History, committed func(*Txn) bool) {
+	by := map[string][]string{} // input → the committed transactions that acknowledged it
+	for i := range h.Txns {
+		if tx := &h.Txns[i]; committed(tx) {
+			for _, in := range tx.Acks {
+				by[in] = append(by[in], tx.Name)
+			}
+		}
+	}
+	left := map[string]string{} // input → its position after the end
+	for _, rd := range h.Left {
+		left[rd.Value] = rd.ID
+	}
+	r.Stats.Left = len(left)
+	counts := map[Kind]int{}
+	report := func(v Violation) {
+		v.View = "inputs"
+		if counts[v.Kind]++; counts[v.Kind] <= ViolationsMax {
+			r.Violations = append(r.Violations, v)
+		}
+	}
+	for _, in := range h.Inputs {
+		txs := by[in]
+		if len(txs) > 0 {
+			r.Stats.Acked++
+		}
+		id, isLeft := left[in]
+		switch {
+		case len(txs) > 1:
+			report(Violation{Kind: AckTwice, Txn: txs[0], Values: []string{in},
+				Detail: fmt.Sprintf("acknowledged by the committed transactions %v", txs)})
+		case len(txs) == 1 && isLeft:
+			report(Violation{Kind: AckLost, Txn: txs[0], Values: []string{in},
+				Detail: fmt.Sprintf("acknowledged by a committed transaction, delivered again at %s after the end", id)})
+		case len(txs) == 0 && !isLeft:
+			report(Violation{Kind: InputLost, Values: []string{in},
+				Detail: "acknowledged by no committed transaction, not delivered after the end"})
+		}
+	}
+	for _, k := range []Kind{AckTwice, AckLost, InputLost} {
+		if n := counts[k]; n > ViolationsMax {
+			r.Violations = append(r.Violations, Violation{Kind: k, View: "inputs",
+				Detail: fmt.Sprintf("%d more %s violations not listed", n-ViolationsMax, k)})
+		}
+	}
 }
 
 // viewCheck checks one view.
@@ -369,4 +439,41 @@ func partitions(tx *Txn) []int {
 	}
 	slices.Sort(ps)
 	return ps
+}
+
+// LeftExpected lists the inputs a consumer of the input subscription
+// should receive once every transaction has ended: those no committed
+// transaction acknowledged (Committed, or Unknown and read by a complete
+// view). A workload waits for them (an aborted transaction's
+// acknowledgement is dropped asynchronously) before it fills Left.
+func LeftExpected(h History) []string {
+	read := map[string]bool{}
+	for _, v := range h.Views {
+		if v.Complete {
+			for _, rd := range v.Reads {
+				read[rd.Value] = true
+			}
+		}
+	}
+	acked := map[string]bool{}
+	for _, tx := range h.Txns {
+		committed := tx.Outcome == Committed
+		for _, vs := range tx.Writes {
+			for _, v := range vs {
+				committed = committed || tx.Outcome == Unknown && read[v]
+			}
+		}
+		if committed {
+			for _, in := range tx.Acks {
+				acked[in] = true
+			}
+		}
+	}
+	var left []string
+	for _, in := range h.Inputs {
+		if !acked[in] {
+			left = append(left, in)
+		}
+	}
+	return left
 }

@@ -14,18 +14,20 @@ import (
 // txns of the base history: writer 0 commits t0 (partitions 0 and 1)
 // and t1 (partition 0), aborts t2; writer 1's t0 has an unknown outcome
 // and committed (it is read), its t1 an unknown outcome and aborted (not
-// read), its t2 failed before its commit was asked.
+// read), its t2 failed before its commit was asked. The inputs i0 and i2
+// are acknowledged by committed transactions (w0-t0, w1-t0), i1 and i3 by
+// aborted ones (w0-t2, w1-t1): i1 and i3 are left.
 func baseTxns() []Txn {
 	return []Txn{
-		{Name: "w0-t0", Writer: 0, Seq: 0, CommitAsked: true, Outcome: Committed,
+		{Name: "w0-t0", Writer: 0, Seq: 0, CommitAsked: true, Outcome: Committed, Acks: []string{"i0"},
 			Writes: map[int][]string{0: {"a0", "a1"}, 1: {"a2"}}},
 		{Name: "w0-t1", Writer: 0, Seq: 1, CommitAsked: true, Outcome: Committed,
 			Writes: map[int][]string{0: {"b0"}}},
-		{Name: "w0-t2", Writer: 0, Seq: 2, CommitAsked: false, Outcome: Aborted,
+		{Name: "w0-t2", Writer: 0, Seq: 2, CommitAsked: false, Outcome: Aborted, Acks: []string{"i1"},
 			Writes: map[int][]string{0: {"c0"}, 1: {"c1"}}},
-		{Name: "w1-t0", Writer: 1, Seq: 0, CommitAsked: true, Outcome: Unknown,
+		{Name: "w1-t0", Writer: 1, Seq: 0, CommitAsked: true, Outcome: Unknown, Acks: []string{"i2"},
 			Writes: map[int][]string{0: {"d0"}, 1: {"d1"}}},
-		{Name: "w1-t1", Writer: 1, Seq: 1, CommitAsked: true, Outcome: Unknown,
+		{Name: "w1-t1", Writer: 1, Seq: 1, CommitAsked: true, Outcome: Unknown, Acks: []string{"i3"},
 			Writes: map[int][]string{1: {"e0"}}},
 		{Name: "w1-t2", Writer: 1, Seq: 2, CommitAsked: false, Outcome: Unknown,
 			Writes: map[int][]string{0: {"f0"}}},
@@ -52,8 +54,11 @@ func baseReads() []Read {
 	return reads("0:a0", "0:a1", "1:a2", "0:d0", "1:d1", "0:b0")
 }
 
+var inputs = []string{"i0", "i1", "i2", "i3"}
+
 func history(rs []Read) History {
-	return History{Txns: baseTxns(), Views: []View{{Name: "final", Complete: true, Ordered: true, Reads: rs}}}
+	return History{Txns: baseTxns(), Views: []View{{Name: "final", Complete: true, Ordered: true, Reads: rs}},
+		Inputs: inputs, Left: reads("0:i1", "0:i3")}
 }
 
 func TestCheckPasses(t *testing.T) {
@@ -61,9 +66,12 @@ func TestCheckPasses(t *testing.T) {
 	if !r.OK() {
 		t.Fatalf("violations: %v", r.Violations)
 	}
-	want := Stats{Txns: 6, Committed: 2, Aborted: 1, Unknown: 3, UnknownSeen: 1, UnknownUnseen: 2, Values: 10, Reads: 6}
+	want := Stats{Txns: 6, Committed: 2, Aborted: 1, Unknown: 3, UnknownSeen: 1, UnknownUnseen: 2, Values: 10, Reads: 6, Acked: 2, Left: 2}
 	if r.Stats != want {
 		t.Fatalf("stats %+v, want %+v", r.Stats, want)
+	}
+	if left := LeftExpected(history(baseReads())); fmt.Sprint(left) != "[i1 i3]" {
+		t.Fatalf("LeftExpected = %v, want [i1 i3]", left)
 	}
 	// A consumer redelivers what it had not acknowledged (same ids): not a
 	// duplicate; an incomplete, unordered view need not hold everything.
@@ -116,6 +124,26 @@ func TestCheckFails(t *testing.T) {
 	t.Run("duplicate by id", func(t *testing.T) {
 		rs := withID(baseReads(), 5, "0:a0") // b0 at a0's position
 		wantViolations(t, Check(history(rs)), []string{"duplicate in view final, partition 0: [a0 b0]", "one position 0:a0 holds two values"})
+	})
+	t.Run("input acknowledged twice", func(t *testing.T) {
+		h := history(baseReads())
+		h.Txns[1].Acks = []string{"i0"}
+		wantViolations(t, Check(h), []string{"ack-twice in view inputs, transaction w0-t0, partition 0: [i0]", "[w0-t0 w0-t1]"})
+	})
+	t.Run("committed acknowledgement lost", func(t *testing.T) {
+		h := history(baseReads())
+		h.Left = append(h.Left, reads("0:i0")...)
+		wantViolations(t, Check(h), []string{"ack-lost in view inputs, transaction w0-t0, partition 0: [i0]", "delivered again at 0:i0"})
+	})
+	t.Run("acknowledgement of an unknown outcome that committed lost", func(t *testing.T) {
+		h := history(baseReads())
+		h.Left = append(h.Left, reads("0:i2")...)
+		wantViolations(t, Check(h), []string{"ack-lost in view inputs, transaction w1-t0, partition 0: [i2]"})
+	})
+	t.Run("aborted acknowledgement kept", func(t *testing.T) {
+		h := history(baseReads())
+		h.Left = reads("0:i1")
+		wantViolations(t, Check(h), []string{"input-lost in view inputs, partition 0: [i3]"})
 	})
 	t.Run("bounded", func(t *testing.T) {
 		rs := baseReads()
