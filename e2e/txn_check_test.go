@@ -260,8 +260,7 @@ func TestTxnCheck(t *testing.T) {
 	}()
 
 	// The inputs, and the consumer the writers share to acknowledge them
-	// in their transactions.
-	// One input per entry: pulsar-client-go v0.19.0 without batch-index
+	// in their transactions. One input per entry: pulsar-client-go v0.19.0 without batch-index
 	// acknowledgement answers AckWithTxn of a batched message that is not
 	// its batch's last with success and sends nothing (ackIDCommon), so
 	// the transaction does not acknowledge it; the last one acknowledges

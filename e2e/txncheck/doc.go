@@ -14,8 +14,11 @@
 //
 //   - every transaction a writer opened: its values per partition in
 //     send order (sends that failed included: their outcome is unknown),
-//     whether the client asked for the commit, and the outcome the client
-//     saw (Committed, Aborted, or Unknown: an error or a timeout);
+//     the inputs it acknowledged, whether the client asked for the
+//     commit, and the outcome the client saw (Committed, Aborted, or
+//     Unknown: an error or a timeout);
+//   - the inputs, and what a consumer of their subscription received
+//     once every transaction had ended;
 //   - views: what one reader read, per partition, in receive order, each
 //     read with its message id. A complete view read up to a point after
 //     every transaction had ended (a sentinel); an ordered view reads each
@@ -30,14 +33,18 @@
 //     acknowledged is read by every complete view;
 //   - Duplicate: a value is read at one position only (one message id) per
 //     view, and a position holds one value;
-//   - Unknown: every value read was written, to the partition it is read
+//   - UnknownRead: every value read was written, to the partition it is read
 //     from;
 //   - Order: in an ordered view, per partition, a writer's committed
 //     transactions appear in the order they committed, and a
 //     transaction's values in the order they were sent;
 //   - Atomicity: a transaction with an unknown outcome is read all or
 //     nothing by each complete view, across its partitions, and the same
-//     by every complete view.
+//     by every complete view;
+//   - AckTwice, AckLost, InputLost: with inputs (messages of another
+//     topic that transactions acknowledge), each input is acknowledged by
+//     at most one committed transaction, and a consumer of the
+//     subscription receives it after the end if and only if none did.
 //
 // It must not touch the network, the clock or a node: it judges.
 package txncheck
