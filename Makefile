@@ -17,7 +17,7 @@ FUZZ_TARGETS := \
 	./gateway:FuzzSession:20000x ./gateway:FuzzAuthHandshake:20000x \
 	./auth:FuzzParseJWKS:100000x ./kafka:FuzzEntryFromBatch:100000x ./kafka:FuzzAppendBatch:100000x
 
-.PHONY: run build test test-scripts test-unit fuzz interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
+.PHONY: run build test test-scripts test-unit fuzz txn-check interop bench bench-pulsar bench-compare bench-remote bench-tables bench-compaction lint tools proto clean
 
 ## run: a standalone node on the embedded defaults (data in ./data)
 run: build
@@ -56,6 +56,14 @@ fuzz:
 		echo "fuzz $$pkg $$name for $$n"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$n $$pkg; \
 	done
+
+## txn-check: the Jepsen-style transaction check in its long mode (e2e/txn_check_test.go judged by
+## e2e/txncheck; docs/transactions.md, "Invariants and how they are checked"): 6 writers on 8 partitions,
+## three nodes on a three-member etcd, kill -9 of partition owners, coordinators and the etcd leader in
+## turn for TXNCHECK_DURATION (default 10m; TXNCHECK_SEED replays a seed). Its short mode runs in `make test`.
+TXNCHECK_DURATION ?= 10m
+txn-check:
+	$(call timed,txn-check,LAKEGATE_TXNCHECK_LONG=$(TXNCHECK_DURATION) $(if $(TXNCHECK_SEED),LAKEGATE_TXNCHECK_SEED=$(TXNCHECK_SEED)) $(GO) test -count=1 -timeout 90m -v -run '^TestTxnCheck$$' ./e2e/)
 
 BENCH_FLAGS ?= --logs 1,100,1000 --duration 5s --warmup 2s --verify
 BENCHTIME   ?= 5000x

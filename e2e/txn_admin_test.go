@@ -110,11 +110,7 @@ func TestTxnAdminStatsMetadataAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	m, err := r.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(m.Payload()) != "sentinel" {
-		t.Fatalf("read %q first, want the sentinel", m.Payload())
+	if before := readToSentinel(t, ctx, r, "sentinel"); len(before) != 0 {
+		t.Fatalf("read %q before the sentinel", payloads(before))
 	}
 }

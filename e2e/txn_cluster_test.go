@@ -10,33 +10,18 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
-	"github.com/sirupsen/logrus"
 )
 
 // txnClient is a client of url with transactions on.
 func (c *lgCluster) txnClient(url string) pulsar.Client {
 	c.t.Helper()
-	logger := plog.DefaultNopLogger()
-	if os.Getenv("LAKEGATE_E2E_DEBUG") != "" {
-		logger = plog.NewLoggerWithLogrus(logrus.StandardLogger())
-	}
-	cl, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL: url, OperationTimeout: 30 * time.Second, ConnectionTimeout: 2 * time.Second,
-		EnableTransaction: true, Logger: logger,
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(cl.Close)
-	return cl
+	return newTxnClient(c.t, url, 30*time.Second, 2*time.Second)
 }
 
 // txnStatus is a transaction's status as the admin REST reports it
@@ -97,8 +82,8 @@ func TestTxnClusterKill9(t *testing.T) {
 	// messages (a message the checker gets again — redelivered because
 	// its ack was lost with a node — is one message; a result committed
 	// twice is two).
-	results := map[string]int{}
-	seen := map[string]bool{}
+	reads := newDistinctReads()
+	results := reads.payloads
 	type result struct{ payload, id string }
 	resultsIn := make(chan result, 1024)
 	go func() {
@@ -134,7 +119,6 @@ func TestTxnClusterKill9(t *testing.T) {
 	}
 	var txns []pulsar.Transaction
 	killed, restarted := false, false
-	sentinels := 0
 	drain := func() {
 		for {
 			select {
@@ -143,14 +127,7 @@ func TestTxnClusterKill9(t *testing.T) {
 					diagnose()
 					t.Fatalf("the checker stopped: %v (%d of %d results)", ctx.Err(), len(results), n)
 				}
-				switch {
-				case seen[r.id]:
-				case strings.HasPrefix(r.payload, "sentinel-"):
-					sentinels++
-				default:
-					results[r.payload]++
-				}
-				seen[r.id] = true
+				reads.add(r.payload, r.id)
 			default:
 				return
 			}
@@ -238,20 +215,13 @@ func TestTxnClusterKill9(t *testing.T) {
 	for p := range 3 {
 		sendTo(t, ctx, sp, p, fmt.Sprintf("sentinel-%d", p), nil)
 	}
-	for sentinels < 3 {
+	for reads.sentinels < 3 {
 		select {
 		case r, ok := <-resultsIn:
 			if !ok {
 				t.Fatalf("the checker stopped before the sentinels: %v", ctx.Err())
 			}
-			switch {
-			case seen[r.id]:
-			case strings.HasPrefix(r.payload, "sentinel-"):
-				sentinels++
-			default:
-				results[r.payload]++
-			}
-			seen[r.id] = true
+			reads.add(r.payload, r.id)
 		case <-ctx.Done():
 			t.Fatal("sentinels not received")
 		}

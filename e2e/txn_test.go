@@ -31,18 +31,7 @@ import (
 // txnClient is a client with transactions on.
 func (c *cluster) txnClient() pulsar.Client {
 	c.t.Helper()
-	cl, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:               c.gw.ServiceURL(),
-		OperationTimeout:  30 * time.Second,
-		ConnectionTimeout: 10 * time.Second,
-		EnableTransaction: true,
-		Logger:            plog.DefaultNopLogger(),
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(cl.Close)
-	return cl
+	return newTxnClient(c.t, c.gw.ServiceURL(), 30*time.Second, 10*time.Second)
 }
 
 // partitionRouter routes a message to the partition its "p" property
@@ -267,19 +256,8 @@ func TestTxnSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var got []string
-	for {
-		m, err := r.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(m.Payload()))
-		if string(m.Payload()) == "sentinel" {
-			break
-		}
-	}
-	if want := "[m-0 m-1 m-2 m-3 m-4 sentinel]"; fmt.Sprint(got) != want {
-		t.Fatalf("read %v, want %s", got, want)
+	if got, want := payloads(readToSentinel(t, ctx, r, "sentinel")), "[m-0 m-1 m-2 m-3 m-4]"; fmt.Sprint(got) != want {
+		t.Fatalf("read %v before the sentinel, want %s", got, want)
 	}
 }
 
@@ -697,15 +675,7 @@ func TestTxnDedupLostReceipt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != "sentinel" {
-		m, err := r.Next(ctx)
-		if err != nil {
-			t.Fatalf("after %v: %v", got, err)
-		}
-		got = append(got, string(m.Payload()))
-	}
-	if want := "[m-0 m-1 m-2 m-3 m-4 sentinel]"; fmt.Sprint(got) != want {
-		t.Fatalf("the topic holds %v, want %s", got, want)
+	if got, want := payloads(readToSentinel(t, ctx, r, "sentinel")), "[m-0 m-1 m-2 m-3 m-4]"; fmt.Sprint(got) != want {
+		t.Fatalf("the topic holds %v before the sentinel, want %s", got, want)
 	}
 }
