@@ -117,7 +117,7 @@ func (t *Tables) materializeJoint(ctx context.Context, id lakestream.LogID, tg T
 	filesCap := max(1, min(maxFilesPerRange, (ms.MaxTxnOps()-1)/2))
 	maxChunks := ms.MaxTxnOps() - 1 - filesCap
 	logs := jointLogs(j, tg)
-	if maxChunks < 1 || 2*len(logs) > ms.MaxTxnOps() {
+	if maxChunks < 1 || len(logs) > ms.MaxTxnOps() {
 		t.jointGiveUp(logs, j, "more logs than one metadata transaction can claim")
 		return st, engine.ErrNothingToCompact
 	}
@@ -254,6 +254,12 @@ func (t *Tables) materializeJoint(ctx context.Context, id lakestream.LogID, tg T
 		}
 	}
 	ok, rev, err := ms.Txn(ctx, cmps, ops)
+	if errors.Is(err, meta.ErrTooManyOps) {
+		// The claims (with the previous claims' leftover intents) do not
+		// fit one transaction: the files are orphans for GC.
+		t.jointGiveUp(logs, j, "the claims do not fit one metadata transaction")
+		return st, engine.ErrNothingToCompact
+	}
 	if err != nil {
 		return st, fmt.Errorf("%w: table claim: %w", lakestream.ErrUnavailable, err)
 	}

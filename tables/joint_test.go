@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/lakehouse/iceberg"
 	"github.com/lakegate/lakegate/lakestream"
+	"github.com/lakegate/lakegate/meta"
 	"github.com/lakegate/lakegate/objstore"
 )
 
@@ -435,4 +438,63 @@ func TestJointIceberg(t *testing.T) {
 	if n, dv := len(tbl.Metadata().Snapshots()), len(deltaEnds(t, env.store, jointTarget(0).Root)); n != dv-1 {
 		t.Fatalf("%d Iceberg snapshots, %d Delta versions", n, dv)
 	}
+}
+
+// TestJointTooLarge: when the joint job's claims do not fit one metadata
+// transaction (MaxTxnOps 5: three compares, three puts and the previous
+// claims' leftover intents), the logs give up on it and take their
+// chunks of the transaction alone: every log ends whole in the table.
+func TestJointTooLarge(t *testing.T) {
+	st, err := objstore.Open(ctxT(t), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := meta.NewMem(meta.MemOptions{MaxTxnOps: 5})
+	t.Cleanup(func() { st.Close(); ms.Close() })
+	env := &testEnv{meta: ms, store: st}
+	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	var logs lockedBuffer
+	e := env.engine(t, Options{Now: clk.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := ctxT(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	pub := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMilli()
+	for _, id := range jointLogIDs {
+		appendPulsar(t, e, id, r, 1, pub)
+		entry, records := pulsarEntry(t, r, tableCodecs[0], false, 7, pub)
+		if _, err := e.Append(ctx, id, records, entry, lakestream.WithPublishTime(pub), lakestream.WithStage("t")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.CommitStaged(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[lakestream.LogID][]lakestream.Entry{}
+	for _, id := range jointLogIDs {
+		appendPulsar(t, e, id, r, 1, pub)
+		want[id] = readAll(t, e, id)
+	}
+	clk.advance(time.Minute)
+	drainJoint(t, e, jointLogIDs)
+	checkJointDone(t, env, e, want)
+	if !strings.Contains(logs.String(), "the claims do not fit one metadata transaction") {
+		t.Fatalf("no joint job gave up:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
