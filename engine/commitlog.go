@@ -30,6 +30,30 @@ type heldRecord struct {
 	rev       int64
 	rec       index.Record // zero Kind for a void key
 	appliedAt time.Time
+	// joint marks the record's chunks in the index when it is a kind-3
+	// record holding chunks of two or more logs (jointOf); nil otherwise.
+	joint *index.Joint
+}
+
+// jointOf is the Joint of the chunks of record rec at revision rev: set
+// for a kind-3 record (a committed staging set) with chunks of two or more
+// logs, whose chunks the tables must materialize together
+// (docs/index-format.md, "Index entry"); nil for any other record.
+func jointOf(rec index.Record, rev int64) *index.Joint {
+	if rec.Kind != index.RecordStaged {
+		return nil
+	}
+	var logs []int64
+	for _, ch := range rec.Chunks {
+		if !slices.Contains(logs, ch.Log) {
+			logs = append(logs, ch.Log)
+		}
+	}
+	if len(logs) < 2 {
+		return nil
+	}
+	slices.Sort(logs)
+	return &index.Joint{Rev: rev, Logs: logs}
 }
 
 // chunkResult is the outcome of one log's chunk of a record, as applied.
@@ -186,6 +210,7 @@ func decodeHeld(kv meta.KV) (*heldRecord, error) {
 		return nil, err
 	}
 	hr.rec = r
+	hr.joint = jointOf(r, hr.rev)
 	return hr, nil
 }
 
@@ -371,7 +396,7 @@ func (c *commitLog) applyOwn(key string, rev, after int64, rec index.Record) boo
 		c.mu.Unlock()
 		return false
 	}
-	hr := &heldRecord{key: key, rev: rev, rec: rec, appliedAt: time.Now()}
+	hr := &heldRecord{key: key, rev: rev, rec: rec, appliedAt: time.Now(), joint: jointOf(rec, rev)}
 	c.holdLocked(hr)
 	results := c.applyRecordLocked(hr)
 	c.mu.lastRec = rev
@@ -902,9 +927,16 @@ func (c *commitLog) planFold(id lakestream.LogID, prev cachedHead, items []foldI
 			closeRun()
 		}
 		object, writeMs := it.hr.rec.ChunkObject(*ch)
-		run = append(run, indexEntry{Kind: kindWAL, First: first, Records: ch.Records, Entries: ch.Entries,
+		one := indexEntry{Kind: kindWAL, First: first, Records: ch.Records, Entries: ch.Entries,
 			BytesEnd: h.Bytes, PayloadBytes: ch.PayloadBytes, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
-			WriteMs: writeMs, Object: object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC})
+			WriteMs: writeMs, Object: object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC}
+		// A run holds chunks of one joint record only, or of none: the
+		// mark (the record's) holds for every chunk of an entry.
+		if len(run) > 0 && run[0].Joint != it.hr.joint {
+			closeRun()
+		}
+		one.Joint = it.hr.joint
+		run = append(run, one)
 	}
 	closeRun()
 	h.Rev = max(h.Rev, upTo)

@@ -174,7 +174,7 @@ func (l *logHandle) applyChunkLocked(hr *heldRecord, ch index.RecordChunk) chunk
 	l.mu.tail = append(l.mu.tail, tailChunk{rev: hr.rev, key: hr.key, prevBytes: r.prevBytes, entry: indexEntry{
 		Kind: kindWAL, First: r.first, Records: ch.Records, Entries: ch.Entries, BytesEnd: h.Bytes,
 		PayloadBytes: ch.PayloadBytes, MinPublishMs: ch.MinPublishMs, MaxPublishMs: ch.MaxPublishMs,
-		WriteMs: writeMs, Object: object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC,
+		WriteMs: writeMs, Object: object, Offset: ch.Offset, Length: ch.Length, CRC: ch.CRC, Joint: hr.joint,
 	}})
 	return r
 }
@@ -591,7 +591,7 @@ func expand(ie indexEntry) []indexEntry {
 		bytes += sg.PayloadBytes
 		out = append(out, indexEntry{Kind: ie.Kind, First: first, Records: sg.Records, Entries: sg.Entries,
 			BytesEnd: bytes, PayloadBytes: sg.PayloadBytes, MinPublishMs: sg.MinPublishMs, MaxPublishMs: sg.MaxPublishMs,
-			WriteMs: sg.WriteMs, Object: sg.Object, Offset: sg.Offset, Length: sg.Length, CRC: sg.CRC})
+			WriteMs: sg.WriteMs, Object: sg.Object, Offset: sg.Offset, Length: sg.Length, CRC: sg.CRC, Joint: ie.Joint})
 		first += sg.Records
 	}
 	return out
@@ -686,7 +686,8 @@ func segmentOf(e indexEntry) index.Segment {
 }
 
 // runOf is the index entry of consecutive single chunks (a version-2 run,
-// or the chunk itself when there is one).
+// or the chunk itself when there is one). The chunks share one Joint (the
+// fold never mixes them), which the run keeps.
 func runOf(parts []indexEntry) indexEntry {
 	if len(parts) == 1 {
 		return parts[0]

@@ -116,7 +116,11 @@ func (e *Engine) AttachmentKey(id lakestream.LogID, name string) string { return
 // meanwhile (a later ReplaceChunks compare catches that).
 //
 // Only index keys are listed: the commit log is folded first when the log
-// has chunks not folded yet (docs/index-format.md, "The commit log").
+// has chunks not folded yet (docs/index-format.md, "The commit log"). A
+// run (a version-2 or -4 entry) is listed as its chunks; Entry.Joint is
+// set on each chunk that a kind-3 record applied to more than one log
+// (docs/index-format.md, "Versions 3 and 4"): the Joint value is shared,
+// the caller must not modify it.
 func (e *Engine) Chunks(ctx context.Context, id lakestream.LogID, from int64, limit int) ([]Chunk, error) {
 	l, err := e.log(ctx, id)
 	if err != nil {

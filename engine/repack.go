@@ -137,6 +137,17 @@ func (e *Engine) repackCandidates(ctx context.Context, l *logHandle, maxChunks i
 		if err != nil {
 			return nil, nil, err
 		}
+		if ie.Joint != nil {
+			// A chunk of a joint record keeps its entry (and its mark for
+			// the tables): repacking goes around it.
+			if len(old) == 0 {
+				if err := e.advanceCompactCursor(ctx, id, ie.End()); err != nil {
+					return nil, nil, err
+				}
+				return nil, nil, ErrNothingToCompact
+			}
+			break
+		}
 		if ie.Kind != kindWAL || (len(old) > 0 && ie.First != old[len(old)-1].End()) || entries+int(ie.Entries) > wal.MaxEntriesPerChunk {
 			break
 		}

@@ -45,6 +45,7 @@
 //	port.go         the table port this layer declares (Port and its facets)
 //	materialize.go  table materialization (Materialize) and the claim protocol
 //	iceberg.go      the Iceberg side of materialization (step 3b)
+//	joint.go        the joint job: a transaction's chunks in a table's logs together
 //	parquet.go      building and decoding Parquet table files (Decoder)
 //	typed.go        typed value columns and the tables' schemas
 //	binpack.go      bin-packing of small table files (Binpack)

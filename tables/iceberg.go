@@ -63,10 +63,11 @@ func (t *Tables) closeIceberg() error {
 	return err
 }
 
-// commitIceberg adds the claim's files to its Iceberg table with the
-// property lakegate.log.<id>.end = c.End in one catalog commit; a table
-// already at or past c.End for the log is left alone (a resumed claim).
-func (t *Tables) commitIceberg(ctx context.Context, id lakestream.LogID, c tableClaim, typed *lakehouse.TypedSchema) (err error) {
+// commitIceberg adds the claims' files to their Iceberg table with the
+// property lakegate.log.<id>.end = End of each claim's log in one catalog
+// commit; a table already at or past them is left alone (a resumed claim).
+func (t *Tables) commitIceberg(ctx context.Context, parts []claimPart, typed *lakehouse.TypedSchema) (err error) {
+	id, c := parts[0].id, parts[0].c
 	// A panic inside the Iceberg library or the object-store drivers under
 	// it (gocloud's azureblob writer dereferences nil when an upload fails)
 	// fails this commit, not the node: the claim resumes later.
@@ -80,11 +81,18 @@ func (t *Tables) commitIceberg(ctx context.Context, id lakestream.LogID, c table
 	if err != nil {
 		return err
 	}
-	files := make([]string, len(c.Files))
-	for i, f := range c.Files {
-		files[i] = f.Path
+	var files []string
+	req := iceberg.CommitRequest{Ident: c.Ident, Root: c.Root, LogID: int64(id), End: c.End, Typed: typed}
+	for i, p := range parts {
+		for _, f := range p.c.Files {
+			files = append(files, f.Path)
+		}
+		if i > 0 {
+			req.More = append(req.More, iceberg.LogEnd{LogID: int64(p.id), End: p.c.End})
+		}
 	}
-	_, err = cat.Commit(ctx, iceberg.CommitRequest{Ident: c.Ident, Root: c.Root, LogID: int64(id), End: c.End, Files: files, Typed: typed})
+	req.Files = files
+	_, err = cat.Commit(ctx, req)
 	switch {
 	case err == nil:
 		return nil

@@ -50,6 +50,7 @@ func (r jobRunner) Idle(j lakestream.MaterializationJob) bool {
 func (r jobRunner) MaterializeLog(ctx context.Context, j lakestream.MaterializationJob) (lakestream.MaterializationResult, error) {
 	tg := TargetOf(j.Stream, j.Partition, j.Delta, j.Iceberg, j.Schema)
 	tg.Writers = lakehouse.SchemaHistory(j.Properties)
+	tg.Logs = j.Logs
 	var st engine.CompactStats
 	err := errNothingNew
 	if rev, skip := r.t.unchanged(j.Log); !skip {

@@ -52,6 +52,12 @@ type Target struct {
 	// each row is decoded with the version it was written with. Nil: with
 	// Schema (rows of older Avro versions then get nulls).
 	Writers map[string][]byte
+	// Logs are every log of the table, in partition order (the log of
+	// partition p is Logs[p]): a transaction's chunks in two or more of
+	// them are materialized together, in one table commit (joint.go,
+	// docs/compaction.md "Transactions across partitions"). Nil: each log
+	// alone, whatever its chunks.
+	Logs []lakestream.LogID
 }
 
 // Table formats of a claim (tableClaim.Formats).
@@ -107,6 +113,17 @@ type tableClaim struct {
 	Formats []string `json:"formats,omitempty"`
 	// Ident is the Iceberg table identifier (with "iceberg").
 	Ident []string `json:"ident,omitempty"`
+	// Joint, in a claim of a joint job (joint.go), names the transaction's
+	// record and every log claimed with this one, in the same metadata
+	// transaction: a resume finishes them together.
+	Joint *claimJoint `json:"joint,omitempty"`
+}
+
+// claimJoint is the joint job of a claim: the marked record's revision
+// (index.Joint.Rev) and the logs claimed together, ascending.
+type claimJoint struct {
+	Rev  int64              `json:"rev"`
+	Logs []lakestream.LogID `json:"logs"`
 }
 
 // has reports whether the claim commits to format f.
@@ -172,6 +189,9 @@ func (t *Tables) materialize(ctx context.Context, id lakestream.LogID, tg Target
 			if prev.Root != tg.Root {
 				return st, fmt.Errorf("%w: log %d has an unfinished materialization into %s", lakestream.ErrConflict, id, prev.Root)
 			}
+			if prev.Joint != nil {
+				return t.resumeJoint(ctx, id, prev)
+			}
 			return t.finishClaim(ctx, id, prev, kv.ModRevision, nil)
 		}
 		// A crash after step 4 left the cursor behind.
@@ -179,9 +199,12 @@ func (t *Tables) materialize(ctx context.Context, id lakestream.LogID, tg Target
 			return st, err
 		}
 	}
-	old, ents, err := t.eligibleRange(ctx, id, prev.End)
+	old, ents, joint, err := t.eligibleRange(ctx, id, prev.End, tg)
 	if err != nil {
 		return st, err
+	}
+	if joint != nil {
+		return t.materializeJoint(ctx, id, tg, joint)
 	}
 
 	// The typed columns of the files (shared by every log of the table).
@@ -248,24 +271,27 @@ func (t *Tables) targetFormats(ctx context.Context, tg Target) ([]string, error)
 // table's end tableEnd on: its WAL chunks (contiguous, CompactAge old, at
 // most CompactMaxBytes of payload, cut at chunk boundaries so the range
 // needs at most as many files as one claim may list) and their entries.
-// No eligible chunk is engine.ErrNothingToCompact.
-func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEnd int64) ([]engine.Chunk, []tableEntry, error) {
+// No eligible chunk is engine.ErrNothingToCompact. The range ends before
+// a chunk of a transaction that other logs of tg's table hold chunks of
+// too (jointLogs); when it is the first, eligibleRange returns its mark
+// instead, for the joint job (unless the log gave up waiting: jointPassed).
+func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEnd int64, tg Target) ([]engine.Chunk, []tableEntry, *index.Joint, error) {
 	ms := t.st.Meta
 	first, err := t.e.FirstOffset(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	filesCap := max(1, min(maxFilesPerRange, (ms.MaxTxnOps()-1)/2))
 	maxChunks := ms.MaxTxnOps() - 1 - filesCap
 	if maxChunks < 1 {
-		return nil, nil, engine.ErrNothingToCompact
+		return nil, nil, nil, engine.ErrNothingToCompact
 	}
 	chunks, err := t.e.Chunks(ctx, id, max(first, tableEnd), maxChunks)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(chunks) == 0 {
-		return nil, nil, errCaughtUp
+		return nil, nil, nil, errCaughtUp
 	}
 	cutoffMs := t.opts.Now().Add(-t.opts.CompactAge).UnixMilli()
 	var old []engine.Chunk
@@ -274,8 +300,14 @@ func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEn
 		if c.Kind != index.KindWAL || c.WriteMs > cutoffMs {
 			break
 		}
+		if logs := jointLogs(c.Joint, tg); logs != nil && !t.jointPassed(id, c.Joint, logs) {
+			if len(old) == 0 {
+				return nil, nil, c.Joint, nil
+			}
+			break
+		}
 		if len(old) == 0 && c.First < tableEnd {
-			return nil, nil, fmt.Errorf("%w: log %d: WAL chunk %d..%d straddles the table's end %d", lakestream.ErrConflict, id, c.First, c.Last(), tableEnd)
+			return nil, nil, nil, fmt.Errorf("%w: log %d: WAL chunk %d..%d straddles the table's end %d", lakestream.ErrConflict, id, c.First, c.Last(), tableEnd)
 		}
 		if len(old) > 0 && (c.First != old[len(old)-1].End() || payloadBytes+c.PayloadBytes > t.opts.CompactMaxBytes) {
 			break
@@ -284,7 +316,7 @@ func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEn
 		payloadBytes += c.PayloadBytes
 	}
 	if len(old) == 0 {
-		return nil, nil, engine.ErrNothingToCompact
+		return nil, nil, nil, engine.ErrNothingToCompact
 	}
 
 	// The entries, cut at chunk boundaries so the range needs ≤ filesCap files.
@@ -293,7 +325,7 @@ func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEn
 	for i, c := range old {
 		es, err := t.e.ChunkEntries(ctx, id, c.Entry)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for _, e := range es {
 			ents = append(ents, tableEntry{offset: e.Offset, records: e.Records, publishMs: e.PublishTimeMs, writeMs: e.WriteTimeMs, bytesEnd: e.CumulativeSize, payload: e.Payload})
@@ -305,9 +337,9 @@ func (t *Tables) eligibleRange(ctx context.Context, id lakestream.LogID, tableEn
 		n--
 	}
 	if n == 0 {
-		return nil, nil, fmt.Errorf("tables: log %d chunk %s@%d spans more than %d publish days", id, old[0].Object, old[0].Offset, filesCap)
+		return nil, nil, nil, fmt.Errorf("tables: log %d chunk %s@%d spans more than %d publish days", id, old[0].Object, old[0].Offset, filesCap)
 	}
-	return old[:n], ents[:chunkEnds[n-1]], nil
+	return old[:n], ents[:chunkEnds[n-1]], nil, nil
 }
 
 // buildFiles builds the Parquet files of ents (one per publish day and
@@ -413,7 +445,7 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 		if err != nil {
 			return st, err
 		}
-		if err := t.commitClaim(ctx, tbl, id, c, typed); err != nil {
+		if err := t.commitClaim(ctx, tbl, []claimPart{{id: id, c: c}}, typed); err != nil {
 			return st, err
 		}
 	}
@@ -424,7 +456,7 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 	// Step 3b: commit to Iceberg; idempotent by the lakegate.log.<id>.end
 	// table property.
 	if c.has(formatIceberg) {
-		if err := t.commitIceberg(ctx, id, c, typed); err != nil {
+		if err := t.commitIceberg(ctx, []claimPart{{id: id, c: c}}, typed); err != nil {
 			return st, err
 		}
 	}
@@ -463,14 +495,26 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 	return st, nil
 }
 
-// commitClaim adds the claim's files to the Delta table (creating the table
-// on first use) with txn (lakegate-log-<id>, End).
-func (t *Tables) commitClaim(ctx context.Context, tbl *delta.Table, id lakestream.LogID, c tableClaim, typed *lakehouse.TypedSchema) error {
-	adds := make([]delta.AddFile, len(c.Files))
-	for i, f := range c.Files {
-		adds[i] = delta.AddFile{
-			Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size, StatsJSON: f.Stats,
-			Tags: map[string]string{"lakegate.log": strconv.FormatInt(int64(id), 10)},
+// claimPart is one log's claim in a table commit: one of a joint job's
+// (joint.go), or a plain materialization's only one.
+type claimPart struct {
+	id  lakestream.LogID
+	c   tableClaim
+	rev int64 // the claim key's ModRevision (joint jobs)
+}
+
+// commitClaim adds the claims' files to the Delta table (creating the
+// table on first use) in one commit, with txn (lakegate-log-<id>, End) of
+// each claim's log.
+func (t *Tables) commitClaim(ctx context.Context, tbl *delta.Table, parts []claimPart, typed *lakehouse.TypedSchema) error {
+	c := parts[0].c
+	var adds []delta.AddFile
+	for _, p := range parts {
+		for _, f := range p.c.Files {
+			adds = append(adds, delta.AddFile{
+				Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size, StatsJSON: f.Stats,
+				Tags: map[string]string{"lakegate.log": strconv.FormatInt(int64(p.id), 10)},
+			})
 		}
 	}
 	// Typed columns missing from the Delta schema are added, merged per
@@ -479,7 +523,10 @@ func (t *Tables) commitClaim(ctx context.Context, tbl *delta.Table, id lakestrea
 	if err != nil {
 		return err
 	}
-	req := delta.CommitRequest{AppID: tableAppID(id), TxnVersion: c.End, Adds: adds, Operation: "WRITE"}
+	req := delta.CommitRequest{AppID: tableAppID(parts[0].id), TxnVersion: c.End, Adds: adds, Operation: "WRITE"}
+	for _, p := range parts[1:] {
+		req.MoreTxns = append(req.MoreTxns, delta.TxnVersion{AppID: tableAppID(p.id), Version: p.c.End})
+	}
 	if typed != nil {
 		for _, f := range schema.Fields {
 			if _, ok := f.Metadata[typedMetaType]; ok {

@@ -62,6 +62,13 @@ type Options struct {
 	// checkpoints' tombstone retention. Default 7 days.
 	OrphanAge time.Duration
 
+	// JointWait: a log whose materialization waits at a transaction's
+	// chunks for the table's other logs to reach theirs (the joint job,
+	// docs/compaction.md "Transactions across partitions") gives up waiting
+	// after this long and materializes them alone, so that a sibling that
+	// never comes stalls nobody for good. Default 30 min.
+	JointWait time.Duration
+
 	// Logger receives the layer's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -119,6 +126,9 @@ func (o Options) withDefaults() Options {
 	if o.OrphanAge <= 0 {
 		o.OrphanAge = 7 * 24 * time.Hour
 	}
+	if o.JointWait <= 0 {
+		o.JointWait = 30 * time.Minute
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -156,6 +166,12 @@ type Tables struct {
 	binpacked struct {
 		sync.Mutex
 		m map[lakestream.LogID]time.Time
+	}
+	// jointWaits are, per log, the joint record its materialization
+	// waits at (joint.go), since when, or that it gave up waiting.
+	jointWaits struct {
+		sync.Mutex
+		m map[lakestream.LogID]jointWait
 	}
 	// caughtUp is, per log, the revision (LogRevision) at which the
 	// table last held the whole log, and when: the worker's periodic

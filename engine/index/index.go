@@ -74,6 +74,24 @@ type Entry struct {
 	// fold writes them). Object, Offset, Length and CRC are then the first
 	// segment's (informational only: read Segs()).
 	Segments []Segment
+	// Joint, when set, marks WAL chunks that one kind-3 commit record (a
+	// committed staging set) applied to more than one log: a version-3
+	// entry (one chunk) or version-4 (a run: every chunk of it is of that
+	// record; the fold never mixes them).
+	Joint *Joint
+}
+
+// Joint marks the chunks of one kind-3 commit record that applied to two
+// or more logs (docs/index-format.md, "Index entry"): every such chunk of
+// every such log carries the same Joint.
+type Joint struct {
+	// Rev is the record's metadata revision: one transaction writes one
+	// kind-3 record, so it names the record, in every log alike.
+	Rev int64
+	// Logs are the logs the record holds chunks of, ascending, two or more
+	// (the entry's own log among them). A log's chunk may be void there (a
+	// fenced or deleted log) or trimmed before it was folded.
+	Logs []int64
 }
 
 // Segment is one WAL chunk of a version-2 index entry.
@@ -112,15 +130,22 @@ func (e Entry) End() int64 { return e.First + e.Records }
 const (
 	indexVersion         = 1
 	indexVersionSegments = 2
+	indexVersionJoint    = 3 // version 1 and a Joint
+	indexVersionRunJoint = 4 // version 2 and a Joint
 )
 
-// Encode returns the binary value (version 2 when the entry has two or
-// more Segments).
+// Encode returns the binary value: version 2 when the entry has two or
+// more Segments, version 1 otherwise; 4 and 3 for those with a Joint.
 func (e Entry) Encode() []byte {
 	b := make([]byte, 0, 64+len(e.Object)+len(e.Segments)*(len(e.Object)+24))
 	v := byte(indexVersion)
-	if len(e.Segments) >= 2 {
+	switch {
+	case len(e.Segments) >= 2 && e.Joint != nil:
+		v = indexVersionRunJoint
+	case len(e.Segments) >= 2:
 		v = indexVersionSegments
+	case e.Joint != nil:
+		v = indexVersionJoint
 	}
 	b = append(b, v, byte(e.Kind))
 	for _, v := range []int64{e.First, e.Records, e.Entries, e.BytesEnd, e.PayloadBytes} {
@@ -129,7 +154,7 @@ func (e Entry) Encode() []byte {
 	for _, v := range []int64{e.MinPublishMs, e.MaxPublishMs, e.WriteMs} {
 		b = binary.AppendVarint(b, v)
 	}
-	if v == indexVersionSegments {
+	if v == indexVersionSegments || v == indexVersionRunJoint {
 		b = binary.AppendUvarint(b, uint64(len(e.Segments)))
 		for _, sg := range e.Segments {
 			b = binary.AppendUvarint(b, uint64(len(sg.Object)))
@@ -144,13 +169,28 @@ func (e Entry) Encode() []byte {
 				b = binary.AppendVarint(b, t-e.WriteMs)
 			}
 		}
-		return b
+		return e.Joint.append(b)
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.Object)))
 	b = append(b, e.Object...)
 	b = binary.AppendUvarint(b, uint64(e.Offset))
 	b = binary.AppendUvarint(b, uint64(e.Length))
-	return binary.LittleEndian.AppendUint32(b, e.CRC)
+	b = binary.LittleEndian.AppendUint32(b, e.CRC)
+	return e.Joint.append(b)
+}
+
+// append appends the trailer of a version-3 or -4 entry to b (nothing for
+// a nil Joint).
+func (j *Joint) append(b []byte) []byte {
+	if j == nil {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(j.Rev))
+	b = binary.AppendUvarint(b, uint64(len(j.Logs)))
+	for _, id := range j.Logs {
+		b = binary.AppendUvarint(b, uint64(id))
+	}
+	return b
 }
 
 // DecodeEntry parses and validates an index value (ErrCorrupt).
@@ -158,12 +198,13 @@ func DecodeEntry(b []byte) (Entry, error) {
 	bad := func(what string) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: index entry: %s", ErrCorrupt, what)
 	}
-	if len(b) < 2 || (b[0] != indexVersion && b[0] != indexVersionSegments) {
+	if len(b) < 2 || b[0] < indexVersion || b[0] > indexVersionRunJoint {
 		return bad("version")
 	}
-	if b[0] == indexVersionSegments {
+	if b[0] == indexVersionSegments || b[0] == indexVersionRunJoint {
 		return decodeSegments(b)
 	}
+	joint := b[0] == indexVersionJoint
 	e := Entry{Kind: Kind(b[1])}
 	if e.Kind != KindWAL && e.Kind != KindParquet {
 		return bad("kind")
@@ -196,11 +237,42 @@ func DecodeEntry(b []byte) (Entry, error) {
 	e.Object = string(b[:n])
 	b = b[n:]
 	e.Offset, e.Length = uv(), uv()
-	if b == nil || len(b) != 4 || e.First < 0 || e.Records < 1 || e.Entries < 1 || e.Entries > e.Records || e.Offset < 0 || e.Length < 0 {
+	if b == nil || len(b) < 4 || (!joint && len(b) != 4) || e.First < 0 || e.Records < 1 || e.Entries < 1 || e.Entries > e.Records || e.Offset < 0 || e.Length < 0 {
 		return bad("fields")
 	}
 	e.CRC = binary.LittleEndian.Uint32(b)
+	if joint {
+		if e.Kind != KindWAL {
+			return bad("joint kind")
+		}
+		j, err := decodeJoint(b[4:])
+		if err != nil {
+			return bad(err.Error())
+		}
+		e.Joint = j
+	}
 	return e, nil
+}
+
+// decodeJoint parses the trailer of a version-3 entry: the whole of b.
+func decodeJoint(b []byte) (*Joint, error) {
+	d := decoder{b: b}
+	j := &Joint{Rev: d.uv()}
+	n := d.uv()
+	if d.b == nil || j.Rev < 1 || n < 2 || n > int64(len(d.b)) {
+		return nil, fmt.Errorf("joint: revision %d, %d logs", j.Rev, n)
+	}
+	j.Logs = make([]int64, n)
+	for i := range j.Logs {
+		j.Logs[i] = d.uv()
+		if d.b == nil || (i > 0 && j.Logs[i] <= j.Logs[i-1]) {
+			return nil, fmt.Errorf("joint: logs not ascending")
+		}
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("joint: trailing bytes")
+	}
+	return j, nil
 }
 
 // decodeSegments parses a version-2 entry.
@@ -237,8 +309,15 @@ func decodeSegments(b []byte) (Entry, error) {
 		recs, ents, pay = recs+sg.Records, ents+sg.Entries, pay+sg.PayloadBytes
 		e.Segments = append(e.Segments, sg)
 	}
-	if d.b == nil || len(d.b) != 0 || e.First < 0 || recs != e.Records || ents != e.Entries || pay != e.PayloadBytes {
+	if d.b == nil || (b[0] == indexVersionSegments && len(d.b) != 0) || e.First < 0 || recs != e.Records || ents != e.Entries || pay != e.PayloadBytes {
 		return bad("fields")
+	}
+	if b[0] == indexVersionRunJoint {
+		j, err := decodeJoint(d.b)
+		if err != nil {
+			return bad(err.Error())
+		}
+		e.Joint = j
 	}
 	e.Object, e.Offset, e.Length, e.CRC = e.Segments[0].Object, e.Segments[0].Offset, e.Segments[0].Length, e.Segments[0].CRC
 	return e, nil

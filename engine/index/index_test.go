@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"testing"
@@ -53,12 +54,80 @@ func TestHeadRoundTripAndChecks(t *testing.T) {
 	}
 }
 
+// sampleJoint is sampleEntry marked as a chunk of a joint record.
+func sampleJoint() Entry {
+	e := sampleEntry()
+	e.Joint = &Joint{Rev: 81234, Logs: []int64{3, 7, 1 << 40}}
+	return e
+}
+
+// sampleJointRun is sampleRun marked as chunks of a joint record.
+func sampleJointRun() Entry {
+	e := sampleRun()
+	e.Joint = &Joint{Rev: 5, Logs: []int64{0, 2}}
+	return e
+}
+
+// TestEntryJoint: entries with a Joint encode as versions 3 (one chunk)
+// and 4 (a run), round-trip, and reject truncation, trailing bytes and
+// malformed marks; entries without one keep versions 1 and 2, byte for
+// byte as the encoder before Joint wrote them (so old entries decode).
+func TestEntryJoint(t *testing.T) {
+	for _, tc := range []struct {
+		e       Entry
+		version byte
+	}{{sampleJoint(), 3}, {sampleJointRun(), 4}} {
+		b := tc.e.Encode()
+		if b[0] != tc.version {
+			t.Fatalf("version %d, want %d", b[0], tc.version)
+		}
+		got, err := DecodeEntry(b)
+		if err != nil || !reflect.DeepEqual(got, tc.e) {
+			t.Fatalf("got %+v %v, want %+v", got, err, tc.e)
+		}
+		for n := 0; n < len(b); n++ {
+			if _, err := DecodeEntry(b[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("v%d truncated to %d: %v", tc.version, n, err)
+			}
+		}
+		if _, err := DecodeEntry(append(b, 0)); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("v%d: trailing byte accepted: %v", tc.version, err)
+		}
+	}
+	for _, j := range []*Joint{{Rev: 0, Logs: []int64{1, 2}}, {Rev: 1, Logs: []int64{1}}, {Rev: 1, Logs: []int64{2, 1}}, {Rev: 1, Logs: []int64{2, 2}}} {
+		e := sampleEntry()
+		e.Joint = j
+		if _, err := DecodeEntry(e.Encode()); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("joint %+v accepted: %v", j, err)
+		}
+	}
+	// Written by the encoder before Joint existed (versions 1 and 2).
+	for _, tc := range []struct {
+		hex  string
+		want Entry
+	}{
+		{"01016407038827bc050980a0899fc56882a0899fc5680d77616c2f6e6f64652f30303031408407efbeadde", sampleEntry()},
+		{"02010a05038407ac02020406020577616c2f610864070000000201640103030577616c2f6200fa01090000000302c801000101", sampleRun()},
+	} {
+		b, _ := hex.DecodeString(tc.hex)
+		got, err := DecodeEntry(b)
+		if err != nil || !reflect.DeepEqual(got, tc.want) || got.Joint != nil {
+			t.Fatalf("old v%d entry: %+v %v", b[0], got, err)
+		}
+		if again := hex.EncodeToString(got.Encode()); again != tc.hex {
+			t.Fatalf("old v%d entry re-encodes as %s", b[0], again)
+		}
+	}
+}
+
 func FuzzDecodeEntry(f *testing.F) {
 	b := sampleEntry().Encode()
 	f.Add(b)
 	f.Add(b[:len(b)/2])
 	f.Add([]byte{1, 2})
 	f.Add(sampleRun().Encode())
+	f.Add(sampleJoint().Encode())
+	f.Add(sampleJointRun().Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEntry(b)
 		if err != nil {

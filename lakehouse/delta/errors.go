@@ -33,6 +33,7 @@ var (
 	ErrCheckpoint = errors.New("delta: checkpoint failed")
 	// ErrConflict is returned by Commit when a file it should remove is not
 	// live in the table the commit would land on (another writer removed
-	// it): nothing is written.
+	// it), or when some of its txns are recorded already and some not
+	// (CommitRequest.MoreTxns): nothing is written.
 	ErrConflict = errors.New("delta: conflicting commit")
 )

@@ -213,6 +213,14 @@ type CommitRequest struct {
 	// Commit reports skipped. Both empty/zero: no txn action.
 	AppID      string
 	TxnVersion int64
+	// MoreTxns are further txn actions of the same commit, one per
+	// application id (distinct, none AppID): a commit that records the
+	// progress of several writers at once (the tables' joint commit of a
+	// transaction's logs, docs/transactions.md). The commit is skipped
+	// when every txn (AppID's and these) is recorded at its version or
+	// above; when some are and some are not, Commit fails ErrConflict
+	// (part of what this commit claims was committed without the rest).
+	MoreTxns []TxnVersion
 	// Adds are the new data files (may be empty, e.g. to record progress or
 	// a schema change alone). Each must carry a value for every partition
 	// column and none other.
@@ -239,15 +247,44 @@ type CommitRequest struct {
 	Operation string
 }
 
+// TxnVersion is one txn action of a CommitRequest's MoreTxns.
+type TxnVersion struct {
+	AppID   string
+	Version int64
+}
+
+// txns returns every txn of req (AppID's first), checked: app ids
+// non-empty and distinct.
+func (req CommitRequest) txns() ([]TxnVersion, error) {
+	if req.AppID == "" && req.TxnVersion != 0 {
+		return nil, fmt.Errorf("%w: TxnVersion without AppID", ErrInvalid)
+	}
+	if req.AppID == "" && len(req.MoreTxns) > 0 {
+		return nil, fmt.Errorf("%w: MoreTxns without AppID", ErrInvalid)
+	}
+	var all []TxnVersion
+	if req.AppID != "" {
+		all = append(all, TxnVersion{AppID: req.AppID, Version: req.TxnVersion})
+	}
+	for _, tv := range req.MoreTxns {
+		if tv.AppID == "" || slices.ContainsFunc(all, func(o TxnVersion) bool { return o.AppID == tv.AppID }) {
+			return nil, fmt.Errorf("%w: txn app id %q empty or repeated", ErrInvalid, tv.AppID)
+		}
+		all = append(all, tv)
+	}
+	return all, nil
+}
+
 // Commit appends req as the next version and returns it. skipped is true
-// (and version the current one) when the txn version for req.AppID is
-// already >= req.TxnVersion. Conflicts with other writers are retried on the
+// (and version the current one) when the txn version for req.AppID (and
+// for each of req.MoreTxns) is already >= req.TxnVersion (theirs). Conflicts with other writers are retried on the
 // next version. When the version is a checkpoint version, the checkpoint is
 // written after the commit; its failure is returned as an error wrapping
 // ErrCheckpoint together with the committed version.
 func (t *Table) Commit(ctx context.Context, req CommitRequest) (version int64, skipped bool, err error) {
-	if req.AppID == "" && req.TxnVersion != 0 {
-		return 0, false, fmt.Errorf("%w: TxnVersion without AppID", ErrInvalid)
+	txns, err := req.txns()
+	if err != nil {
+		return 0, false, err
 	}
 	if req.NewSchema != nil {
 		if err := req.NewSchema.Validate(); err != nil {
@@ -267,10 +304,17 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (version int64, s
 			return 0, false, fmt.Errorf("%w: %s: protocol %d/%d (we write %d/%d)", ErrUnsupportedProtocol,
 				t.keys.root, s.protocol.MinReaderVersion, s.protocol.MinWriterVersion, readerVersion, writerVersion)
 		}
-		if req.AppID != "" {
-			if cur, ok := s.txns[req.AppID]; ok && cur.Version >= req.TxnVersion {
-				return s.version, true, nil
+		done := 0 // txns recorded at their version or above
+		for _, tv := range txns {
+			if cur, ok := s.txns[tv.AppID]; ok && cur.Version >= tv.Version {
+				done++
 			}
+		}
+		switch {
+		case done > 0 && done == len(txns):
+			return s.version, true, nil
+		case done > 0:
+			return 0, false, fmt.Errorf("%w: %s: %d of the commit's %d txns are recorded already", ErrConflict, t.keys.root, done, len(txns))
 		}
 		acts, err := t.buildActions(s, req, op)
 		if err != nil {
@@ -374,6 +418,9 @@ func (t *Table) buildActions(s *state, req CommitRequest, op string) ([]action, 
 	}
 	if req.AppID != "" {
 		acts = append(acts, action{Txn: &Txn{AppID: req.AppID, Version: req.TxnVersion, LastUpdated: &now}})
+	}
+	for _, tv := range req.MoreTxns {
+		acts = append(acts, action{Txn: &Txn{AppID: tv.AppID, Version: tv.Version, LastUpdated: &now}})
 	}
 	pcols := s.metadata.PartitionColumns
 	removed := map[string]bool{}

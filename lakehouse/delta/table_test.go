@@ -131,6 +131,58 @@ func TestTxnIdempotent(t *testing.T) {
 	}
 }
 
+// TestMoreTxns: one commit records several app ids' txns (one txn action
+// each, in the commit object, in the snapshot and through a checkpoint);
+// replayed it is skipped, a commit whose txns are partly recorded fails
+// ErrConflict, and malformed ones ErrInvalid — nothing written by either.
+func TestMoreTxns(t *testing.T) {
+	store := openStore(t, "mem")
+	tb := mustOpen(t, store, root, WithCheckpointInterval(2))
+	mustCreate(t, tb)
+	a1 := putDataFile(t, store, root, "a", "f1", 0, 5, false)
+	a2 := putDataFile(t, store, root, "b", "f2", 0, 3, false)
+	joint := CommitRequest{AppID: "log-1", TxnVersion: 5, MoreTxns: []TxnVersion{{AppID: "log-2", Version: 3}, {AppID: "log-3", Version: 9}},
+		Adds: []AddFile{a1, a2}}
+	if v := mustCommit(t, tb, joint); v != 1 {
+		t.Fatalf("version %d", v)
+	}
+	data, err := store.Get(ctxT(t), root+"/_delta_log/00000000000000000001.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `{"txn"`); n != 3 {
+		t.Fatalf("%d txn actions in commit 1:\n%s", n, data)
+	}
+	for _, r := range []*Table{tb, mustOpen(t, store, root)} {
+		v, skipped, err := r.Commit(ctxT(t), joint)
+		if err != nil || !skipped || v != 1 {
+			t.Fatalf("replay: v=%d skipped=%v err=%v", v, skipped, err)
+		}
+	}
+	partly := CommitRequest{AppID: "log-4", TxnVersion: 1, MoreTxns: []TxnVersion{{AppID: "log-2", Version: 3}}, Adds: []AddFile{a1}}
+	if _, _, err := tb.Commit(ctxT(t), partly); !errors.Is(err, ErrConflict) {
+		t.Fatalf("partly recorded: %v, want ErrConflict", err)
+	}
+	for _, bad := range []CommitRequest{
+		{MoreTxns: []TxnVersion{{AppID: "log-5", Version: 1}}},
+		{AppID: "log-5", TxnVersion: 1, MoreTxns: []TxnVersion{{AppID: "log-5", Version: 2}}},
+		{AppID: "log-5", TxnVersion: 1, MoreTxns: []TxnVersion{{Version: 2}}},
+	} {
+		if _, _, err := tb.Commit(ctxT(t), bad); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%+v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	// Version 2 is a checkpoint: the txns come back from it.
+	a3 := putDataFile(t, store, root, "a", "f3", 5, 5, false)
+	if v := mustCommit(t, tb, CommitRequest{AppID: "log-1", TxnVersion: 10, Adds: []AddFile{a3}}); v != 2 {
+		t.Fatalf("version %d", v)
+	}
+	s := mustSnapshot(t, mustOpen(t, store, root))
+	if s.Version != 2 || len(s.Files) != 3 || s.Txns["log-1"] != 10 || s.Txns["log-2"] != 3 || s.Txns["log-3"] != 9 || len(s.Txns) != 3 {
+		t.Fatalf("snapshot version %d files %d txns %v", s.Version, len(s.Files), s.Txns)
+	}
+}
+
 // A commit whose PUT reply is lost is retried by the caller with the same
 // txn: it must be skipped, not duplicated.
 func TestLostCommitReplyRetryIsSkipped(t *testing.T) {

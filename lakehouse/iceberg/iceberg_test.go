@@ -286,6 +286,60 @@ func TestCommitScanIdempotent(t *testing.T) {
 	}
 }
 
+// TestCommitMore: one commit records the ends of several logs (More) with
+// all their files in one snapshot; re-committed it is left alone, a
+// commit whose logs are partly recorded fails ErrTableMismatch and one
+// naming a log twice ErrInvalid, neither adding a file.
+func TestCommitMore(t *testing.T) {
+	env := newEnv(t)
+	c := env.open(t)
+	ctx := ctxT(t)
+	day := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMilli()
+	want := map[[2]int64][]byte{}
+	add := func(part int32, first int64, n int) string {
+		rel, ps := writeFile(t, env, part, first, n, day)
+		for i, p := range ps {
+			want[[2]int64{int64(part), first + int64(i)}] = p
+		}
+		return rel
+	}
+	f0, f1, f2 := add(0, 0, 5), add(1, 0, 7), add(2, 0, 3)
+	req := CommitRequest{Ident: ident, Root: root, LogID: 10, End: 5, More: []LogEnd{{LogID: 11, End: 7}, {LogID: 12, End: 3}},
+		Files: []string{f0, f1, f2}}
+	if ok, err := c.Commit(ctx, req); err != nil || !ok {
+		t.Fatalf("commit: %v, %v", ok, err)
+	}
+	checkScan(t, c, want)
+	tbl, err := c.Catalog().LoadTable(ctx, table.Identifier(ident))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots, want 1", n)
+	}
+	if ok, err := c.Commit(ctx, req); err != nil || ok {
+		t.Fatalf("re-commit: %v, %v", ok, err)
+	}
+	f3 := add(3, 0, 4) // never committed below
+	for i := range 4 {
+		delete(want, [2]int64{3, int64(i)})
+	}
+	partly := CommitRequest{Ident: ident, Root: root, LogID: 13, End: 4, More: []LogEnd{{LogID: 11, End: 7}}, Files: []string{f3}}
+	if _, err := c.Commit(ctx, partly); !errors.Is(err, ErrTableMismatch) {
+		t.Fatalf("partly recorded: %v, want ErrTableMismatch", err)
+	}
+	twice := CommitRequest{Ident: ident, Root: root, LogID: 13, End: 4, More: []LogEnd{{LogID: 13, End: 5}}, Files: []string{f3}}
+	if _, err := c.Commit(ctx, twice); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("log twice: %v, want ErrInvalid", err)
+	}
+	checkScan(t, c, want)
+	for id, end := range map[int64]int64{10: 5, 11: 7, 12: 3, 13: -1} {
+		if got, err := c.RecordedEnd(ctx, ident, id); err != nil || got != end {
+			t.Fatalf("log %d end %d, %v; want %d", id, got, err, end)
+		}
+	}
+}
+
 func TestCommitConcurrent(t *testing.T) {
 	env := newEnv(t)
 	cats := []*Catalog{env.open(t), env.open(t)} // two nodes sharing the catalog file

@@ -98,6 +98,14 @@ type CommitRequest struct {
 	// property lakegate.log.<LogID>.end is End.
 	LogID int64
 	End   int64
+	// More are further logs' ranges committed with this one (distinct
+	// logs, none LogID): after the commit each one's property
+	// lakegate.log.<id>.end is its End too — the tables' joint commit of a
+	// transaction's logs (docs/transactions.md). The commit is left alone
+	// when every log's recorded end is at or past its End, and fails
+	// ErrTableMismatch when some are and some are not (part of what it
+	// claims was committed without the rest).
+	More []LogEnd
 	// Files are the existing Parquet files, relative to Root
 	// ("data/…/x.parquet").
 	Files []string
@@ -105,6 +113,12 @@ type CommitRequest struct {
 	// from the table's schema are added, with these field ids, before the
 	// files (docs/iceberg.md, "Typed columns").
 	Typed *lakehouse.TypedSchema
+}
+
+// LogEnd is one log's range of a CommitRequest's More.
+type LogEnd struct {
+	LogID int64
+	End   int64
 }
 
 // Commit adds req.Files to the table (creating namespace and table when
@@ -133,7 +147,15 @@ func (c *Catalog) Commit(ctx context.Context, req CommitRequest) (committed bool
 		paths[i] = loc + "/" + f
 	}
 	ident := table.Identifier(req.Ident)
-	key := LogEndProperty(req.LogID)
+	ends := append([]LogEnd{{LogID: req.LogID, End: req.End}}, req.More...)
+	props := ice.Properties{}
+	for _, le := range ends {
+		key := LogEndProperty(le.LogID)
+		if _, dup := props[key]; dup {
+			return false, fmt.Errorf("%w: log %d twice in one commit", ErrInvalid, le.LogID)
+		}
+		props[key] = strconv.FormatInt(le.End, 10)
+	}
 	var lastErr error
 	for attempt := range commitAttemptsMax {
 		if attempt > 0 {
@@ -149,19 +171,28 @@ func (c *Catalog) Commit(ctx context.Context, req CommitRequest) (committed bool
 			}
 			continue
 		}
-		end, err := recordedEnd(tbl, key)
-		if err != nil {
-			return false, err
+		done := 0 // logs recorded at or past their End
+		for _, le := range ends {
+			end, err := recordedEnd(tbl, LogEndProperty(le.LogID))
+			if err != nil {
+				return false, err
+			}
+			if end >= le.End {
+				done++
+			}
 		}
-		if end >= req.End {
+		switch {
+		case done == len(ends):
 			return false, nil
+		case done > 0:
+			return false, fmt.Errorf("%w: %s: %d of the commit's %d logs are recorded already", ErrTableMismatch, ident, done, len(ends))
 		}
 		if tbl, err = c.addColumns(ctx, ident, tbl, req.Typed); err != nil {
 			lastErr = err
 			continue
 		}
 		txn := tbl.NewTransaction()
-		if err := txn.SetProperties(ice.Properties{key: strconv.FormatInt(req.End, 10)}); err != nil {
+		if err := txn.SetProperties(props); err != nil {
 			return false, fmt.Errorf("iceberg: %s: %w", ident, err)
 		}
 		summary := ice.Properties{"lakegate.log": strconv.FormatInt(req.LogID, 10), "lakegate.end": strconv.FormatInt(req.End, 10)}
