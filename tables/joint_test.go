@@ -15,6 +15,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -497,4 +500,57 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestJointDeltaRS reads every Delta version with delta-rs
+// (e2e/interop/delta/versions_all_or_none.py): each holds each
+// transaction's rows of all its partitions or none, counted row by row,
+// and the last holds them all. Skipped without LAKEGATE_PYTHON (a skip is
+// not a pass: `make interop` runs it, e2e/interop/delta/run.sh):
+//
+//	LAKEGATE_PYTHON=$(e2e/interop/delta/setup.sh | tail -1) go test -p 1 -run TestJointDeltaRS ./tables/
+func TestJointDeltaRS(t *testing.T) {
+	python := os.Getenv("LAKEGATE_PYTHON")
+	if python == "" {
+		t.Skip("LAKEGATE_PYTHON not set: delta-rs interop not checked")
+	}
+	script, err := filepath.Abs("../e2e/interop/delta/versions_all_or_none.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	store, err := objstore.Open(ctxT(t), "file://"+dir+"?fsync=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	env := newMemEnv(t)
+	env.store = store
+	clk := &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	e := env.engine(t, Options{Now: clk.now, Logger: quietLogger})
+	txns, want := jointScenario(t, e, clk)
+	// The last partition first: the others' plain records before the
+	// transactions enter the table in versions of their own.
+	drainJoint(t, e, []lakestream.LogID{jointLogIDs[2], jointLogIDs[1], jointLogIDs[0]})
+	checkJointDone(t, env, e, want)
+	spec := map[string]map[string][2]int64{}
+	for rev, logs := range txns {
+		parts := map[string][2]int64{}
+		for id, jr := range logs {
+			parts[strconv.Itoa(int(jointTarget(id).Partition))] = [2]int64{jr.from, jr.end}
+		}
+		spec[strconv.FormatInt(rev, 10)] = parts
+	}
+	arg, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), python, script, filepath.Join(dir, jointTarget(0).Root), string(arg)).CombinedOutput()
+	t.Logf("versions_all_or_none.py: %s", out)
+	if err != nil {
+		t.Fatalf("delta-rs: %v", err)
+	}
+	if n := bytes.Count(out, []byte(`"version"`)); n < 3 {
+		t.Fatalf("delta-rs read %d versions, want the plain ones and the joint one", n)
+	}
 }

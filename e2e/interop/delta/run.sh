@@ -13,3 +13,5 @@ LAKEGATE_PYTHON="$py" go_test_pass ./lakehouse/delta/ TestDeltaRSReadsOurTable -
 LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestCompactToTableDeltaRS TestCompactToTableNested -- -p 1 -count=1
 # Table retention (by time and size, held by a subscription), read by delta-rs after each step.
 LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestTableRetention -- -p 1 -count=1
+# A transaction across partitions: every Delta version holds all of its rows or none, read by delta-rs.
+LAKEGATE_PYTHON="$py" go_test_pass ./tables/ TestJointDeltaRS -- -p 1 -count=1
