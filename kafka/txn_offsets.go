@@ -158,6 +158,12 @@ func (s *Server) commitInTxn(ctx context.Context, c *conn, id txn.ID, group, top
 	if metadata != nil {
 		k.Metadata = *metadata
 	}
+	// The transaction lists (name, group): the coordinator keeps its
+	// record, and so its outcome, while the pending offset is saved, so
+	// that a node settling it late still learns whether it committed.
+	if err := tc.TrackSubscription(ctx, id, txn.Sub{Topic: name, Sub: group}, c.role()); err != nil {
+		return err
+	}
 	if err := tc.SaveAcks(ctx, name, group, id, encodePending(k)); err != nil {
 		return err
 	}
