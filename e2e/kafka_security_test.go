@@ -142,6 +142,34 @@ func TestKafkaSecurity(t *testing.T) {
 			t.Fatalf("commit for group locked: %v, want GROUP_AUTHORIZATION_FAILED", err)
 		}
 	})
+	t.Run("TransactionalIDIsItsRoles", func(t *testing.T) {
+		// The first role to initialise a transactional.id owns it: another
+		// role with the produce grant cannot fence it, a superuser can.
+		if err := adm.Namespaces().GrantNamespacePermission(*ns, "writer2", []utils.AuthAction{"produce"}); err != nil {
+			t.Fatal(err)
+		}
+		initID := func(cl *kgo.Client) error {
+			req := kmsg.NewPtrInitProducerIDRequest()
+			req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("sec-tid"), 60_000
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return err
+			}
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err := initID(client(plainTok(n.token(t, "writer", time.Hour)))); err != nil {
+			t.Fatalf("the first role: %v", err)
+		}
+		if err := initID(client(plainTok(n.token(t, "writer2", time.Hour)))); !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+			t.Fatalf("another role: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+		}
+		if err := initID(super); err != nil {
+			t.Fatalf("a superuser: %v", err)
+		}
+		if err := initID(client(plainTok(n.token(t, "writer", time.Hour)))); err != nil {
+			t.Fatalf("the owner again: %v", err)
+		}
+	})
 	t.Run("OnlyAdminsCreate", func(t *testing.T) {
 		cl := client(plainTok(n.token(t, "writer", time.Hour)))
 		if err := createTopicErr(ctx, cl, "sec2"); !errors.Is(err, kerr.TopicAuthorizationFailed) {

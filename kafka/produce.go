@@ -335,7 +335,7 @@ func handleProduce(c *conn, req kmsg.Request, a *answer) {
 			var stage string
 			if r.TransactionID != nil {
 				var err error
-				if stage, err = s.txnStage(ctx, *r.TransactionID, rt.Topic, rp); err != nil {
+				if stage, err = s.txnStage(ctx, *r.TransactionID, c.role(), rt.Topic, rp); err != nil {
 					out.ErrorCode = fencedCode(err, r.Version, math.MaxInt16) // Produce answers INVALID_PRODUCER_EPOCH
 					out.ErrorMessage = kmsg.StringPtr(err.Error())
 					pr.done()

@@ -67,6 +67,9 @@ type producerRecord struct {
 	// (a retried EndTxn is answered with it).
 	Last       *txn.ID `json:"last,omitempty"`
 	LastCommit bool    `json:"lastCommit,omitempty"`
+	// Owner is the role that first initialised the id ("" without
+	// authentication): only it, or a superuser, may use the id.
+	Owner string `json:"owner,omitempty"`
 }
 
 func encodeProducer(r producerRecord) []byte {
@@ -103,7 +106,7 @@ func checkEpoch(rec producerRecord, pid int64, epoch int16) error {
 // bump is the record after InitProducerId: the next epoch (a new producer
 // id when the epoch would overflow, newPID), no transaction open.
 func bump(rec producerRecord, exists bool, timeoutMs int64, newPID func() int64) producerRecord {
-	next := producerRecord{PID: rec.PID, Epoch: rec.Epoch + 1, TimeoutMs: timeoutMs, Last: rec.Last, LastCommit: rec.LastCommit}
+	next := producerRecord{PID: rec.PID, Epoch: rec.Epoch + 1, TimeoutMs: timeoutMs, Last: rec.Last, LastCommit: rec.LastCommit, Owner: rec.Owner}
 	if !exists || rec.Epoch >= math.MaxInt16-1 {
 		next.PID, next.Epoch = newPID(), 0
 	}
@@ -224,9 +227,10 @@ func validTransactionalID(tid string) error {
 }
 
 // coordinateTxn locks tid's entry on its coordinator and loads its record
-// fresh: NOT_COORDINATOR when another member serves it. The caller
-// unlocks e.mu.
-func (s *Server) coordinateTxn(ctx context.Context, tid string) (txn.Coordinator, *txnProducer, bool, error) {
+// fresh: NOT_COORDINATOR when another member serves it, txn.ErrNotOwner
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) when the id belongs to a role
+// other than role. The caller unlocks e.mu.
+func (s *Server) coordinateTxn(ctx context.Context, tid, role string) (txn.Coordinator, *txnProducer, bool, error) {
 	tc, err := s.txnTC()
 	if err != nil {
 		return nil, nil, false, err
@@ -240,11 +244,25 @@ func (s *Server) coordinateTxn(ctx context.Context, tid string) (txn.Coordinator
 	e := s.txns.entry(tid)
 	e.mu.Lock()
 	exists, err := e.load(ctx, tc, tid)
+	if err == nil {
+		b := s.cfg.Broker
+		err = checkIDOwner(e.rec, exists, tid, role, !b.AuthzOn() || b.IsSuperUser(role))
+	}
 	if err != nil {
 		e.mu.Unlock()
 		return nil, nil, false, err
 	}
 	return tc, e, exists, nil
+}
+
+// checkIDOwner judges role's use of a transactional.id: the role that
+// first initialised it (rec.Owner), or a superuser (super; everyone when
+// authorization is off).
+func checkIDOwner(rec producerRecord, exists bool, tid, role string, super bool) error {
+	if !exists || rec.Owner == "" || rec.Owner == role || super {
+		return nil
+	}
+	return fmt.Errorf("%w: transactional.id %q was initialised by another role", txn.ErrNotOwner, tid)
 }
 
 // load reads the record from the store (e.mu held).
@@ -314,7 +332,7 @@ func handleInitProducerTxn(c *conn, r *kmsg.InitProducerIDRequest, resp *kmsg.In
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 		return
 	}
-	tc, e, exists, err := s.coordinateTxn(ctx, tid)
+	tc, e, exists, err := s.coordinateTxn(ctx, tid, c.role())
 	if err != nil {
 		resp.ErrorCode = fencedCode(err, r.Version, 4)
 		return
@@ -334,6 +352,9 @@ func handleInitProducerTxn(c *conn, r *kmsg.InitProducerIDRequest, resp *kmsg.In
 		}
 	}
 	next := bump(e.rec, exists, int64(r.TransactionTimeoutMillis), s.nextProducerID)
+	if next.Owner == "" {
+		next.Owner = c.role() // the first role to initialise it owns it
+	}
 	if err := e.save(ctx, tc, tid, next); err != nil {
 		resp.ErrorCode = txnErrCode(err)
 		return
@@ -400,7 +421,7 @@ func handleAddPartitionsToTxn(c *conn, req kmsg.Request, a *answer) {
 		}
 		a.set(resp)
 	}()
-	tc, e, _, err := s.coordinateTxn(ctx, r.TransactionalID)
+	tc, e, _, err := s.coordinateTxn(ctx, r.TransactionalID, c.role())
 	if err != nil {
 		all(fencedCode(err, r.Version, 2))
 		return
@@ -475,7 +496,7 @@ func (s *Server) addOffsetsToTxn(ctx context.Context, c *conn, r *kmsg.AddOffset
 	if r.Group == "" {
 		return kerr.InvalidGroupID
 	}
-	tc, e, _, err := s.coordinateTxn(ctx, r.TransactionalID)
+	tc, e, _, err := s.coordinateTxn(ctx, r.TransactionalID, c.role())
 	if err != nil {
 		return err
 	}
@@ -514,7 +535,7 @@ func handleEndTxn(c *conn, req kmsg.Request, a *answer) {
 }
 
 func (s *Server) endTxn(ctx context.Context, c *conn, r *kmsg.EndTxnRequest) error {
-	tc, e, _, err := s.coordinateTxn(ctx, r.TransactionalID)
+	tc, e, _, err := s.coordinateTxn(ctx, r.TransactionalID, c.role())
 	if err != nil {
 		return err
 	}
@@ -546,8 +567,9 @@ func (s *Server) endTxn(ctx context.Context, c *conn, r *kmsg.EndTxnRequest) err
 // txnState is the transaction a transactional request of (pid, epoch)
 // writes in, from tid's record (cached; read again when the cache does
 // not allow the request). allowed says whether the record lets the
-// request through (its partition or group added).
-func (s *Server) txnState(ctx context.Context, tc txn.Coordinator, tid string, pid int64, epoch int16, allowed func(producerRecord) bool) (txn.ID, error) {
+// request through (its partition or group added); role must own tid
+// (checkIDOwner).
+func (s *Server) txnState(ctx context.Context, tc txn.Coordinator, tid, role string, pid int64, epoch int16, allowed func(producerRecord) bool) (txn.ID, error) {
 	if err := validTransactionalID(tid); err != nil {
 		return txn.ID{}, err
 	}
@@ -560,7 +582,11 @@ func (s *Server) txnState(ctx context.Context, tc txn.Coordinator, tid string, p
 				return txn.ID{}, err
 			}
 		}
-		err := checkEpoch(e.rec, pid, epoch)
+		b := s.cfg.Broker
+		err := checkIDOwner(e.rec, true, tid, role, !b.AuthzOn() || b.IsSuperUser(role))
+		if err == nil {
+			err = checkEpoch(e.rec, pid, epoch)
+		}
 		if err == nil && (e.rec.Txn == nil || !allowed(e.rec)) {
 			err = fmt.Errorf("%w: not added to the transaction", kerr.InvalidTxnState)
 		}
@@ -604,7 +630,7 @@ func (s *Server) forgetTxnState(tid string) {
 // txnStage judges a transactional Produce of one partition — the batches'
 // producer id and epoch those of tid, the partition added to its open
 // transaction — and returns the staging set the batches go to.
-func (s *Server) txnStage(ctx context.Context, tid, topic string, rp *kmsg.ProduceRequestTopicPartition) (string, error) {
+func (s *Server) txnStage(ctx context.Context, tid, role, topic string, rp *kmsg.ProduceRequestTopicPartition) (string, error) {
 	tc, err := s.txnTC()
 	if err != nil {
 		return "", err
@@ -627,7 +653,7 @@ func (s *Server) txnStage(ctx context.Context, tid, topic string, rp *kmsg.Produ
 		return "", kerr.UnknownTopicOrPartition
 	}
 	name := s.partitionName(topic, rp.Partition, info.partitioned)
-	id, err := s.txnState(ctx, tc, tid, pid, epoch, func(rec producerRecord) bool {
+	id, err := s.txnState(ctx, tc, tid, role, pid, epoch, func(rec producerRecord) bool {
 		return slices.Contains(rec.Partitions, name)
 	})
 	if err != nil {

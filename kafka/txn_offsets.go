@@ -120,7 +120,7 @@ func (s *Server) txnOffsetsAllowed(ctx context.Context, c *conn, r *kmsg.TxnOffs
 			return txn.ID{}, kerr.ErrorForCode(code)
 		}
 	}
-	return s.txnState(ctx, tc, r.TransactionalID, r.ProducerID, r.ProducerEpoch, func(rec producerRecord) bool {
+	return s.txnState(ctx, tc, r.TransactionalID, c.role(), r.ProducerID, r.ProducerEpoch, func(rec producerRecord) bool {
 		for _, g := range rec.Groups {
 			if g == r.Group {
 				return true

@@ -18,9 +18,9 @@ import (
 func TestProducerRecordRoundTrip(t *testing.T) {
 	id, last := txn.ID{Most: 7, Least: 42}, txn.ID{Most: 7, Least: 41}
 	rec := producerRecord{PID: 123, Epoch: 4, TimeoutMs: 60000, Txn: &id,
-		Partitions: []string{"persistent://public/default/t-partition-0"}, Groups: []string{"g"}, Last: &last, LastCommit: true}
+		Partitions: []string{"persistent://public/default/t-partition-0"}, Groups: []string{"g"}, Last: &last, LastCommit: true, Owner: "app"}
 	b := encodeProducer(rec)
-	want := `{"pid":123,"epoch":4,"timeoutMs":60000,"txn":{"Most":7,"Least":42},"partitions":["persistent://public/default/t-partition-0"],"groups":["g"],"last":{"Most":7,"Least":41},"lastCommit":true}`
+	want := `{"pid":123,"epoch":4,"timeoutMs":60000,"txn":{"Most":7,"Least":42},"partitions":["persistent://public/default/t-partition-0"],"groups":["g"],"last":{"Most":7,"Least":41},"lastCommit":true,"owner":"app"}`
 	if string(b) != want {
 		t.Fatalf("encoded %s\nwant    %s", b, want)
 	}
@@ -28,7 +28,7 @@ func TestProducerRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.PID != rec.PID || got.Epoch != rec.Epoch || *got.Txn != id || *got.Last != last || !got.LastCommit || got.Groups[0] != "g" {
+	if got.PID != rec.PID || got.Epoch != rec.Epoch || *got.Txn != id || *got.Last != last || !got.LastCommit || got.Groups[0] != "g" || got.Owner != "app" {
 		t.Fatalf("decoded %+v", got)
 	}
 	if _, err := decodeProducer([]byte("{")); err == nil {
@@ -174,4 +174,31 @@ func FuzzTxnValues(f *testing.F) {
 			t.Fatalf("decoded an invalid pending offset %+v", k)
 		}
 	})
+}
+
+// A transactional.id is its first role's: another role is refused
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), a superuser is not, nor anyone
+// for an id never initialised or initialised without authentication; a
+// new epoch keeps the owner.
+func TestTransactionalIDOwner(t *testing.T) {
+	rec := producerRecord{PID: 9, Epoch: 3, Owner: "app"}
+	if err := checkIDOwner(rec, true, "tid", "app", false); err != nil {
+		t.Fatalf("the owner: %v", err)
+	}
+	err := checkIDOwner(rec, true, "tid", "intruder", false)
+	if !errors.Is(err, txn.ErrNotOwner) || txnErrCode(err) != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("another role: %v (code %d)", err, txnErrCode(err))
+	}
+	if err := checkIDOwner(rec, true, "tid", "admin", true); err != nil {
+		t.Fatalf("a superuser: %v", err)
+	}
+	if err := checkIDOwner(producerRecord{}, false, "tid", "intruder", false); err != nil {
+		t.Fatalf("a new id: %v", err)
+	}
+	if err := checkIDOwner(producerRecord{PID: 1}, true, "tid", "intruder", false); err != nil {
+		t.Fatalf("an id without an owner: %v", err)
+	}
+	if next := bump(rec, true, 1000, func() int64 { return 77 }); next.Owner != "app" {
+		t.Fatalf("bumped owner %q", next.Owner)
+	}
 }
