@@ -85,6 +85,9 @@ type metrics struct {
 
 	// Table retention (tables.ApplyRetention).
 	retFiles, retBytes, retHeld, retTrims prometheus.Counter
+	// jointFallbacks: transactions across a table's partitions materialized
+	// per log after all (ObserveJointFallback).
+	jointFallbacks prometheus.Counter
 
 	lag struct {
 		sync.Mutex
@@ -148,6 +151,10 @@ func (m *metrics) init() {
 	m.retTrims = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lakegate_table_retention_log_trims_total",
 		Help: "Logs trimmed behind the files table retention removed.",
+	})
+	m.jointFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lakegate_materialization_joint_fallbacks_total",
+		Help: "Decisions, on this node, to materialize a transaction's records in several logs of a table per log after all (the logs did not all reach it within the joint wait, or one claim could not hold them): a table snapshot may then hold part of that transaction.",
 	})
 	// Pre-create the series a healthy node may never touch, so dashboards
 	// and alerts see zeros rather than absent series.
@@ -254,6 +261,11 @@ func (e *Engine) ObserveTableRetention(files int, bytes int64, held, trims int) 
 	m.retHeld.Add(float64(held))
 	m.retTrims.Add(float64(trims))
 }
+
+// ObserveJointFallback records a transaction across a table's partitions
+// whose records the table layer materializes per log after all
+// (docs/compaction.md, "Transactions across partitions").
+func (e *Engine) ObserveJointFallback() { e.metrics.jointFallbacks.Inc() }
 
 // SetCompactedEnd records that log id is compacted into its table up to
 // offset end (exclusive); lakegate_compaction_lag_records counts the
@@ -476,7 +488,7 @@ func (engineCollector) counterTemplates() []counterValue {
 func (c engineCollector) histograms() []prometheus.Collector {
 	m := &c.e.metrics
 	return []prometheus.Collector{m.flushSeconds, m.flushBytes, m.objRequests, m.objSeconds,
-		m.txnSeconds, m.txnResults, m.matSeconds, m.matResults, m.compSeconds, m.compResults, m.retFiles, m.retBytes, m.retHeld, m.retTrims}
+		m.txnSeconds, m.txnResults, m.matSeconds, m.matResults, m.compSeconds, m.compResults, m.retFiles, m.retBytes, m.retHeld, m.retTrims, m.jointFallbacks}
 }
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -69,6 +69,7 @@ func (t *Tables) jointPassed(id lakestream.LogID, j *index.Joint, logs []lakestr
 	}
 	if !w.passed && now-w.since >= t.opts.JointWait.Milliseconds() {
 		t.opts.Logger.Warn("tables: a transaction's logs did not all reach it in time: materialized per log", "log", id, "logs", logs, "record", j.Rev, "wait", t.opts.JointWait)
+		t.e.ObserveJointFallback()
 		for _, l := range logs {
 			t.jointWaits.m[l] = jointWait{rev: j.Rev, passed: true}
 		}
@@ -81,6 +82,7 @@ func (t *Tables) jointPassed(id lakestream.LogID, j *index.Joint, logs []lakestr
 // alone (a joint job that cannot be done: too large for one claim).
 func (t *Tables) jointGiveUp(logs []lakestream.LogID, j *index.Joint, why string) {
 	t.opts.Logger.Warn("tables: a transaction's chunks are materialized per log", "logs", logs, "record", j.Rev, "why", why)
+	t.e.ObserveJointFallback()
 	t.jointWaits.Lock()
 	defer t.jointWaits.Unlock()
 	if t.jointWaits.m == nil || len(t.jointWaits.m) >= jointWaitsMax {

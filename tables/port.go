@@ -62,6 +62,9 @@ type ChunkReplacer interface {
 type Observer interface {
 	ObserveMaterialization(id lakestream.LogID, st engine.CompactStats, d time.Duration, err error)
 	ObserveTableRetention(files int, bytes int64, held, trims int)
+	// ObserveJointFallback: a transaction's records in several logs of a
+	// table are materialized per log after all (joint.go).
+	ObserveJointFallback()
 }
 
 // Stores are the node's stores, in which this layer keeps its own objects

@@ -195,6 +195,7 @@ type Config struct {
 		Interval     time.Duration `yaml:"interval" default:"5s" doc:"How long a log with nothing old enough waits before it is checked again."`
 		ScanInterval time.Duration `yaml:"scanInterval" default:"10s" doc:"How often the catalog is listed for streams and their materialization policy."`
 		MaxInflight  int           `yaml:"maxInflight" default:"2" doc:"Compactions running at once on this node."`
+		JointWait    time.Duration `yaml:"jointWait" default:"30m" doc:"How long a log waits at a transaction's records for the table's other logs of that transaction to reach theirs, so that one table commit holds all of them (docs/compaction.md, Transactions across partitions); then each log materializes its part alone (lakegate_materialization_joint_fallbacks_total)."`
 		Maintenance  struct {
 			Interval            time.Duration `yaml:"interval" default:"10m" doc:"How often the node that compacts a table maintains it (table retention, Iceberg manifest rewrite and snapshot expiry, Delta log cleanup, orphan removal; docs/compaction.md, Maintenance); 0 turns maintenance off."`
 			SnapshotRetention   time.Duration `yaml:"snapshotRetention" default:"1h" doc:"Iceberg snapshots older than this are expired (time travel reaches back this far)."`

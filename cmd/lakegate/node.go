@@ -190,6 +190,7 @@ func storageConfig(c *Config, log *slog.Logger) (node.Config, error) {
 		},
 		Tables: tables.Options{
 			CompactAge:          c.Tables.Age,
+			JointWait:           c.Tables.JointWait,
 			CompactMaxBytes:     or(c.Tables.MaxBytes, mem.Compaction),
 			IcebergCatalog:      icebergCatalogConfig(c),
 			MaintenanceInterval: maintenanceInterval(c.Tables.Maintenance.Interval),
