@@ -639,18 +639,18 @@ func TestKafkaTxnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[int32]int64{}
+	got, codes := map[int32]int64{}, map[int32]error{}
 	for _, g := range resp.Groups {
 		for _, tp := range g.Topics {
 			for _, p := range tp.Partitions {
-				if tp.Topic == "ct-in" && p.ErrorCode == 0 {
-					got[p.Partition] = p.Offset
+				if tp.Topic == "ct-in" {
+					got[p.Partition], codes[p.Partition] = p.Offset, kerr.ErrorForCode(p.ErrorCode)
 				}
 			}
 		}
 	}
-	if got[0] != 2 || got[1] != 2 || got[2] != 2 {
-		t.Fatalf("the group's committed offsets: %v, want 2 on each of 3 partitions", got)
+	if got[0] != 2 || got[1] != 2 || got[2] != 2 || codes[0] != nil || codes[1] != nil || codes[2] != nil {
+		t.Fatalf("the group's committed offsets: %v (errors %v), want 2 on each of 3 partitions", got, codes)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/txn"
 )
 
@@ -65,11 +66,48 @@ func decodePending(b []byte) (kafkaCommit, error) {
 var errNotKafka = errors.New("kafka: a pending acknowledgement of a Pulsar consumer")
 
 // txnAwaits are the (transaction, group) pairs this node waits for, with
-// the partitions (Pulsar names) of their pending offsets.
+// the partitions (Pulsar names) of their pending offsets, and the
+// (partition, group) pairs being settled now.
 type txnAwaits struct {
 	mu struct {
 		sync.Mutex
 		m map[txnGroup]map[string]struct{}
+		// settling: one settler at a time per (partition, group) on this
+		// node, so the awaited outcome and an OffsetFetch do not write
+		// the group's cursor concurrently (the loser's write would fail
+		// as a conflict); an entry lives while someone holds or waits.
+		settling map[[2]string]*settleLock
+	}
+}
+
+type settleLock struct {
+	sync.Mutex
+	users int
+}
+
+// lockSettle takes the settling lock of (name, group); the function
+// returned releases it.
+func (w *txnAwaits) lockSettle(name, group string) func() {
+	k := [2]string{name, group}
+	w.mu.Lock()
+	if w.mu.settling == nil {
+		w.mu.settling = map[[2]string]*settleLock{}
+	}
+	l := w.mu.settling[k]
+	if l == nil {
+		l = &settleLock{}
+		w.mu.settling[k] = l
+	}
+	l.users++
+	w.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		w.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(w.mu.settling, k)
+		}
+		w.mu.Unlock()
 	}
 }
 
@@ -218,8 +256,27 @@ func (s *Server) awaitTxnOffsets(ctx context.Context, tc txn.Coordinator, id txn
 }
 
 // settleOne applies (committed) or drops the pending offset of
-// transaction id on (name, group).
+// transaction id on (name, group). Settlers on this node take turns; one
+// on another node (the group's coordinator moved) can still race this
+// one's cursor write, which then fails as a conflict: the settling is
+// tried again, and finds the offset settled or applies it once more (the
+// same offset: idempotent).
 func (s *Server) settleOne(ctx context.Context, tc txn.Coordinator, id txn.ID, group, name string, committed bool) error {
+	unlock := s.awaits.lockSettle(name, group)
+	defer unlock()
+	var err error
+	for range settleTries {
+		if err = s.settleOnce(ctx, tc, id, group, name, committed); !errors.Is(err, lakestream.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+// settleTries bounds settleOne's tries after conflicting cursor writes.
+const settleTries = 3
+
+func (s *Server) settleOnce(ctx context.Context, tc txn.Coordinator, id txn.ID, group, name string, committed bool) error {
 	if committed {
 		saved, err := tc.LoadAcks(ctx, name, group)
 		if err != nil {

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"hash/crc32"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -200,5 +203,39 @@ func TestTransactionalIDOwner(t *testing.T) {
 	}
 	if next := bump(rec, true, 1000, func() int64 { return 77 }); next.Owner != "app" {
 		t.Fatalf("bumped owner %q", next.Owner)
+	}
+}
+
+// Settlers of one (partition, group) take turns, and no entry outlives
+// its users.
+func TestSettleLock(t *testing.T) {
+	var w txnAwaits
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unlock := w.lockSettle("p", "g")
+			n := inside.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			runtime.Gosched()
+			inside.Add(-1)
+			unlock()
+		}()
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d settlers of (p, g) at once, want 1", m)
+	}
+	// Another pair is not held up by a held one.
+	unlock := w.lockSettle("p", "g")
+	w.lockSettle("p", "h")()
+	unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.mu.settling); n != 0 {
+		t.Fatalf("%d settling entries left, want 0", n)
 	}
 }
