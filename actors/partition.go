@@ -179,6 +179,10 @@ type PartitionState struct {
 	DedupEnd int64
 	// Terminated: the log is fenced (the topic was terminated).
 	Terminated bool
+	// Staged are the staging sets open at load whose staged entries'
+	// sequences Sequences holds: learned already (docs/dedup.md,
+	// "Transactional sends").
+	Staged []string
 }
 
 // Partition actions.
@@ -391,6 +395,9 @@ func NewPartition(cfg PartitionConfig, st PartitionState) *Partition {
 	if cfg.Dedup || st.Sequences != nil {
 		p.dedup = newDedupTable(st.Sequences, st.DedupEnd, cfg.DedupFailedMax)
 		p.staged = newStagedSets(cfg.StagedSetsMax, cfg.StagedLoadsMax)
+		for _, set := range st.Staged {
+			p.staged.learn(set)
+		}
 	}
 	return p
 }
@@ -1170,6 +1177,18 @@ func (st *stagedSets) use(set string) setUse {
 	return setWaiting
 }
 
+// learn marks set learned (the least recently used forgotten beyond max).
+func (st *stagedSets) learn(set string) {
+	if e, ok := st.learned[set]; ok {
+		st.lru.MoveToFront(e)
+		return
+	}
+	st.learned[set] = st.lru.PushFront(set)
+	for st.lru.Len() > st.max {
+		delete(st.learned, st.lru.Remove(st.lru.Back()).(string))
+	}
+}
+
 // reading reports whether set's read is in flight.
 func (st *stagedSets) reading(set string) bool { return st.reads[set] }
 
@@ -1179,10 +1198,7 @@ func (st *stagedSets) done(set string, learned bool) []string {
 	delete(st.reads, set)
 	st.inflight--
 	if learned {
-		st.learned[set] = st.lru.PushFront(set)
-		for st.lru.Len() > st.max {
-			delete(st.learned, st.lru.Remove(st.lru.Back()).(string))
-		}
+		st.learn(set)
 	}
 	var next []string
 	for st.inflight < st.loadsMax && len(st.queue) > 0 {

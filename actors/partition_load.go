@@ -22,8 +22,11 @@ import (
 //     of every entry's metadata), so it is exact after any crash.
 //   - Termination is the log's fence.
 //   - What earlier owners staged into staging sets still open is not in
-//     the log: the partition reads a set's staged entries when a SEND first
-//     names it (stagedSequences; docs/dedup.md, "Transactional sends").
+//     the log: the load reads the sets open on the log (up to
+//     loadStagedSetsMax; Log.OpenStagedSets) before the replay, so a set
+//     that commits meanwhile is in the replay and one still open is in the
+//     state; a set found later is read when a SEND first names it
+//     (stagedSequences; docs/dedup.md, "Transactional sends").
 
 const (
 	// InternalCursorPrefix starts the names of the log cursors the broker
@@ -43,6 +46,9 @@ const (
 	// replay on load.
 	dedupReplayRecordsMax = 1000
 	dedupReplayBytesMax   = 4 << 20
+	// loadStagedSetsMax bounds the open staging sets a load reads (each:
+	// a metadata range read, and the reads of the log's staged chunks).
+	loadStagedSetsMax = 10000
 )
 
 // IsInternalCursor reports whether a log cursor is the broker's own.
@@ -132,6 +138,30 @@ func (lp *LoadedPartition) loadDedup(ctx context.Context, cur lakestream.LogCurs
 	seqs := maps.Clone(cur.Properties())
 	if seqs == nil {
 		seqs = map[string]int64{}
+	}
+	// The open staging sets first, then the replay: a set that commits
+	// in between has its entries in the log by the replay's end.
+	sets, err := lp.log.OpenStagedSets(ctx, loadStagedSetsMax)
+	if err != nil {
+		return err
+	}
+	for _, set := range sets {
+		staged, err := stagedSequences(ctx, lp.log, set)
+		switch {
+		case errors.Is(err, lakestream.ErrStageEnded):
+			// Committed (the replay reads it) or discarded since listed.
+		case errors.Is(err, lakestream.ErrStageTooLarge):
+			// Not learned: a SEND naming it reads it again, and fails.
+			continue
+		case err != nil:
+			return err
+		}
+		for name, seq := range staged {
+			if prev, ok := seqs[name]; !ok || seq > prev {
+				seqs[name] = seq
+			}
+		}
+		lp.State.Staged = append(lp.State.Staged, set)
 	}
 	start := cur.MarkDeleteOffset() + 1
 	end := start

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -402,6 +403,99 @@ func TestPartitionActorStagedDedup(t *testing.T) {
 	}
 	if r := send(a3, sink3, 5, ""); r.Dup || r.Header.Offset != 5 {
 		t.Fatalf("plain SEND after the commit: %+v", r)
+	}
+	a3.Unload(true, "")
+}
+
+// TestPartitionLoadLearnsOpenSets: the owner that staged a transaction's
+// SENDs stops without a word; the next owner loads while the set is open
+// and is never sent into it; the set commits, and that owner's snapshot
+// covers the committed entries. The open set was read at its load, so the
+// snapshot holds the producer's sequence: an owner loaded after it knows
+// the last sequence id and answers a resend of a committed one as a
+// duplicate (docs/dedup.md, "Transactional sends").
+func TestPartitionLoadLearnsOpenSets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := objstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := meta.NewMem(meta.MemOptions{})
+	defer func() { st.Close(); ms.Close() }()
+	e, err := engine.New(st, ms, engine.Options{NodeID: "n", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	log, err := e.Log(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := NewRuntime(nil)
+	defer rt.Shutdown()
+	const set = "txn-0-9"
+	load := func() (*PartitionActor, *LoadedPartition) {
+		t.Helper()
+		lp, err := LoadPartition(ctx, log, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return StartPartition(rt, PartitionOptions{Name: "t", Log: log, State: lp, Config: PartitionConfig{Dedup: true}}), lp
+	}
+	producer := func(a *PartitionActor, id uint64, name string) (*eventSink, ProducerAnswer) {
+		t.Helper()
+		sink := &eventSink{events: make(chan any, 16)}
+		ans := a.AddProducer(ProducerSpec{ID: id, Name: name}, sink)
+		if ans.Err != nil {
+			t.Fatal(ans.Err)
+		}
+		return sink, ans
+	}
+	send := func(a *PartitionActor, sink *eventSink, id uint64, name string, seq uint64, stage string) SendReceipt {
+		t.Helper()
+		if err := a.Send(id, SendRequest{Seq: seq, Highest: seq, Records: 1, Payload: stagedEntry(t, name, seq), Stage: stage}); err != nil {
+			t.Fatal(err)
+		}
+		r, ok := nextEvent(t, ctx, sink).(SendReceipt)
+		if !ok || r.Seq != seq {
+			t.Fatalf("SEND %d of %s: %#v", seq, name, r)
+		}
+		return r
+	}
+
+	a1, _ := load()
+	sink1, _ := producer(a1, 1, "a")
+	for seq := range uint64(3) {
+		send(a1, sink1, 1, "a", seq, set)
+	}
+	a1.Unload(false, "") // killed: no snapshot, nothing handed over
+
+	a2, lp2 := load()
+	if !slices.Equal(lp2.State.Staged, []string{set}) || lp2.State.Sequences["a"] != 2 {
+		t.Fatalf("loaded with the set open: staged %q, sequences %v; want [%s], a: 2", lp2.State.Staged, lp2.State.Sequences, set)
+	}
+	if err := e.CommitStaged(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	// Another producer's SEND after the commit: the owner's state now
+	// covers the committed entries, and its snapshot says so.
+	sinkB, _ := producer(a2, 2, "b")
+	if r := send(a2, sinkB, 2, "b", 0, ""); r.Dup || r.Header.Offset != 3 {
+		t.Fatalf("SEND after the commit: %+v, want offset 3", r)
+	}
+	a2.Unload(true, "")
+	if cur, err := log.LoadCursor(ctx, DedupCursorName); err != nil || cur.MarkDeleteOffset() < 3 {
+		t.Fatalf("the snapshot does not cover the committed entries: %v", err)
+	}
+
+	a3, _ := load()
+	sink3, ans := producer(a3, 1, "a")
+	if ans.LastSequence != 2 {
+		t.Fatalf("last sequence of a restarted producer %d, want 2", ans.LastSequence)
+	}
+	if r := send(a3, sink3, 1, "a", 1, ""); !r.Dup {
+		t.Fatalf("resend of a committed sequence: %+v, want a duplicate", r)
 	}
 	a3.Unload(true, "")
 }

@@ -49,6 +49,14 @@ func (k keys) stageEnd(set string) string           { return k.stageSet(set) + "
 func (k keys) stageLast(set string) string          { return k.stageSet(set) + "last" }
 func (k keys) stagedRecord(set, name string) string { return k.stageChunks(set) + name }
 
+// logStaged lists set as open on log id: put with every staged record of
+// the set holding a chunk of the log, deleted by the set's end (or, past
+// it, by OpenStagedSets).
+func (k keys) logStagedPrefix(id lakestream.LogID) string { return k.log(id) + "staged/" }
+func (k keys) logStaged(id lakestream.LogID, set string) string {
+	return k.logStagedPrefix(id) + set
+}
+
 // isStagedChunkKey reports whether rest (a key after stage/) is a staged
 // record's: <set>/c/<node>/<seq>.
 func isStagedChunkKey(rest string) bool {

@@ -178,9 +178,12 @@ func (e *Engine) CommitStaged(ctx context.Context, set string) error {
 			cmps = append(cmps, meta.Cmp{Key: key})
 			ops = append(ops, meta.Put(key, v), meta.Put(e.keys.commitSync(), []byte(key)))
 		}
+		logs := chunkLogs(chunks)
+		ops, after := e.withLogStagedDeletes(ops, set, logs)
 		ok, rev, err := e.meta.Txn(ctx, cmps, ops)
 		switch {
 		case err == nil && ok:
+			e.dropLogStaged(ctx, set, after)
 			if len(chunks) == 0 {
 				return nil
 			}
@@ -276,27 +279,35 @@ func (e *Engine) stagedChunks(set string, records []meta.KV) ([]index.RecordChun
 }
 
 // DiscardStaged implements lakestream.Staging: end = "abort" and the
-// staged records deleted, in one transaction (idempotent).
+// staged records deleted, in one transaction (idempotent), with the
+// logs' keys listing the set (read from its records first; those of a
+// record staged between that read and the end are left to
+// OpenStagedSets, which sweeps keys of ended sets).
 func (e *Engine) DiscardStaged(ctx context.Context, set string) error {
 	if err := checkStageName(set, false); err != nil {
 		return err
 	}
 	endKey := e.keys.stageEnd(set)
-	ops := []meta.Op{meta.Delete(e.keys.stageLast(set)), meta.DeletePrefix(e.keys.stageChunks(set))}
 	for attempt := 1; ; attempt++ {
-		kv, found, err := e.meta.Get(ctx, endKey)
+		records, end, err := e.readStagedKeys(ctx, set)
 		if err == nil {
 			var ok bool
 			switch {
-			case found && string(kv.Value) == stageCommitted:
+			case end == stageCommitted:
 				return fmt.Errorf("%w: staging set %s was committed", lakestream.ErrStageEnded, set)
-			case found:
+			case end != "":
 				// Aborted already (by this call's lost reply, or another
 				// call): its transaction deleted the staged records, and
 				// none comes after an end.
 				return nil
 			default:
-				ok, _, err = e.meta.Txn(ctx, []meta.Cmp{{Key: endKey}}, append([]meta.Op{meta.Put(endKey, []byte(stageAborted))}, ops...))
+				ops := []meta.Op{meta.Put(endKey, []byte(stageAborted)), meta.Delete(e.keys.stageLast(set)), meta.DeletePrefix(e.keys.stageChunks(set))}
+				var after []lakestream.LogID
+				ops, after = e.withLogStagedDeletes(ops, set, recordLogs(records))
+				ok, _, err = e.meta.Txn(ctx, []meta.Cmp{{Key: endKey}}, ops)
+				if err == nil && ok {
+					e.dropLogStaged(ctx, set, after)
+				}
 			}
 			if err == nil && ok {
 				return nil
@@ -312,6 +323,108 @@ func (e *Engine) DiscardStaged(ctx context.Context, set string) error {
 			return fmt.Errorf("%w: discard staging set %s: %w", lakestream.ErrUnavailable, set, err)
 		}
 	}
+}
+
+// chunkLogs returns the distinct logs of chunks, in order.
+func chunkLogs(chunks []index.RecordChunk) []lakestream.LogID {
+	var out []lakestream.LogID
+	for _, ch := range chunks {
+		if id := lakestream.LogID(ch.Log); !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// recordLogs returns the distinct logs of staged records (voids and
+// records that do not decode are skipped: their keys, if any, are swept).
+func recordLogs(records []meta.KV) []lakestream.LogID {
+	var out []lakestream.LogID
+	for _, kv := range records {
+		if index.IsVoid(kv.Value) {
+			continue
+		}
+		r, err := index.DecodeRecord(kv.Value)
+		if err != nil {
+			continue
+		}
+		for _, id := range chunkLogs(r.Chunks) {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// withLogStagedDeletes adds to a set's ending transaction ops the deletes
+// of its logs' keys listing it (logs/<log>/staged/<set>) while the
+// transaction stays within MaxTxnOps; it returns the logs left for
+// dropLogStaged after it.
+func (e *Engine) withLogStagedDeletes(ops []meta.Op, set string, logs []lakestream.LogID) ([]meta.Op, []lakestream.LogID) {
+	n := min(len(logs), max(e.meta.MaxTxnOps()-len(ops), 0))
+	for _, id := range logs[:n] {
+		ops = append(ops, meta.Delete(e.keys.logStaged(id, set)))
+	}
+	return ops, logs[n:]
+}
+
+// dropLogStaged deletes the keys listing an ended set on logs, in
+// transactions of at most MaxTxnOps deletes. A failure leaves keys that
+// OpenStagedSets sweeps: logged only.
+func (e *Engine) dropLogStaged(ctx context.Context, set string, logs []lakestream.LogID) {
+	for len(logs) > 0 {
+		n := min(len(logs), e.meta.MaxTxnOps())
+		var ops []meta.Op
+		for _, id := range logs[:n] {
+			ops = append(ops, meta.Delete(e.keys.logStaged(id, set)))
+		}
+		if _, _, err := e.meta.Txn(ctx, nil, ops); err != nil {
+			e.opts.Logger.Warn("engine: deleting an ended staging set's log keys (swept at a later listing)", "set", set, "err", err)
+			return
+		}
+		logs = logs[n:]
+	}
+}
+
+// OpenStagedSets implements lakestream.LogStaged: the sets listed under
+// logs/<log>/staged/, each checked with one range read of its first key —
+// a staged record: open; its end, or nothing (its end forgotten): ended,
+// and the listing key is swept (deleted if unchanged since read).
+func (l *logHandle) OpenStagedSets(ctx context.Context, limit int) ([]string, error) {
+	if l.e.closed() {
+		return nil, lakestream.ErrClosed
+	}
+	p := l.e.keys.logStagedPrefix(l.id)
+	start, stop := p, prefixEnd(p)
+	var out []string
+	for len(out) < limit {
+		kvs, err := l.e.meta.Range(ctx, start, stop, stageReadPage)
+		if err != nil {
+			return nil, fmt.Errorf("%w: log %d: staging sets: %w", lakestream.ErrUnavailable, l.id, err)
+		}
+		for _, kv := range kvs {
+			set := strings.TrimPrefix(kv.Key, p)
+			first, err := l.e.meta.Range(ctx, l.e.keys.stageSet(set), prefixEnd(l.e.keys.stageSet(set)), 1)
+			if err != nil {
+				return nil, fmt.Errorf("%w: staging set %s: %w", lakestream.ErrUnavailable, set, err)
+			}
+			if len(first) == 1 && strings.HasPrefix(first[0].Key, l.e.keys.stageChunks(set)) {
+				if out = append(out, set); len(out) == limit {
+					break
+				}
+				continue
+			}
+			if _, _, err := l.e.meta.Txn(ctx, []meta.Cmp{{Key: kv.Key, ModRevision: kv.ModRevision}}, []meta.Op{meta.Delete(kv.Key)}); err != nil {
+				l.e.opts.Logger.Warn("engine: sweeping an ended staging set's log key", "log", l.id, "set", set, "err", err)
+			}
+		}
+		if len(kvs) < stageReadPage {
+			break
+		}
+		start = kvs[len(kvs)-1].Key + "\x00"
+	}
+	return out, nil
 }
 
 // ForgetStaged implements lakestream.Staging: deletes the set's end (and

@@ -521,8 +521,16 @@ func testStagedLostReplies(t *testing.T, fault meta.Fault) {
 			t.Fatal(err)
 		}
 	}
+	for id, want := range map[lakestream.LogID]int{1: 1, 2: 0, 3: 1} {
+		if sets, err := mustLog(t, ctx, e, id).OpenStagedSets(ctx, 10); err != nil || len(sets) != want {
+			t.Fatalf("log %d lists %q (%v), want %d set", id, sets, err, want)
+		}
+	}
 	if err := e.CommitStaged(ctx, "t"); err != nil {
 		t.Fatal(err)
+	}
+	if keys := logStagedKeys(t, ctx, e); len(keys) != 0 {
+		t.Fatalf("log keys left after the commit: %q", keys)
 	}
 	if !stagedOnly.Load() || !mixed.Load() || !committing.Load() {
 		t.Fatalf("faults injected: staged only %v, mixed %v, commit %v", stagedOnly.Load(), mixed.Load(), committing.Load())
@@ -532,5 +540,102 @@ func testStagedLostReplies(t *testing.T, fault meta.Fault) {
 		if len(got) != 1 || !bytes.Equal(got[0].Payload, want) {
 			t.Fatalf("log %d: %d entries, want one", id, len(got))
 		}
+	}
+}
+
+// logStagedKeys returns the logs/<log>/staged/<set> keys in the store.
+func logStagedKeys(t *testing.T, ctx context.Context, e *Engine) []string {
+	t.Helper()
+	kvs, err := e.meta.Range(ctx, e.keys.logsPrefix(), prefixEnd(e.keys.logsPrefix()), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range kvs {
+		if strings.Contains(kv.Key, "/staged/") {
+			out = append(out, strings.TrimPrefix(kv.Key, e.keys.logsPrefix()))
+		}
+	}
+	return out
+}
+
+// TestLogStagedKeys: a flush staging one set into more logs than one
+// transaction may write keys for (MaxTxnOps 5) spreads the set over
+// several staged records and lists the set on every log; its commit,
+// unable to delete every log's key in its own transaction, deletes the
+// rest after it, and the set's entries enter every log once, in order.
+// Keys left behind (the delete after an end lost, an end forgotten) are
+// swept by the next listing.
+func TestLogStagedKeys(t *testing.T) {
+	st, err := objstore.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := meta.NewMem(meta.MemOptions{MaxTxnOps: 5})
+	t.Cleanup(func() { st.Close(); ms.Close() })
+	env := &testEnv{meta: ms, store: st}
+	ctx := ctxT(t)
+	// 8 entries of 20 bytes cut one flush.
+	e := env.engine(t, Options{Linger: time.Hour, FlushBytes: 150, Logger: quietLogger})
+	const logs = 8
+	done := make(chan error, logs)
+	for id := lakestream.LogID(1); id <= logs; id++ {
+		if err := mustLog(t, ctx, e, id).AppendAsync(ctx, 1, []byte(fmt.Sprintf("log %d: staged entry", id)), func(h lakestream.EntryHeader, err error) {
+			if err == nil && h.Offset != -1 {
+				err = fmt.Errorf("staged append at offset %d", h.Offset)
+			}
+			done <- err
+		}, lakestream.WithStage("wide")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range logs {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	records, _, err := e.readStagedKeys(ctx, "wide")
+	if err != nil || len(records) < 2 {
+		t.Fatalf("the flush wrote %d staged records (%v), want the set spread over several", len(records), err)
+	}
+	for id := lakestream.LogID(1); id <= logs; id++ {
+		if sets, err := mustLog(t, ctx, e, id).OpenStagedSets(ctx, 10); err != nil || len(sets) != 1 || sets[0] != "wide" {
+			t.Fatalf("log %d lists %q (%v), want [wide]", id, sets, err)
+		}
+	}
+	if err := e.CommitStaged(ctx, "wide"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := logStagedKeys(t, ctx, e); len(keys) != 0 {
+		t.Fatalf("log keys left after the commit: %q", keys)
+	}
+	for id := lakestream.LogID(1); id <= logs; id++ {
+		got := readLog(t, ctx, e, id)
+		if len(got) != 1 || string(got[0].Payload) != fmt.Sprintf("log %d: staged entry", id) {
+			t.Fatalf("log %d after the commit: %d entries", id, len(got))
+		}
+	}
+
+	// Left behind: a committed set's key, and a key of a set whose end
+	// was forgotten since. An open set's key stays.
+	e = env.engine(t, Options{NodeID: "prompt", Logger: quietLogger})
+	stageAppend(t, ctx, e, 1, "open", 1, []byte("open"))
+	stageAppend(t, ctx, e, 1, "forgotten", 1, []byte("forgotten"))
+	if err := e.CommitStaged(ctx, "forgotten"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ForgetStaged(ctx, "forgotten"); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"forgotten", "wide"} {
+		if _, _, err := ms.Txn(ctx, nil, []meta.Op{meta.Put(e.keys.logStaged(1, set), []byte("left"))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sets, err := mustLog(t, ctx, e, 1).OpenStagedSets(ctx, 10); err != nil || len(sets) != 1 || sets[0] != "open" {
+		t.Fatalf("log 1 lists %q (%v), want [open]", sets, err)
+	}
+	if keys := logStagedKeys(t, ctx, e); len(keys) != 1 || !strings.HasSuffix(keys[0], "/staged/open") {
+		t.Fatalf("log keys after the sweep: %q, want the open set's", keys)
 	}
 }

@@ -566,55 +566,58 @@ func (p *flushPart) dropStaged(set string, id lakestream.LogID) {
 // splitParts splits ids into parts whose transactions carry at most
 // MaxTxnOps compares (one for the record key, one for commits/sync when the
 // record is to be applied on its reply, one per distinct guard, one per
-// staging set) and operations (two for the record, two per set). A log's
-// chunk, and a set's chunks, are never split.
+// staging set) and operations (two for the record; per staging set two,
+// and one per log: its logs/<log>/staged/<set> key). A log's chunk is
+// never split; a set's logs are kept together while they fit one part,
+// else spread over parts (its staged records keep each log's order:
+// CommitStaged orders them by revision, then position).
 func (w *walWriter) splitParts(f *flush, ids []lakestream.LogID) []flushPart {
 	var out []flushPart
 	var cur flushPart
 	var guards []*ownership
+	stagedLogs := 0 // staged logs in cur
 	maxOps := w.e.meta.MaxTxnOps()
-	add := func(logs []lakestream.LogID, set string) {
+	add := func(id lakestream.LogID, set string) {
 		var gs []*ownership
-		for _, id := range logs {
-			for _, g := range guardsOf(f.byLog[id]) {
-				if !slices.Contains(guards, g) && !slices.Contains(gs, g) {
-					gs = append(gs, g)
-				}
+		for _, g := range guardsOf(f.byLog[id]) {
+			if !slices.Contains(guards, g) {
+				gs = append(gs, g)
 			}
 		}
-		sets := len(cur.sets)
-		if set != "" {
+		newSet := set != "" && !slices.Contains(cur.sets, set)
+		sets, logs := len(cur.sets), stagedLogs
+		if newSet {
 			sets++
 		}
-		if !cur.empty() && (2+len(guards)+len(gs)+sets > maxOps || 2+2*sets > maxOps) {
+		if set != "" {
+			logs++
+		}
+		if !cur.empty() && (2+len(guards)+len(gs)+sets > maxOps || 2+2*sets+logs > maxOps) {
 			out = append(out, cur)
-			cur, guards = flushPart{}, nil
-			gs = nil
-			for _, id := range logs {
-				for _, g := range guardsOf(f.byLog[id]) {
-					if !slices.Contains(gs, g) {
-						gs = append(gs, g)
-					}
-				}
-			}
+			cur, guards, stagedLogs = flushPart{}, nil, 0
+			gs = guardsOf(f.byLog[id])
+			newSet = set != ""
 		}
 		guards = append(guards, gs...)
 		if set == "" {
-			cur.logs = append(cur.logs, logs...)
+			cur.logs = append(cur.logs, id)
 			return
 		}
-		if cur.staged == nil {
-			cur.staged = map[string][]lakestream.LogID{}
+		if newSet {
+			if cur.staged == nil {
+				cur.staged = map[string][]lakestream.LogID{}
+			}
+			cur.sets = append(cur.sets, set)
 		}
-		cur.staged[set] = logs
-		cur.sets = append(cur.sets, set)
+		cur.staged[set] = append(cur.staged[set], id)
+		stagedLogs++
 	}
 	bySet := map[string][]lakestream.LogID{}
 	var sets []string
 	for _, id := range ids {
 		set := f.stage[id]
 		if set == "" {
-			add([]lakestream.LogID{id}, "")
+			add(id, "")
 			continue
 		}
 		if _, ok := bySet[set]; !ok {
@@ -623,7 +626,15 @@ func (w *walWriter) splitParts(f *flush, ids []lakestream.LogID) []flushPart {
 		bySet[set] = append(bySet[set], id)
 	}
 	for _, set := range sets {
-		add(bySet[set], set)
+		if n := len(bySet[set]); n+2 <= maxOps && !cur.empty() && 2+2*(len(cur.sets)+1)+stagedLogs+n > maxOps {
+			// The set fits a part of its own but not the rest of this
+			// one: it starts the next, whole.
+			out = append(out, cur)
+			cur, guards, stagedLogs = flushPart{}, nil, 0
+		}
+		for _, id := range bySet[set] {
+			add(id, set)
+		}
 	}
 	if !cur.empty() {
 		out = append(out, cur)
@@ -688,6 +699,11 @@ func (w *walWriter) commitRecord(ctx context.Context, f *flush, p flushPart, ref
 			}
 			cmps = append(cmps, meta.Cmp{Key: w.e.keys.stageEnd(set)})
 			ops = append(ops, meta.Put(staged[i], sr.Encode()), meta.Put(w.e.keys.stageLast(set), []byte(staged[i])))
+			// Each log lists the set as open (OpenStagedSets), until
+			// its end deletes the key.
+			for _, id := range p.staged[set] {
+				ops = append(ops, meta.Put(w.e.keys.logStaged(id, set), []byte(staged[i])))
+			}
 		}
 		again = false
 		for _, g := range guards {

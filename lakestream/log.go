@@ -162,6 +162,14 @@ type LogStaged interface {
 	// set name; ErrUnavailable (a metadata or object read failed); ctx's
 	// error. fn is called on the caller's goroutine.
 	ReadStaged(ctx context.Context, set string, fn func(Entry) bool) error
+
+	// OpenStagedSets returns up to limit staging sets holding entries of
+	// this log staged and not yet committed or discarded, in name order:
+	// every set a staged append into this log was answered for before
+	// the call, and not ended before it. A set may end meanwhile (then
+	// ReadStaged tells ErrStageEnded). Errors: ErrUnavailable, ErrClosed,
+	// ctx's error.
+	OpenStagedSets(ctx context.Context, limit int) ([]string, error)
 }
 
 // LogAppender is the facet of a Log that appends to it.

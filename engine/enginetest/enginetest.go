@@ -137,6 +137,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"AppendAsync", testAppendAsync},
 		{"AppendChain", testAppendChain},
 		{"ReadStaged", testReadStaged},
+		{"OpenStagedSets", testOpenStagedSets},
 		{"ManyLogsSmallTxns", testManyLogsSmallTxns},
 		{"InvalidAppends", testInvalidAppends},
 		{"Closed", testClosed},
@@ -1956,4 +1957,49 @@ func testReadStaged(t *testing.T, env Env) {
 			t.Fatalf("log 1 entry %d after the commit: %q, want %q", i, e.Payload, want[i])
 		}
 	}
+}
+
+// testOpenStagedSets: Log.OpenStagedSets lists the sets with entries of
+// the log staged — staged on two engines, listed on a third —, in name
+// order, up to its limit; a set leaves the lists of all its logs when it
+// is committed or discarded, and a log nothing was staged into lists
+// none.
+func testOpenStagedSets(t *testing.T, env Env) {
+	ctx := testCtx(t)
+	a, b, c := env.Start(t), env.Start(t), env.Start(t)
+	stage := func(e *engine.Engine, id lakestream.LogID, set string) {
+		t.Helper()
+		if h, err := openLog(t, e, id).Append(ctx, 1, payload(id, 0, 10), lakestream.WithStage(set)); err != nil || h.Offset != -1 {
+			t.Fatalf("staged append to log %d, set %s: %+v %v", id, set, h, err)
+		}
+	}
+	stage(a, 1, "txn-b")
+	stage(b, 2, "txn-b")
+	stage(b, 1, "txn-a")
+	stage(a, 1, "txn-c")
+	stage(a, 1, "txn-b") // again: listed once
+	list := func(id lakestream.LogID, limit int, want ...string) {
+		t.Helper()
+		got, err := openLog(t, c, id).OpenStagedSets(ctx, limit)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("log %d: OpenStagedSets(%d) = %q, %v; want %q", id, limit, got, err, want)
+		}
+	}
+	list(1, 10, "txn-a", "txn-b", "txn-c")
+	list(1, 2, "txn-a", "txn-b")
+	list(2, 10, "txn-b")
+	list(3, 10)
+	if err := c.CommitStaged(ctx, "txn-b"); err != nil {
+		t.Fatal(err)
+	}
+	list(1, 10, "txn-a", "txn-c")
+	list(2, 10)
+	if err := b.DiscardStaged(ctx, "txn-a"); err != nil {
+		t.Fatal(err)
+	}
+	list(1, 10, "txn-c")
+	if err := a.CommitStaged(ctx, "txn-c"); err != nil {
+		t.Fatal(err)
+	}
+	list(1, 10)
 }
