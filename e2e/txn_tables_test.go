@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/lakegate/lakegate/lakehouse"
 	"github.com/lakegate/lakegate/objstore"
@@ -37,12 +36,7 @@ func TestTxnTablesAllOrNone(t *testing.T) {
 	if code := admDo(t, http.MethodPut, node.httpURL+"/admin/v2/persistent/public/default/txn-table-all/partitions", "application/json", "3", nil); code/100 != 2 {
 		t.Fatalf("create: HTTP %d", code)
 	}
-	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: node.pulsarURL, OperationTimeout: 30 * time.Second,
-		EnableTransaction: true, Logger: plog.DefaultNopLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newTxnClient(t, node.pulsarURL, 30*time.Second, 0)
 	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, MessageRouter: partitionRouter, DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)

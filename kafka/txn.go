@@ -43,7 +43,9 @@ import (
 const (
 	// maxTransactionalIDBytes bounds a transactional.id.
 	maxTransactionalIDBytes = 1024
-	// maxTxnProducers bounds the transactional.id records a node caches.
+	// maxTxnProducers bounds the transactional.id records a node caches;
+	// a new id past it starts the cache over (txnProducers.entry: the
+	// records are read back from the store).
 	maxTxnProducers = 10_000
 	// maxTxnGroups bounds the groups one transaction commits offsets of.
 	maxTxnGroups = 100
@@ -469,6 +471,14 @@ func handleAddPartitionsToTxn(c *conn, req kmsg.Request, a *answer) {
 		err = tc.AddPartitions(ctx, *rec.Txn, names, c.role())
 		if e.rec.Txn != nil {
 			err = s.addFailed(ctx, tc, e, r.TransactionalID, err)
+		} else if err != nil {
+			// The transaction this request opened is in no record: abort
+			// it, or it would hold a place among the coordinator's open
+			// transactions until its timeout (a refused addition: over
+			// the coordinator's partitions per transaction).
+			if aerr := tc.Abort(ctx, *rec.Txn, "its first AddPartitionsToTxn was refused"); aerr != nil {
+				s.log.Debug("kafka: aborting a transaction no record holds", "txn", *rec.Txn, "err", aerr)
+			}
 		}
 	}
 	if err == nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/lakegate/lakegate/engine"
 	"github.com/lakegate/lakegate/engine/index"
 	"github.com/lakegate/lakegate/engine/wal"
-	"github.com/lakegate/lakegate/lakehouse/delta"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/meta"
 )
@@ -330,35 +329,10 @@ func (t *Tables) finishJoint(ctx context.Context, id lakestream.LogID, claims []
 		}
 	}
 	if !committed {
-		typed, err := t.loadTableSchema(ctx, c.Root)
-		if err != nil {
+		// Steps 3 and 3b: one Delta commit, one Iceberg commit.
+		if err := t.commitTables(ctx, id, claims); err != nil {
 			return st, err
 		}
-		unlock := t.lockTable(c.Root)
-		defer unlock()
-		// Step 3: one Delta commit, a txn per log; idempotent by them.
-		if c.has(formatDelta) {
-			tbl, err := delta.Open(ctx, t.st.Objects, c.Root, delta.WithClock(t.opts.Now))
-			if err != nil {
-				return st, err
-			}
-			if err := t.commitClaim(ctx, tbl, claims, typed); err != nil {
-				return st, err
-			}
-		}
-		if err := t.hook(id, "commit"); err != nil {
-			return st, err
-		}
-		// Step 3b: one Iceberg commit, every log's end property.
-		if c.has(formatIceberg) {
-			if err := t.commitIceberg(ctx, claims, typed); err != nil {
-				return st, err
-			}
-		}
-		if err := t.hook(id, "iceberg"); err != nil {
-			return st, err
-		}
-		unlock()
 	}
 
 	// Step 4, per log: its index entries replaced and its claim indexed,

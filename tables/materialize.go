@@ -425,45 +425,10 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 		news[i] = engine.NewChunk{Entry: ie, Decoded: decoded[ie.Object]}
 	}
 
-	// The table's typed columns, as stored now: a superset of those of
-	// the claim's files (they only grow); both formats add what they lack.
-	typed, err := t.loadTableSchema(ctx, c.Root)
-	if err != nil {
+	// Steps 3 and 3b: the Delta and Iceberg commits.
+	if err := t.commitTables(ctx, id, []claimPart{{id: id, c: c}}); err != nil {
 		return st, err
 	}
-
-	// Steps 3 and 3b run one log at a time per table on this node: the
-	// partitions of a topic share its tables, and racing them would only
-	// lose compare-and-swaps to each other (docs/compaction.md,
-	// "Scheduling").
-	unlock := t.lockTable(c.Root)
-	defer unlock()
-
-	// Step 3: commit to Delta; idempotent by the txn version.
-	if c.has(formatDelta) {
-		tbl, err := delta.Open(ctx, t.st.Objects, c.Root, delta.WithClock(t.opts.Now))
-		if err != nil {
-			return st, err
-		}
-		if err := t.commitClaim(ctx, tbl, []claimPart{{id: id, c: c}}, typed); err != nil {
-			return st, err
-		}
-	}
-	if err := t.hook(id, "commit"); err != nil {
-		return st, err
-	}
-
-	// Step 3b: commit to Iceberg; idempotent by the lakegate.log.<id>.end
-	// table property.
-	if c.has(formatIceberg) {
-		if err := t.commitIceberg(ctx, []claimPart{{id: id, c: c}}, typed); err != nil {
-			return st, err
-		}
-	}
-	if err := t.hook(id, "iceberg"); err != nil {
-		return st, err
-	}
-	unlock()
 
 	// Step 4: replace the WAL index entries of [From, End) by the files',
 	// and mark the claim indexed, in one transaction.
@@ -493,6 +458,50 @@ func (t *Tables) finishClaim(ctx context.Context, id lakestream.LogID, c tableCl
 		t.e.DropIntent(ctx, k)
 	}
 	return st, nil
+}
+
+// commitTables runs steps 3 and 3b of claims (one, or a joint job's, all
+// of one table: claims[0]'s root and formats): one Delta commit, then one
+// Iceberg commit, of every claim's files and end, each idempotent (by the
+// Delta txn versions and the lakegate.log.<id>.end table properties).
+// Test hooks "commit" and "iceberg" run after each, as log id.
+func (t *Tables) commitTables(ctx context.Context, id lakestream.LogID, claims []claimPart) error {
+	c := claims[0].c
+	// The table's typed columns, as stored now: a superset of those of
+	// the claims' files (they only grow); both formats add what they lack.
+	typed, err := t.loadTableSchema(ctx, c.Root)
+	if err != nil {
+		return err
+	}
+
+	// Steps 3 and 3b run one job at a time per table on this node: the
+	// partitions of a topic share its tables, and racing them would only
+	// lose compare-and-swaps to each other (docs/compaction.md,
+	// "Scheduling").
+	unlock := t.lockTable(c.Root)
+	defer unlock()
+
+	// Step 3: one Delta commit, a txn per log.
+	if c.has(formatDelta) {
+		tbl, err := delta.Open(ctx, t.st.Objects, c.Root, delta.WithClock(t.opts.Now))
+		if err != nil {
+			return err
+		}
+		if err := t.commitClaim(ctx, tbl, claims, typed); err != nil {
+			return err
+		}
+	}
+	if err := t.hook(id, "commit"); err != nil {
+		return err
+	}
+
+	// Step 3b: one Iceberg commit, every log's end property.
+	if c.has(formatIceberg) {
+		if err := t.commitIceberg(ctx, claims, typed); err != nil {
+			return err
+		}
+	}
+	return t.hook(id, "iceberg")
 }
 
 // claimPart is one log's claim in a table commit: one of a joint job's
