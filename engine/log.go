@@ -979,7 +979,8 @@ func (l *logHandle) trimRun(ctx context.Context, first int64) error {
 	}
 }
 
-// delete tombstones the log and removes its index and cursors.
+// delete tombstones the log and removes its index, cursors and the
+// listing of its open staging sets.
 // The delete is a control record; its transaction also puts the tombstone
 // head (so a fold racing it fails its compare) and deletes the index and
 // cursor keys.
@@ -997,6 +998,7 @@ func (l *logHandle) delete(ctx context.Context) error {
 		meta.Put(l.e.keys.head(l.id), t.Encode()),
 		meta.DeletePrefix(l.e.keys.idxPrefix(l.id)),
 		meta.DeletePrefix(l.e.keys.cursorPrefix(l.id)),
+		meta.DeletePrefix(l.e.keys.logStagedPrefix(l.id)),
 	}, index.Control{Op: index.OpDelete, Log: int64(l.id)}); err != nil {
 		return err
 	}
