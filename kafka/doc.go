@@ -27,6 +27,9 @@
 //	            a transactional.id's record, InitProducerId with one,
 //	            AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the check of a
 //	            transactional Produce (its staging set)
+//	txn_expiry.go  the expiry of unused transactional.ids (Kafka's
+//	            transactional.id.expiration.ms): the sweep of the records
+//	            of the coordinators this node serves
 //	txn_offsets.go  TxnOffsetCommit: offsets pending in a transaction,
 //	            applied when it commits, settled before OffsetFetch
 //	configs.go  DescribeConfigs
@@ -43,7 +46,8 @@
 // producers.mu, a kproducer's mu, servedCache.mu, ownedGroups.mu,
 // txnProducers.mu, txnAwaits.mu and conn.auth are leaves; a txnProducer's
 // mu (one transactional.id) is held across the coordinator's and the
-// store's calls of one request and taken before those leaves; a kproducer's sendMu is held while a send is
+// store's calls of one request (or of the expiry sweep's compare-and-
+// delete) and taken before those leaves; a kproducer's sendMu is held while a send is
 // handed to its partition actor (which may wait while the actor's mailbox
 // is full) and is never taken by the actor. The group coordinator's locking
 // is its own (group.go).

@@ -16,6 +16,7 @@ type metrics struct {
 	fetchedRecords   prometheus.Counter
 	fetchedBytes     prometheus.Counter
 	authFailures     prometheus.Counter
+	txnIDsExpired    prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -56,6 +57,10 @@ func newMetrics(s *Server) *metrics {
 			Name: "lakegate_kafka_authentication_failures_total",
 			Help: "Kafka SASL authentications refused.",
 		}),
+		txnIDsExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lakegate_kafka_transactional_ids_expired_total",
+			Help: "Transactional.id records this node deleted, unused for kafka.transactionalIdExpiration with no transaction open.",
+		}),
 	}
 }
 
@@ -76,5 +81,5 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 
 func (m *metrics) all() []prometheus.Collector {
 	return []prometheus.Collector{m.connections, m.connectionsTotal, m.requests, m.producedRecords, m.producedBytes,
-		m.produceErrors, m.fetchedRecords, m.fetchedBytes, m.authFailures}
+		m.produceErrors, m.fetchedRecords, m.fetchedBytes, m.authFailures, m.txnIDsExpired}
 }

@@ -81,6 +81,10 @@ type Config struct {
 	// waits for more members (Kafka's group.initial.rebalance.delay.ms).
 	// 0: 3 s; negative: none.
 	GroupInitialRebalanceDelay time.Duration
+	// TransactionalIDExpiration is how long a transactional.id's record
+	// is kept after its last use with no transaction open (Kafka's
+	// transactional.id.expiration.ms; txn_expiry.go). Default 7 days.
+	TransactionalIDExpiration time.Duration
 	// Auth, when set, requires SASL authentication with its tokens
 	// (sasl.go); the broker's authorization then applies to every request.
 	Auth *auth.Authenticator
@@ -139,6 +143,9 @@ func Serve(ln net.Listener, cfg Config) (*Server, error) {
 	if cfg.MaxInflightBytes <= 0 {
 		cfg.MaxInflightBytes = 256 << 20
 	}
+	if cfg.TransactionalIDExpiration <= 0 {
+		cfg.TransactionalIDExpiration = defaultTransactionalIDExpiration
+	}
 	cfg.MaxRequestBytes = int(min(int64(cfg.MaxRequestBytes), cfg.MaxInflightBytes))
 	cfg.MaxFetchBytes = int(min(int64(cfg.MaxFetchBytes), cfg.MaxInflightBytes))
 	if cfg.Logger == nil {
@@ -157,6 +164,7 @@ func Serve(ln net.Listener, cfg Config) (*Server, error) {
 	s.groups = newGroupCoordinator(groupOptions{InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay})
 	go s.accept()
 	go s.sweepProducers()
+	go s.expireTxnIDs()
 	return s, nil
 }
 

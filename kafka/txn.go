@@ -10,7 +10,8 @@ package kafka
 // (txn.Coordinator.LoadProducer, SaveProducer; the JSON of producerRecord),
 // changed by compare-and-put only, by the node serving transaction
 // coordinator hash(transactional.id) mod Coordinators() — its Kafka
-// coordinator. The partition owners read it (cached) to judge a
+// coordinator — and deleted by compare-and-delete by that node once
+// unused for Config.TransactionalIDExpiration (txn_expiry.go). The partition owners read it (cached) to judge a
 // transactional Produce; the group coordinators to judge a
 // TxnOffsetCommit.
 //
@@ -72,6 +73,11 @@ type producerRecord struct {
 	// Owner is the role that first initialised the id ("" without
 	// authentication): only it, or a superuser, may use the id.
 	Owner string `json:"owner,omitempty"`
+	// UsedMs is when the record was last written (Unix ms; every save
+	// sets it): the id expires TransactionalIDExpiration after it, with
+	// no transaction open (txn_expiry.go). 0 in a record written before
+	// the field existed: a sweep sets it to the sweep's time.
+	UsedMs int64 `json:"usedMs,omitempty"`
 }
 
 func encodeProducer(r producerRecord) []byte {
@@ -286,6 +292,7 @@ func (e *txnProducer) load(ctx context.Context, tc txn.Coordinator, tid string) 
 // save writes rec at the revision read (e.mu held); errConflict when it
 // changed meanwhile (reloaded).
 func (e *txnProducer) save(ctx context.Context, tc txn.Coordinator, tid string, rec producerRecord) error {
+	rec.UsedMs = time.Now().UnixMilli()
 	ok, rev, err := tc.SaveProducer(ctx, tid, encodeProducer(rec), e.rev)
 	if err != nil {
 		e.loaded = false

@@ -128,4 +128,25 @@ type Coordinator interface {
 	// with the new revision.
 	LoadProducer(ctx context.Context, transactionalID string) (value []byte, rev int64, err error)
 	SaveProducer(ctx context.Context, transactionalID string, value []byte, rev int64) (ok bool, newRev int64, err error)
+	// ListProducers returns a page of the transactional.id records: those
+	// after transactional.id after ("" from the first), in the store's
+	// order of their keys, at most limit of them (limit ≤ 0 or above
+	// MaxProducersPage: MaxProducersPage). A page shorter than the limit
+	// is the last. The slice and its values are the caller's.
+	ListProducers(ctx context.Context, after string, limit int) ([]Producer, error)
+	// DeleteProducer deletes a transactional.id's record iff it is still
+	// at rev (> 0) and reports whether it did (false: it changed or went
+	// meanwhile). The kafka package's expiry (docs/kafka.md).
+	DeleteProducer(ctx context.Context, transactionalID string, rev int64) (ok bool, err error)
+}
+
+// MaxProducersPage bounds a page of ListProducers.
+const MaxProducersPage = 1000
+
+// Producer is one transactional.id record as ListProducers returns it:
+// Rev its revision (> 0), for SaveProducer and DeleteProducer.
+type Producer struct {
+	TransactionalID string
+	Value           []byte
+	Rev             int64
 }

@@ -55,6 +55,8 @@ type Config struct {
 		MaxConnections int    `yaml:"maxConnections" default:"0" doc:"Open Kafka connections on the node; one more is closed at once. 0: no limit."`
 		// Consumer groups.
 		GroupInitialRebalanceDelay time.Duration `yaml:"groupInitialRebalanceDelay" default:"3s" doc:"How long a new consumer group's first join waits for more members (Kafka's group.initial.rebalance.delay.ms); 0: none."`
+		// Transactions.
+		TransactionalIDExpiration time.Duration `yaml:"transactionalIdExpiration" default:"168h" doc:"How long a transactional.id's record is kept after its last use with no transaction open (Kafka's transactional.id.expiration.ms); then it is deleted and the id's old producer is answered INVALID_PRODUCER_ID_MAPPING (docs/kafka.md, Transactions). Positive; swept every tenth of it (100ms to 1h)."`
 	} `yaml:"kafka"`
 
 	Transactions struct {
@@ -531,6 +533,9 @@ func (c *Config) validateSecurity() error {
 	}
 	if c.Kafka.TLS && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
 		return errors.New("config kafka.tls: needs tls.certFile and tls.keyFile")
+	}
+	if c.Kafka.TransactionalIDExpiration <= 0 {
+		return fmt.Errorf("config kafka.transactionalIdExpiration: %v is not positive", c.Kafka.TransactionalIDExpiration)
 	}
 	if t, ns, ok := strings.Cut(c.Kafka.Namespace, "/"); !ok || t == "" || ns == "" || strings.Contains(ns, "/") {
 		return fmt.Errorf("config kafka.namespace: %q is not tenant/namespace", c.Kafka.Namespace)

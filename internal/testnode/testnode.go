@@ -21,6 +21,7 @@ import (
 
 	"github.com/lakegate/lakegate/actors"
 	"github.com/lakegate/lakegate/gateway"
+	"github.com/lakegate/lakegate/kafka"
 	"github.com/lakegate/lakegate/lakestream"
 	"github.com/lakegate/lakegate/node"
 	"github.com/lakegate/lakegate/node/assembly"
@@ -54,8 +55,11 @@ type Config struct {
 	// GatewayCatalog, when set, wraps the catalog the gateway is given
 	// (e.g. to hold appends back: e2e/limits_test.go).
 	GatewayCatalog func(lakestream.StreamCatalog) lakestream.StreamCatalog
-	// Kafka starts the Kafka listener on 127.0.0.1:0 (Node.Kafka).
-	Kafka bool
+	// Kafka starts the Kafka listener on 127.0.0.1:0 (Node.Kafka), with
+	// KafkaConfig (assembly.Config.KafkaConfig; its GroupInitialRebalanceDelay,
+	// when 0, none: tests start their consumers together).
+	Kafka       bool
+	KafkaConfig kafka.Config
 	// Transactions configures the transaction coordinator, on by default
 	// as in production (transactions.enabled); DisableTransactions turns
 	// it off.
@@ -111,7 +115,10 @@ func Start(t testing.TB, cfg Config) *Node {
 		if ac.Kafka, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}
-		ac.KafkaConfig.GroupInitialRebalanceDelay = -1 // tests start their consumers together
+		ac.KafkaConfig = cfg.KafkaConfig
+		if ac.KafkaConfig.GroupInitialRebalanceDelay == 0 {
+			ac.KafkaConfig.GroupInitialRebalanceDelay = -1 // tests start their consumers together
+		}
 	}
 	if cfg.HTTP {
 		// Listening now: the node advertises the address when it joins;

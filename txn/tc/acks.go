@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -60,6 +61,43 @@ func (c *Coordinator) LoadProducer(ctx context.Context, transactionalID string) 
 func (c *Coordinator) SaveProducer(ctx context.Context, transactionalID string, value []byte, rev int64) (bool, int64, error) {
 	key := c.k.producer(transactionalID)
 	return c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: rev}}, []meta.Op{meta.Put(key, value)})
+}
+
+// ListProducers returns a page of the Kafka transactional.id records,
+// after transactional.id after (txn.Coordinator.ListProducers).
+func (c *Coordinator) ListProducers(ctx context.Context, after string, limit int) ([]txn.Producer, error) {
+	if limit <= 0 || limit > txn.MaxProducersPage {
+		limit = txn.MaxProducersPage
+	}
+	p := c.k.producerPrefix()
+	start := p
+	if after != "" {
+		start = c.k.producer(after) + "\x00" // the escaping is one to one: the next key
+	}
+	kvs, err := c.cfg.Meta.Range(ctx, start, p+"\xff", limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]txn.Producer, 0, len(kvs))
+	for _, kv := range kvs {
+		tid, err := url.PathUnescape(strings.TrimPrefix(kv.Key, p))
+		if err != nil {
+			return nil, fmt.Errorf("txn: corrupt transactional.id key %q: %w", kv.Key, err)
+		}
+		out = append(out, txn.Producer{TransactionalID: tid, Value: kv.Value, Rev: kv.ModRevision})
+	}
+	return out, nil
+}
+
+// DeleteProducer deletes a Kafka transactional.id's record iff it is
+// still at rev.
+func (c *Coordinator) DeleteProducer(ctx context.Context, transactionalID string, rev int64) (bool, error) {
+	if rev <= 0 {
+		return false, fmt.Errorf("%w: deleting transactional.id %q at revision %d", meta.ErrInvalid, transactionalID, rev)
+	}
+	key := c.k.producer(transactionalID)
+	ok, _, err := c.cfg.Meta.Txn(ctx, []meta.Cmp{{Key: key, ModRevision: rev}}, []meta.Op{meta.Delete(key)})
+	return ok, err
 }
 
 // Await calls fn once, from the coordinator's goroutine, when transaction

@@ -376,3 +376,79 @@ func TestCoordinatorProducerRecord(t *testing.T) {
 		t.Fatalf("another id shares the record: %q", v)
 	}
 }
+
+// ListProducers pages through the transactional.id records in key order
+// (escaped ids); DeleteProducer deletes one only at the revision it was
+// read at, so a save that came in between (the id used again) wins over
+// the expiry that read it before.
+func TestCoordinatorProducerPagesAndDelete(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	c := newTestCoordinator(t, m, newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)})
+
+	ids := []string{"a", "a/b", "a b", "b", "c%d", "z"}
+	revs := map[string]int64{}
+	for _, tid := range ids {
+		ok, rev, err := c.SaveProducer(ctx, tid, []byte("v-"+tid), 0)
+		if err != nil || !ok {
+			t.Fatalf("create %q: %v %v", tid, ok, err)
+		}
+		revs[tid] = rev
+	}
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > len(ids) {
+			t.Fatalf("paging does not end: %v", got)
+		}
+		page, err := c.ListProducers(ctx, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			if string(p.Value) != "v-"+p.TransactionalID || p.Rev != revs[p.TransactionalID] {
+				t.Fatalf("listed %q: %q at %d, want v-%s at %d", p.TransactionalID, p.Value, p.Rev, p.TransactionalID, revs[p.TransactionalID])
+			}
+			got = append(got, p.TransactionalID)
+		}
+		if len(page) < 2 {
+			break
+		}
+		after = page[len(page)-1].TransactionalID
+	}
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	gotSorted := slices.Clone(got)
+	slices.Sort(gotSorted)
+	if !slices.Equal(gotSorted, want) || len(got) != len(ids) {
+		t.Fatalf("listed %v, want each of %v once", got, ids)
+	}
+
+	// A save after the read: the delete at the revision read loses.
+	ok, rev2, err := c.SaveProducer(ctx, "b", []byte("used again"), revs["b"])
+	if err != nil || !ok {
+		t.Fatalf("save: %v %v", ok, err)
+	}
+	if ok, err := c.DeleteProducer(ctx, "b", revs["b"]); err != nil || ok {
+		t.Fatalf("delete at the old revision: %v %v, want refused", ok, err)
+	}
+	if v, rev, _ := c.LoadProducer(ctx, "b"); string(v) != "used again" || rev != rev2 {
+		t.Fatalf("after the refused delete: %q at %d", v, rev)
+	}
+	// At its revision it goes; the id can be created anew (revision 0).
+	if ok, err := c.DeleteProducer(ctx, "b", rev2); err != nil || !ok {
+		t.Fatalf("delete at its revision: %v %v", ok, err)
+	}
+	if v, rev, _ := c.LoadProducer(ctx, "b"); v != nil || rev != 0 {
+		t.Fatalf("after the delete: %q at %d", v, rev)
+	}
+	if ok, err := c.DeleteProducer(ctx, "b", rev2); err != nil || ok {
+		t.Fatalf("delete of a deleted record: %v %v", ok, err)
+	}
+	if _, err := c.DeleteProducer(ctx, "a", 0); !errors.Is(err, meta.ErrInvalid) {
+		t.Fatalf("delete at revision 0: %v, want meta.ErrInvalid", err)
+	}
+	if ok, _, err := c.SaveProducer(ctx, "b", []byte("new"), 0); err != nil || !ok {
+		t.Fatalf("create after the delete: %v %v", ok, err)
+	}
+}

@@ -13,6 +13,8 @@
 //	coordinator.go  Config, Coordinator: the coordinators this node serves,
 //	                NEW, ADD_PARTITION, ADD_SUBSCRIPTION, END, timeouts
 //	keys.go         the metadata keys, the record's encoding
-//	acks.go         pending acknowledgements in the metadata store, and the
-//	                watch that tells subscriptions how transactions ended
+//	acks.go         pending acknowledgements in the metadata store, the
+//	                watch that tells subscriptions how transactions ended,
+//	                the Kafka transactional.id records (load, compare-and-
+//	                put, pages, compare-and-delete)
 package tc

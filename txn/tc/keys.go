@@ -72,6 +72,7 @@ func parseAcksID(s string) (txn.ID, bool) {
 
 // Kafka transactional producers: txn-kafka/<transactional.id>, the id
 // path-escaped.
+func (k keys) producerPrefix() string { return k.root + "txn-kafka/" }
 func (k keys) producer(transactionalID string) string {
-	return k.root + "txn-kafka/" + url.PathEscape(transactionalID)
+	return k.producerPrefix() + url.PathEscape(transactionalID)
 }
