@@ -64,6 +64,7 @@ type Config struct {
 		Coordinators   int           `yaml:"coordinators" default:"16" doc:"Transaction coordinators in the cluster (1–256): the partition count of persistent://pulsar/system/transaction_coordinator_assign. Every node of a cluster must say the same."`
 		MaxTimeout     time.Duration `yaml:"maxTimeout" default:"6h" doc:"Longest transaction timeout; a client asking for more gets this."`
 		MaxOpen        int           `yaml:"maxOpen" default:"10000" doc:"Open transactions per coordinator; a new one beyond is refused (Pulsar's maxActiveTransactionsPerCoordinator)."`
+		MaxOpenPerRole int           `yaml:"maxOpenPerRole" default:"0" doc:"Open transactions one role may hold per coordinator; a new one beyond is refused. 0: no bound but maxOpen. On a cluster shared by tenants, set it below maxOpen so that one role cannot take every transaction of a coordinator (without authentication every client is one role)."`
 		EndedRetention time.Duration `yaml:"endedRetention" default:"10m" doc:"How long an ended transaction's outcome is kept, so that a client retrying its commit or abort learns it."`
 	} `yaml:"transactions"`
 

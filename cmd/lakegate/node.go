@@ -149,7 +149,7 @@ func assemblyConfig(c *Config, sc node.Config, sec *security, ls *listeners, log
 		ac.KafkaConfig.Auth = sec.authn
 	}
 	if t := c.Transactions; t.Enabled {
-		ac.Transactions = &tc.Config{Coordinators: t.Coordinators, MaxTimeout: t.MaxTimeout, MaxOpen: t.MaxOpen, EndedRetention: t.EndedRetention}
+		ac.Transactions = &tc.Config{Coordinators: t.Coordinators, MaxTimeout: t.MaxTimeout, MaxOpen: t.MaxOpen, MaxOpenPerRole: t.MaxOpenPerRole, EndedRetention: t.EndedRetention}
 	}
 	for _, hl := range []net.Listener{ls.http, ls.https} {
 		if hl != nil {

@@ -46,6 +46,10 @@ type Config struct {
 	// MaxOpen bounds the open transactions of one coordinator. Default
 	// 10 000.
 	MaxOpen int
+	// MaxOpenPerRole bounds the open transactions one role holds at one
+	// coordinator, so that a role cannot take all of MaxOpen from the
+	// others. 0: no bound but MaxOpen.
+	MaxOpenPerRole int
 	// EndedRetention: how long an ended transaction's record is kept (so
 	// that a client retrying its END learns the outcome). Default 10 min.
 	EndedRetention time.Duration
@@ -223,8 +227,12 @@ func (c *Coordinator) Open(ctx context.Context, tc uint64, timeout time.Duration
 		timeout = c.cfg.DefaultTimeout
 	}
 	timeout = min(timeout, c.cfg.MaxTimeout)
-	if n := st.open(); n >= c.cfg.MaxOpen {
+	n, mine := st.open(role)
+	if n >= c.cfg.MaxOpen {
 		return txn.ID{}, fmt.Errorf("%w: %d open transactions at coordinator %d", txn.ErrTooMany, n, tc)
+	}
+	if c.cfg.MaxOpenPerRole > 0 && mine >= c.cfg.MaxOpenPerRole {
+		return txn.ID{}, fmt.Errorf("%w: role %q holds %d open transactions at coordinator %d", txn.ErrTooMany, role, mine, tc)
 	}
 	now := c.cfg.Now().UnixMilli()
 	rec := txn.Record{State: txn.Open, Owner: role, OpenMs: now, TimeoutMs: now + timeout.Milliseconds()}
@@ -250,17 +258,19 @@ func (c *Coordinator) Open(ctx context.Context, tc uint64, timeout time.Duration
 	return txn.ID{}, fmt.Errorf("%w: transaction numbers at coordinator %d keep being taken", txn.ErrNotCoordinator, tc)
 }
 
-// open counts the open transactions.
-func (st *tcState) open() int {
+// open counts the open transactions, and those of role.
+func (st *tcState) open(role string) (n, mine int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	n := 0
 	for _, e := range st.txns {
 		if !e.rec.State.Ended() {
 			n++
+			if e.rec.Owner == role {
+				mine++
+			}
 		}
 	}
-	return n
+	return n, mine
 }
 
 // alloc hands out the next sequence of tc, taking a block of them from the

@@ -75,11 +75,15 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newTestCoordinator(t *testing.T, m meta.Store, st *fakeStaging, clk *clock) *Coordinator {
+func newTestCoordinator(t *testing.T, m meta.Store, st *fakeStaging, clk *clock, tweaks ...func(*Config)) *Coordinator {
 	t.Helper()
-	c, err := New(Config{Meta: m, Root: "/t/", Staging: st, Membership: testmember.New(lakestream.Member{ID: "n1"}),
+	cfg := Config{Meta: m, Root: "/t/", Staging: st, Membership: testmember.New(lakestream.Member{ID: "n1"}),
 		Coordinators: 4, Now: clk.now, TickInterval: 5 * time.Millisecond, AdoptInterval: 10 * time.Millisecond, EndedRetention: time.Minute,
-		Superuser: func(r string) bool { return r == "admin" }})
+		Superuser: func(r string) bool { return r == "admin" }}
+	for _, tw := range tweaks {
+		tw(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,5 +454,45 @@ func TestCoordinatorProducerPagesAndDelete(t *testing.T) {
 	}
 	if ok, _, err := c.SaveProducer(ctx, "b", []byte("new"), 0); err != nil || !ok {
 		t.Fatalf("create after the delete: %v %v", ok, err)
+	}
+}
+
+// The open-transaction bounds: per coordinator (MaxOpen) and per role at
+// a coordinator (MaxOpenPerRole). A role at its bound is refused
+// ErrTooMany while another role still opens, and opens again once one of
+// its transactions ends; the coordinator's bound holds for every role.
+func TestCoordinatorOpenBounds(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewMem(meta.MemOptions{})
+	st, clk := newFakeStaging(), &clock{t: time.UnixMilli(1_000_000)}
+	c := newTestCoordinator(t, m, st, clk, func(cfg *Config) { cfg.MaxOpen, cfg.MaxOpenPerRole = 4, 2 })
+	open := func(tc uint64, role string) (txn.ID, error) { return c.Open(ctx, tc, time.Minute, role) }
+	var mallory []txn.ID
+	for range 2 {
+		id, err := open(1, "mallory")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mallory = append(mallory, id)
+	}
+	if _, err := open(1, "mallory"); !errors.Is(err, txn.ErrTooMany) {
+		t.Fatalf("a third transaction of a role at coordinator 1: %v, want ErrTooMany", err)
+	}
+	if _, err := open(2, "mallory"); err != nil {
+		t.Fatalf("the role at another coordinator: %v", err)
+	}
+	for range 2 {
+		if _, err := open(1, "alice"); err != nil {
+			t.Fatalf("another role at coordinator 1: %v", err)
+		}
+	}
+	if _, err := open(1, "bob"); !errors.Is(err, txn.ErrTooMany) {
+		t.Fatalf("past the coordinator's bound: %v, want ErrTooMany", err)
+	}
+	if err := c.End(ctx, mallory[0], false, "mallory"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(1, "mallory"); err != nil {
+		t.Fatalf("after one of its transactions ended: %v", err)
 	}
 }
