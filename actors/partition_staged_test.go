@@ -308,6 +308,32 @@ func nextEvent(t *testing.T, ctx context.Context, s *eventSink) any {
 	}
 }
 
+// stagedEngine is an engine on a mem store and metadata, its log 1 and an
+// actor runtime, all closed when t ends, with a context of a minute.
+func stagedEngine(t *testing.T) (context.Context, *engine.Engine, lakestream.Log, Runtime) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	st, err := objstore.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := meta.NewMem(meta.MemOptions{})
+	t.Cleanup(func() { st.Close(); ms.Close() })
+	e, err := engine.New(st, ms, engine.Options{NodeID: "n", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	log, err := e.Log(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := NewRuntime(nil)
+	t.Cleanup(rt.Shutdown)
+	return ctx, e, log, rt
+}
+
 // TestPartitionActorStagedDedup: partition actors on the engine. The owner
 // that staged a transaction's SENDs stops without a word (as if killed: no
 // snapshot); a new owner learns the set through Log.ReadStaged and answers
@@ -315,25 +341,7 @@ func nextEvent(t *testing.T, ctx context.Context, s *eventSink) any {
 // the log once, and an owner loaded then finds the producer's sequence in
 // the log.
 func TestPartitionActorStagedDedup(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := objstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := meta.NewMem(meta.MemOptions{})
-	defer func() { st.Close(); ms.Close() }()
-	e, err := engine.New(st, ms, engine.Options{NodeID: "n", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	log, err := e.Log(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := NewRuntime(nil)
-	defer rt.Shutdown()
+	ctx, e, log, rt := stagedEngine(t)
 	owner := func() (*PartitionActor, *eventSink, ProducerAnswer) {
 		t.Helper()
 		lp, err := LoadPartition(ctx, log, true)
@@ -415,25 +423,7 @@ func TestPartitionActorStagedDedup(t *testing.T) {
 // the last sequence id and answers a resend of a committed one as a
 // duplicate (docs/dedup.md, "Transactional sends").
 func TestPartitionLoadLearnsOpenSets(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := objstore.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := meta.NewMem(meta.MemOptions{})
-	defer func() { st.Close(); ms.Close() }()
-	e, err := engine.New(st, ms, engine.Options{NodeID: "n", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	log, err := e.Log(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := NewRuntime(nil)
-	defer rt.Shutdown()
+	ctx, e, log, rt := stagedEngine(t)
 	const set = "txn-0-9"
 	load := func() (*PartitionActor, *LoadedPartition) {
 		t.Helper()
